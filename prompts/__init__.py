@@ -1,0 +1,21 @@
+"""Prompt templates live here as text files and are rendered with strict substitution.
+
+`string.Template.substitute` raises on a missing variable, so a template and its renderer cannot
+drift apart silently.
+"""
+from pathlib import Path
+from string import Template
+from typing import Callable, Iterable
+
+from tools import describe
+
+PROMPTS = Path(__file__).parent
+
+
+def load(name: str) -> Template:
+    return Template((PROMPTS / name).read_text(encoding="utf-8"))
+
+
+def render_instructions(tools: Iterable[Callable]) -> str:
+    """The instruction prompt: how to write Thought/Action/Answer, the tools' documentation, and the rules."""
+    return load("react.txt").substitute(tools="\n".join(describe(tool) for tool in tools)).strip()

@@ -1,0 +1,94 @@
+"""Reading what the model wrote: the Thought/Action/Answer lines of a reply, and the tool call in an Action.
+
+Model text is hostile input. Nothing here executes it: an Action is parsed with `ast` and accepted only
+as a call of a known name with literal arguments, which `ast.literal_eval` turns into plain values.
+"""
+import ast
+import re
+from dataclasses import dataclass
+
+MAX_ACTION_CHARS = 2_000
+
+# A keyword at the start of a line, optionally numbered ("Action3:") and optionally bold ("**Action:**").
+_LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ \t]*:\**[ \t]*(.*)$", re.MULTILINE)
+_OBSERVATION_LINE = re.compile(r"^[ \t]*\**[ \t]*Observation", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Reply:
+    thought: str | None = None
+    action: str | None = None
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    name: str
+    args: tuple
+    kwargs: dict
+
+
+class ActionError(ValueError):
+    """An Action that cannot be run; its message is fed back to the model as the observation."""
+
+
+def cut_at_observation(text: str) -> str:
+    """Drop everything from the first line that starts with `Observation`: the model must not write its own."""
+    match = _OBSERVATION_LINE.search(text)
+    return text[: match.start()].rstrip() if match else text.rstrip()
+
+
+def parse_reply(text: str) -> Reply:
+    """Find the thought, the first Action and the Answer; an Answer counts only if no Action comes before it."""
+    thought = action = answer = None
+    matches = list(_LINE.finditer(text))
+    for i, match in enumerate(matches):
+        keyword, rest = match.group(1), match.group(2).strip()
+        if keyword == "Thought" and thought is None:
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+            thought = (rest + text[match.end():end]).strip() or None
+        elif keyword == "Action":
+            action = rest.strip("`").strip() or None
+            break
+        elif keyword == "Answer":
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+            answer = (rest + text[match.end():end]).strip() or None
+            break
+    return Reply(thought, action, answer)
+
+
+def parse_action(text: str) -> ActionCall:
+    """Turn `tool_name(1, "two", k=3.5)` into a name and literal arguments, or raise ActionError."""
+    if len(text) > MAX_ACTION_CHARS:
+        raise ActionError(f"the action is {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ActionError(f"could not parse the action {_quote(text)}; write one call like add_numbers(2, 3)") from None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise ActionError(f"the action {_quote(text)} is not a tool call; write one call like add_numbers(2, 3)")
+    args = tuple(_literal(node, call.func.id) for node in call.args)
+    kwargs = {}
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            raise ActionError(f"{call.func.id}(): **arguments are not allowed; name each argument")
+        kwargs[keyword.arg] = _literal(keyword.value, call.func.id)
+    return ActionCall(call.func.id, args, kwargs)
+
+
+def _literal(node: ast.AST, name: str):
+    if isinstance(node, ast.Starred):
+        raise ActionError(f"{name}(): *arguments are not allowed; write each value")
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        raise ActionError(
+            f"{name}(): arguments must be literal values such as 3, 2.5 or \"text\", "
+            f"not {_quote(ast.unparse(node))}"
+        ) from None
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "…")

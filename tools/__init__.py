@@ -1,0 +1,68 @@
+"""Tools are plain Python functions. Their signature and docstring are what the model reads about them.
+
+To add a tool, write a typed function with an honest docstring and pass it in the tools list;
+`describe` renders it for the prompt and `bind_arguments` checks a model's call against its signature.
+"""
+import inspect
+import math
+from typing import Callable
+
+from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
+from tools.weather import get_temperature
+from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
+
+DEFAULT_TOOLS: list[Callable] = [
+    add_numbers,
+    subtract_numbers,
+    multiply_numbers,
+    divide_numbers,
+    get_temperature,
+    search_wikipedia_page,
+    wikipedia_coordinates,
+    wikipedia_summary,
+]
+
+
+def describe(tool: Callable) -> str:
+    """`name(params) -> return` and the docstring indented below it, as the prompt shows it."""
+    signature = str(inspect.signature(tool)).replace("'", "")
+    doc = inspect.getdoc(tool) or "(no description)"
+    return f"{tool.__name__}{signature}\n" + "\n".join(f"    {line}" for line in doc.splitlines() if line.strip())
+
+
+def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
+    """Match literal arguments to the tool's parameters, converting numeric strings where a number is expected.
+
+    Raises TypeError with a message meant for the model when the call does not fit the signature.
+    """
+    signature = inspect.signature(tool)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{error}; the signature is {tool.__name__}{signature}".replace("'", "")) from None
+    bound.apply_defaults()
+    for name, value in bound.arguments.items():
+        bound.arguments[name] = _coerce(name, value, signature.parameters[name].annotation)
+    return bound.arguments
+
+
+def _coerce(name: str, value, annotation):
+    if annotation in (int, float):
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip().replace(",", ""))
+            except ValueError:
+                raise TypeError(f"{name} must be a number, got {value!r}") from None
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        if annotation is int:
+            if number != int(number):
+                raise TypeError(f"{name} must be a whole number, got {value!r}")
+            return int(number)
+        return number
+    if annotation is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if annotation is str and not isinstance(value, str):
+        raise TypeError(f"{name} must be text in quotes, got {value!r}")
+    return value

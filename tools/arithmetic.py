@@ -1,0 +1,46 @@
+"""Arithmetic tools: exact, instant, and a good first test of whether a model can follow the format."""
+import math
+
+
+def add_numbers(x: float, y: float) -> float:
+    """Add two numbers and return x + y.
+
+    Example: add_numbers(30, 10) returns 40.
+    """
+    return _finite(x + y)
+
+
+def subtract_numbers(x: float, y: float) -> float:
+    """Subtract y from x and return x - y.
+
+    Example: subtract_numbers(10, 4) returns 6.
+    """
+    return _finite(x - y)
+
+
+def multiply_numbers(x: float, y: float) -> float:
+    """Multiply two numbers and return x * y.
+
+    Example: multiply_numbers(7, 6) returns 42.
+    """
+    return _finite(x * y)
+
+
+def divide_numbers(x: float, y: float) -> float:
+    """Divide x by y and return x / y. Dividing by zero returns an error message.
+
+    Example: divide_numbers(84, 2) returns 42.
+    """
+    if y == 0:
+        return "Error: cannot divide by zero."
+    return _finite(x / y)
+
+
+def _finite(value: float) -> float | int | str:
+    """Show whole results as integers (40, not 40.0) and refuse infinities."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "Error: the result is too large to represent."
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+    return value

@@ -1,0 +1,42 @@
+"""The current temperature at a point on Earth, from the Open-Meteo forecast API (no key needed)."""
+import os
+
+OPEN_METEO_URL = "https://api.open-meteo.com/v1/forecast"
+TIMEOUT_SECONDS = 10
+
+
+def get_temperature(latitude: float, longitude: float) -> str:
+    """Get the current air temperature (2 m above ground) at a latitude and longitude, in degrees Celsius.
+
+    latitude: -90 to 90, north positive. longitude: -180 to 180, east positive.
+    Returns the temperature with its unit and the local time of the reading.
+    Example: get_temperature(48.8566, 2.3522) returns "11.4 °C at 2026-03-01T14:00 (latitude 48.86, longitude 2.35)".
+    Use wikipedia_coordinates first if you only know a place's name.
+    """
+    if not -90 <= latitude <= 90 or not -180 <= longitude <= 180:
+        return f"Error: latitude must be within -90..90 and longitude within -180..180, got {latitude}, {longitude}."
+    import requests  # imported here so that `agent.py --help` stays fast
+
+    url = os.environ.get("OPEN_METEO_URL") or OPEN_METEO_URL
+    params = {"latitude": latitude, "longitude": longitude, "current": "temperature_2m", "timezone": "auto"}
+    try:
+        response = requests.get(url, params=params, timeout=TIMEOUT_SECONDS)
+    except requests.Timeout:
+        return f"Error: Open-Meteo did not answer within {TIMEOUT_SECONDS} seconds."
+    except requests.RequestException as error:
+        return f"Error: could not reach Open-Meteo ({type(error).__name__})."
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code != 200:
+        reason = body.get("reason") if isinstance(body, dict) else None
+        return f"Error: Open-Meteo answered HTTP {response.status_code}" + (f": {reason}" if reason else ".")
+    try:
+        current, units = body["current"], body.get("current_units", {})
+        temperature = float(current["temperature_2m"])
+        unit = units.get("temperature_2m", "°C")
+        when = current.get("time", "now")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return "Error: Open-Meteo's answer had no current temperature."
+    return f"{temperature:g} {unit} at {when} (latitude {latitude:.2f}, longitude {longitude:.2f})"

@@ -1,0 +1,109 @@
+"""Wikipedia tools, built on the `wikipedia` package.
+
+The package sends its requests without a timeout and ignores HTTP errors, so its one request function is
+replaced here with one that has both, and that reads the endpoint from WIKIPEDIA_API_URL (a mirror, or a
+test server). The package's parsing of the MediaWiki answers is kept as it is.
+"""
+import os
+import warnings
+
+WIKIPEDIA_API_URL = "https://en.wikipedia.org/w/api.php"
+TIMEOUT_SECONDS = 10
+USER_AGENT = "TinyReAct/0.1 (https://github.com/tinyreact/tinyreact)"
+MAX_OPTIONS = 10
+
+
+def search_wikipedia_page(query: str) -> str:
+    """Search Wikipedia and return the titles of the best-matching pages, best first (at most 5).
+
+    Use it to find the exact page title to pass to wikipedia_summary or wikipedia_coordinates.
+    Example: search_wikipedia_page("Super Bowl LIX") returns "Super Bowl LIX; Super Bowl LVIII; ...".
+    """
+    wikipedia = _wikipedia()
+    try:
+        titles = wikipedia.search(query, results=5)
+    except Exception as error:  # the package raises many kinds; each becomes a message for the model
+        return _failure(error, query)
+    return "; ".join(titles) if titles else f"No Wikipedia pages match {query!r}."
+
+
+def wikipedia_summary(query: str, sentences: int = 10) -> str:
+    """Return the first sentences (1 to 10) of the Wikipedia page titled, or best matching, query.
+
+    Example: wikipedia_summary("Caesars Superdome", 2) returns the page's first two sentences.
+    An ambiguous title returns the pages it may refer to; pick one and call again.
+    """
+    wikipedia = _wikipedia()
+    sentences = min(max(int(sentences), 1), 10)
+    try:
+        try:
+            return wikipedia.summary(query, sentences=sentences, auto_suggest=False)
+        except wikipedia.PageError:
+            return wikipedia.summary(query, sentences=sentences, auto_suggest=True)
+    except Exception as error:
+        return _failure(error, query)
+
+
+def wikipedia_coordinates(page_title: str) -> str:
+    """Return the latitude and longitude of the place a Wikipedia page is about.
+
+    Example: wikipedia_coordinates("Caesars Superdome") returns "latitude 29.9511, longitude -90.0812 (Caesars Superdome)".
+    Pages that are not about a place have no coordinates, and say so.
+    """
+    wikipedia = _wikipedia()
+    try:
+        try:
+            page = wikipedia.page(page_title, auto_suggest=False)
+        except wikipedia.PageError:
+            page = wikipedia.page(page_title, auto_suggest=True)
+    except Exception as error:
+        return _failure(error, page_title)
+    try:
+        coordinates = page.coordinates
+    except KeyError:  # the package raises KeyError when the page exists but has no coordinates
+        coordinates = None
+    except Exception as error:
+        return _failure(error, page_title)
+    if coordinates is None:
+        return f"Error: the Wikipedia page {page.title!r} has no coordinates."
+    latitude, longitude = coordinates
+    return f"latitude {float(latitude):.4f}, longitude {float(longitude):.4f} ({page.title})"
+
+
+def _wikipedia():
+    """Import the package on first use (it is slow to import) and route its requests through ours."""
+    import wikipedia
+    import wikipedia.wikipedia as module
+    from bs4 import GuessedAtParserWarning
+
+    warnings.filterwarnings("ignore", category=GuessedAtParserWarning)  # the package's disambiguation parsing
+    module._wiki_request = _request
+    return wikipedia
+
+
+def _request(params: dict) -> dict:
+    import requests
+
+    params = {**params, "format": "json", "action": params.get("action", "query")}
+    url = os.environ.get("WIKIPEDIA_API_URL") or WIKIPEDIA_API_URL
+    response = requests.get(url, params=params, headers={"User-Agent": USER_AGENT}, timeout=TIMEOUT_SECONDS)
+    response.raise_for_status()
+    return response.json()
+
+
+def _failure(error: Exception, query: str) -> str:
+    import requests
+    import wikipedia
+
+    if isinstance(error, wikipedia.DisambiguationError):
+        options = "; ".join(error.options[:MAX_OPTIONS])
+        return f"Error: {query!r} is ambiguous. It may refer to: {options}."
+    if isinstance(error, wikipedia.PageError):
+        return f"Error: no Wikipedia page matches {query!r}. Try search_wikipedia_page first."
+    if isinstance(error, requests.Timeout):
+        return f"Error: Wikipedia did not answer within {TIMEOUT_SECONDS} seconds."
+    if isinstance(error, requests.HTTPError):
+        return f"Error: Wikipedia answered HTTP {error.response.status_code}."
+    if isinstance(error, requests.RequestException):
+        return f"Error: could not reach Wikipedia ({type(error).__name__})."
+    return f"Error: unexpected answer from Wikipedia ({type(error).__name__}: {error})."
