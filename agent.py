@@ -264,11 +264,10 @@ def _fail(message: str) -> int:
 
 
 def _load_dotenv() -> None:
-    """Read .env from the current folder, then from the project folder; the real environment wins."""
-    from dotenv import load_dotenv
+    """Read .env from the current folder or the nearest folder above it; the real environment wins."""
+    from dotenv import find_dotenv, load_dotenv
 
-    load_dotenv(os.path.join(os.getcwd(), ".env"))
-    load_dotenv(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".env"))
+    load_dotenv(find_dotenv(usecwd=True))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,197 @@
+"""Loopback HTTP servers that speak the shapes of the real APIs, so the real client code runs in tests.
+
+- FakeGemini: `POST /v1beta/models/{model}:generateContent`, as google-genai sends it.
+- FakeWikipedia: the MediaWiki `api.php` queries the `wikipedia` package makes.
+- FakeOpenMeteo: `GET /v1/forecast?latitude=..&longitude=..&current=temperature_2m`.
+Each records the requests it was sent.
+"""
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+class Loopback:
+    """A JSON server on 127.0.0.1 in a background thread; subclasses implement `handle`."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._serve(b"")
+
+            def do_POST(self):
+                self._serve(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def _serve(self, body: bytes):
+                url = urlparse(self.path)
+                request = {
+                    "method": self.command, "path": url.path, "headers": dict(self.headers),
+                    "query": {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()},
+                    "body": json.loads(body) if body else None,
+                }
+                owner.requests.append(request)
+                status, payload = owner.handle(request)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def handle(self, request: dict) -> tuple[int, object]:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# ------------------------------------------------------------------ Gemini
+
+def gemini_text(text: str, prompt_tokens: int = 100, output_tokens: int = 10, thoughts_tokens: int = 0) -> dict:
+    """A generateContent response with one text candidate, as the REST API returns it."""
+    usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+             "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens}
+    if thoughts_tokens:
+        usage["thoughtsTokenCount"] = thoughts_tokens
+    return {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": usage, "modelVersion": "gemini-flash-latest", "responseId": "fake",
+    }
+
+
+def gemini_error(code: int, status: str, message: str, reason: str | None = None) -> tuple[int, dict]:
+    error = {"code": code, "message": message, "status": status}
+    if reason:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com"}]
+    return code, {"error": error}
+
+
+REJECTED_KEY = gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
+
+
+class FakeGemini(Loopback):
+    """Answers generateContent calls from a queue: a reply text, a response dict, or a (status, body) pair.
+
+    Like the real API it stops text at the request's stop sequences, unless `honour_stops` is False.
+    """
+
+    def __init__(self, replies: list, key: str = "test-key", honour_stops: bool = True):
+        super().__init__()
+        self.replies, self.key, self.honour_stops = list(replies), key, honour_stops
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["method"] == "POST"]
+
+    def handle(self, request):
+        match = re.fullmatch(r"/(v1beta|v1)/models/([^/:]+):generateContent", request["path"])
+        if not match:
+            return 404, {"error": {"code": 404, "message": f"no route {request['path']}", "status": "NOT_FOUND"}}
+        if request["headers"].get("x-goog-api-key") != self.key:
+            return REJECTED_KEY
+        if not self.replies:
+            return 500, {"error": {"code": 500, "message": "the fake has no replies left", "status": "INTERNAL"}}
+        reply = self.replies.pop(0)
+        if isinstance(reply, tuple):
+            return reply
+        if isinstance(reply, str):
+            stops = (request["body"].get("generationConfig") or {}).get("stopSequences") or []
+            if self.honour_stops:
+                for stop in stops:
+                    reply = reply.split(stop)[0]
+            reply = gemini_text(reply)
+        return 200, reply
+
+
+# ------------------------------------------------------------------ Wikipedia (MediaWiki api.php)
+
+class FakeWikipedia(Loopback):
+    """pages: title -> {"extract": str, "coordinates": (lat, lon) | None, "options": [..] for a disambiguation page}.
+    redirects: title -> target title. delay: seconds to wait before every answer. status: force an HTTP status."""
+
+    def __init__(self, pages: dict, redirects: dict | None = None, delay: float = 0, status: int = 200):
+        super().__init__()
+        self.pages, self.redirects, self.delay, self.status = pages, redirects or {}, delay, status
+        self.ids = {title: str(1000 + i) for i, title in enumerate(pages)}
+
+    def handle(self, request):
+        time.sleep(self.delay)
+        if self.status != 200:
+            return self.status, b"<html>Server error</html>"
+        q = request["query"]
+        if q.get("list") == "search":
+            words = q["srsearch"].lower().split()
+            hits = [t for t in self.pages if all(w in (t + " " + self.pages[t].get("extract", "")).lower() for w in words)]
+            hits.sort(key=lambda t: q["srsearch"].lower() not in t.lower())
+            return 200, {"batchcomplete": "", "query": {"search": [{"ns": 0, "title": t} for t in hits[: int(q.get("srlimit", 10))]]}}
+        title = q.get("titles", "")
+        answer = {"batchcomplete": "", "query": {}}
+        if title in self.redirects and "redirects" in q:
+            answer["query"]["redirects"] = [{"from": title, "to": self.redirects[title]}]
+            title = self.redirects[title]
+        if title not in self.pages:
+            answer["query"]["pages"] = {"-1": {"ns": 0, "title": title, "missing": ""}}
+            return 200, answer
+        data, pageid = self.pages[title], self.ids[title]
+        page = {"pageid": int(pageid), "ns": 0, "title": title}
+        prop = q.get("prop", "")
+        if prop == "info|pageprops":
+            page["fullurl"] = f"https://en.wikipedia.org/wiki/{title.replace(' ', '_')}"
+            if "options" in data:
+                page["pageprops"] = {"disambiguation": ""}
+        elif prop == "extracts":
+            sentences = re.split(r"(?<=\.) ", data.get("extract", ""))
+            page["extract"] = " ".join(sentences[: int(q.get("exsentences") or 10)])
+        elif prop == "coordinates" and data.get("coordinates"):
+            lat, lon = data["coordinates"]
+            page["coordinates"] = [{"lat": lat, "lon": lon, "primary": "", "globe": "earth"}]
+        elif prop == "revisions":
+            items = "".join(f'<li><a href="/wiki/{o}">{o}</a>, a meaning</li>' for o in data.get("options", []))
+            page["revisions"] = [{"*": f"<p>{title} may refer to:</p><ul>{items}</ul>"}]
+        answer["query"]["pages"] = {pageid: page}
+        return 200, answer
+
+
+# ------------------------------------------------------------------ Open-Meteo
+
+class FakeOpenMeteo(Loopback):
+    """temperatures: (round(lat, 2), round(lon, 2)) -> °C; any other point reads `default`."""
+
+    def __init__(self, temperatures: dict | None = None, default: float = 21.5):
+        super().__init__()
+        self.temperatures, self.default = temperatures or {}, default
+
+    def handle(self, request):
+        if request["path"] != "/v1/forecast":
+            return 404, {"error": True, "reason": "Not Found"}
+        q = request["query"]
+        try:
+            lat, lon = float(q["latitude"]), float(q["longitude"])
+        except (KeyError, ValueError):
+            return 400, {"error": True, "reason": "Parameter 'latitude' and 'longitude' must have the same number of elements"}
+        if not -90 <= lat <= 90:
+            return 400, {"error": True, "reason": f"Latitude must be in range of -90 to 90°. Given: {lat}."}
+        temperature = self.temperatures.get((round(lat, 2), round(lon, 2)), self.default)
+        return 200, {
+            "latitude": lat, "longitude": lon, "generationtime_ms": 0.02, "utc_offset_seconds": -21600,
+            "timezone": "America/Chicago", "timezone_abbreviation": "GMT-6", "elevation": 3.0,
+            "current_units": {"time": "iso8601", "interval": "seconds", "temperature_2m": "°C"},
+            "current": {"time": "2026-11-29T23:45", "interval": 900, "temperature_2m": temperature},
+        }

@@ -1,0 +1,190 @@
+"""The ReAct loop, driven by the scripted model: what it runs, what the model is shown, how each run ends."""
+import json
+
+import pytest
+
+from agent import OBSERVATION_LIMIT, StopReason, TinyReAct, cap
+from models import ModelError, ModelReply
+from models.scripted import ScriptedModel, ScriptExhausted
+from traces import Trace, read_trace
+
+
+def run(replies, question="What is 7 * 6 + 5?", **options):
+    finish = options.pop("finish", False)
+    model = ScriptedModel(replies)
+    agent = TinyReAct(model, **options)
+    return agent.query(question, finish=finish), model
+
+
+def observations(result):
+    return [e["text"] for e in result.trace if e["type"] == "observation"]
+
+
+def test_three_step_arithmetic_answer():
+    result, model = run([
+        "Thought1: First multiply 7 by 6.\nAction1: multiply_numbers(7, 6)",
+        "Thought2: Now add 5.\nAction2: add_numbers(42, 5)",
+        "Thought3: Done.\nAnswer: 47",
+    ])
+    assert (result.answer, result.stop_reason, result.steps, result.model_calls) == ("47", StopReason.ANSWER, 2, 3)
+    assert observations(result) == ["42", "47"]
+    last = model.calls[-1]
+    assert [m.role for m in last] == ["system", "user", "model", "user", "model", "user"]
+    assert last[1].text == "Question: What is 7 * 6 + 5?"
+    assert last[3].text == "Observation1: 42" and last[5].text == "Observation2: 47"
+    assert "multiply_numbers(x: float, y: float) -> float" in last[0].text
+    assert model.stops[0] == ["\nObservation"] and model.unused == []
+
+
+def test_model_written_observation_never_reaches_the_context():
+    result, model = run([
+        "Thought: multiply\nAction: multiply_numbers(7, 6)\nObservation: 99\nThought: so 104\nAnswer: 104",
+        "Thought: ok\nAnswer: 47",
+    ])
+    assert observations(result) == ["42"]  # the tool ran; the invented 99 and the answer after it were dropped
+    assert result.answer == "47"
+    shown = "\n".join(m.text for m in model.calls[1])
+    assert "99" not in shown and "104" not in shown
+    assert result.trace[2]["raw"].endswith("Answer: 104")  # the raw reply is still in the trace, for the record
+
+
+def test_ttl_counts_every_model_call_including_unparseable_ones():
+    result, model = run(["Thought: hmm", "Action: add_numbers(1, 1)", "Thought: hmm", "Action: add_numbers(2, 2)"], ttl=4)
+    assert result.stop_reason is StopReason.TTL and result.answer is None
+    assert result.model_calls == 4 and result.steps == 2 and len(model.calls) == 4
+
+
+def test_three_consecutive_format_errors_stop_the_run():
+    result, _ = run(["I am not sure.", "", ModelReply("", blocked="finish reason SAFETY")])
+    assert result.stop_reason is StopReason.FORMAT_ERRORS and result.model_calls == 3
+    assert [o.split(".")[0] for o in observations(result)] == [
+        "Error: your reply had no Action or Answer line", "Error: your reply was empty",
+        "Error: your reply was blocked (finish reason SAFETY)"]
+
+
+def test_format_error_count_resets_after_a_good_reply():
+    result, _ = run(["no format", "still none", "Action: add_numbers(1, 1)", "nope", "nope", "Answer: 2"])
+    assert result.stop_reason is StopReason.ANSWER and result.answer == "2"
+
+
+def test_tool_problems_become_one_line_error_observations():
+    result, _ = run([
+        "Action: fly_to_moon(1)",
+        "Action: add_numbers(1)",
+        "Action: add_numbers(__import__('os').system('touch pwned'), 1)",
+        "Action: divide_numbers(1, 0)",
+        "Action: explode()",
+        "Answer: gave up",
+    ], tools=_tools_with_explode())
+    obs = observations(result)
+    assert obs[0] == "Error: there is no tool named 'fly_to_moon'. Available tools: add_numbers, divide_numbers, explode."
+    assert obs[1].startswith("Error: add_numbers(): missing a required argument: y")
+    assert obs[2].startswith("Error: add_numbers(): arguments must be literal values")
+    assert obs[3] == "Error: cannot divide by zero."
+    assert obs[4] == "Error: explode failed: RuntimeError: boom on two lines"
+    assert all("\n" not in o for o in obs)
+
+
+def _tools_with_explode():
+    from tools.arithmetic import add_numbers, divide_numbers
+
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("boom on\ntwo lines")
+    return [add_numbers, divide_numbers, explode]
+
+
+def test_hostile_action_is_not_executed(tmp_path):
+    run(["Action: add_numbers(__import__('os').system('touch pwned'), 1)", "Answer: no"])
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_long_observations_are_capped_keeping_head_and_tail():
+    def big() -> str:
+        """Returns a lot."""
+        return "HEAD" + "x" * 10_000 + "TAIL"
+    result, _ = run(["Action: big()", "Answer: ok"], tools=[big])
+    text = observations(result)[0]
+    assert len(text) <= OBSERVATION_LIMIT
+    assert text.startswith("HEAD") and text.endswith("TAIL") and "characters cut" in text
+    assert cap("short", 10) == "short"
+
+
+def test_fourth_identical_action_in_a_row_gets_a_warning_instead_of_running():
+    calls = []
+
+    def ping(n: int) -> str:
+        """Counts calls."""
+        calls.append(n)
+        return "pong"
+    replies = ["Action: ping(1)"] * 4 + ["Action: ping(2)", "Action: ping(1)", "Answer: done"]
+    result, _ = run(replies, tools=[ping])
+    assert calls == [1, 1, 1, 2, 1]
+    assert observations(result)[3].startswith("Warning: you have already run ping(1) 3 times in a row")
+
+
+def test_finish_makes_one_more_counted_call_for_the_best_answer():
+    result, model = run(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Thought: best guess\nAnswer: 4"],
+                        ttl=2, finish=True)
+    assert result.answer == "4" and result.stop_reason is StopReason.TTL and result.model_calls == 3
+    assert "You have no steps left" in model.calls[-1][-1].text
+    assert [e["type"] for e in result.trace].count("finish") == 1
+
+
+def test_usage_is_summed_from_every_call():
+    result, _ = run([ModelReply("Action: add_numbers(1, 2)", 100, 7, 2), ModelReply("Answer: 3", 130, 5)])
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (230, 12)
+    usage = [e for e in result.trace if e["type"] == "usage"]
+    assert [u["input_tokens"] for u in usage] == [100, 130] and usage[0]["thoughts_tokens"] == 2
+
+
+def test_model_failure_ends_the_run_with_error_and_keeps_the_trace():
+    class Flaky(ScriptedModel):
+        def generate(self, messages, stop):
+            if len(self.calls) == 1:
+                raise ModelError("Gemini answered 503 UNAVAILABLE")
+            return super().generate(messages, stop)
+    agent = TinyReAct(Flaky(["Action: add_numbers(1, 2)"]))
+    result = agent.query("1 + 2?")
+    assert result.stop_reason is StopReason.ERROR and result.answer is None
+    assert [e["type"] for e in result.trace][-2:] == ["observation", "error"]
+
+
+def test_scripted_model_fails_loudly_when_exhausted():
+    with pytest.raises(ScriptExhausted):
+        run(["Action: add_numbers(1, 2)"])
+
+
+def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path):
+    path = tmp_path / "run.jsonl"
+    seen_on_disk = []
+
+    class Peeking(ScriptedModel):
+        def generate(self, messages, stop):
+            seen_on_disk.append(len(path.read_text().splitlines()))
+            return super().generate(messages, stop)
+    agent = TinyReAct(Peeking(["Action: multiply_numbers(7, 6)", "Answer: 42"]), trace=Trace(str(path)))
+    result = agent.query("7 * 6?")
+    agent.trace.close()
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["format"] == "tinyreact-trace" and header["version"] == 1
+    assert seen_on_disk == [3, 3 + 4]  # header, instructions, question; then reply, usage, action, observation
+    assert [e["type"] for e in read_trace(str(path))] == [e["type"] for e in result.trace]
+
+
+def test_trace_survives_a_crash_mid_run(tmp_path):
+    path = tmp_path / "crash.jsonl"
+    agent = TinyReAct(ScriptedModel(["Action: multiply_numbers(7, 6)"]), trace=Trace(str(path)))
+    with pytest.raises(ScriptExhausted):
+        agent.query("7 * 6?")
+    assert [e["type"] for e in read_trace(str(path))][-1] == "observation"
+
+
+def test_instructions_render_under_six_thousand_characters():
+    agent = TinyReAct(ScriptedModel([]))
+    assert len(agent.trace.events[0]["text"]) < 6000
+
+
+def test_ttl_must_be_positive():
+    with pytest.raises(ValueError):
+        TinyReAct(ScriptedModel([]), ttl=0)

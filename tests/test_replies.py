@@ -1,0 +1,97 @@
+"""The reply parser and the action parser: what counts as a Thought, an Action and an Answer."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from replies import ActionError, cut_at_observation, parse_action, parse_reply
+
+
+def test_numbered_and_unnumbered_lines_are_read():
+    assert parse_reply("Thought3: add them\nAction3: add_numbers(1, 2)").action == "add_numbers(1, 2)"
+    reply = parse_reply("Thought: add them\nAction: add_numbers(1, 2)")
+    assert (reply.thought, reply.action, reply.answer) == ("add them", "add_numbers(1, 2)", None)
+
+
+def test_multiline_thought_and_answer():
+    reply = parse_reply("Thought: first line\nsecond line\nAnswer: 47\nthat is all")
+    assert reply.thought == "first line\nsecond line"
+    assert reply.answer == "47\nthat is all"
+
+
+def test_first_action_wins_and_a_later_answer_is_ignored():
+    reply = parse_reply("Thought: t\nAction: add_numbers(1, 2)\nAction: add_numbers(3, 4)\nAnswer: 3")
+    assert reply.action == "add_numbers(1, 2)" and reply.answer is None
+
+
+def test_answer_before_any_action_counts():
+    reply = parse_reply("Thought: I know it\nAnswer: Paris\nAction: search_wikipedia_page(\"Paris\")")
+    assert reply.answer == "Paris" and reply.action is None
+
+
+def test_keywords_must_start_a_line():
+    reply = parse_reply("I think the Answer: 42 is right and my Action: add_numbers(1, 1)")
+    assert reply == parse_reply("") and reply.answer is None and reply.action is None
+
+
+def test_markdown_bold_keywords_and_backticks():
+    reply = parse_reply("**Thought:** go\n**Action:** `multiply_numbers(7, 6)`")
+    assert reply.action == "multiply_numbers(7, 6)"
+
+
+def test_empty_answer_is_not_an_answer():
+    assert parse_reply("Thought: hmm\nAnswer:").answer is None
+
+
+def test_cut_at_model_written_observation():
+    text = "Thought1: x\nAction1: add_numbers(1, 2)\nObservation1: 3\nThought2: y\nAnswer: 3"
+    assert cut_at_observation(text) == "Thought1: x\nAction1: add_numbers(1, 2)"
+    assert cut_at_observation("Observation: made up\nAnswer: 1") == ""
+    assert cut_at_observation("Thought: the observation above") == "Thought: the observation above"
+
+
+def test_parse_action_literals_positional_and_keyword():
+    call = parse_action('wikipedia_summary("Caesars Superdome", sentences=2)')
+    assert (call.name, call.args, call.kwargs) == ("wikipedia_summary", ("Caesars Superdome",), {"sentences": 2})
+    assert parse_action("add_numbers(-1.5, 2e3)").args == (-1.5, 2000.0)
+
+
+@pytest.mark.parametrize("hostile", [
+    "add_numbers(__import__('os').system('touch pwned'), 1)",
+    "add_numbers(x, 1)",
+    "add_numbers(1 + 2, 3)",
+    "add_numbers(*[1, 2])",
+    "add_numbers(**{'x': 1, 'y': 2})",
+    "os.system('touch pwned')",
+    "(lambda: 1)()",
+    "add_numbers(1, 2); import os",
+    "add_numbers",
+    "add_numbers(" * 500,
+    "x" * 5000,
+])
+def test_hostile_or_malformed_actions_raise_action_error(hostile, tmp_path):
+    with pytest.raises(ActionError):
+        parse_action(hostile)
+    assert not (tmp_path / "pwned").exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_any_text_parses_without_raising(text):
+    reply = parse_reply(text)
+    assert reply.action is None or reply.answer is None
+    cut = cut_at_observation(text)
+    assert "Observation" not in "".join(line.lstrip(" \t*")[:11] for line in cut.splitlines())
+    if reply.action is not None:
+        try:
+            parse_action(reply.action)
+        except ActionError:
+            pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("add_numbers()'\"[]{},.:;=*-+_ 0123456789xos\\\n")), max_size=200))
+def test_action_like_text_only_ever_raises_action_error(text):
+    try:
+        call = parse_action(text)
+    except ActionError:
+        return
+    assert call.name.isidentifier()

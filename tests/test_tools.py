@@ -1,0 +1,104 @@
+"""The default tools, their documentation, and argument binding; network tools against loopback stand-ins."""
+import pytest
+
+from servers import FakeOpenMeteo, FakeWikipedia
+from tools import DEFAULT_TOOLS, bind_arguments, describe
+from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
+from tools.weather import get_temperature
+from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
+
+PAGES = {
+    "Caesars Superdome": {"extract": "The Caesars Superdome is a stadium in New Orleans. It opened in 1975. It seats 73,000.",
+                          "coordinates": (29.950833, -90.081111)},
+    "Super Bowl LIX": {"extract": "Super Bowl LIX was played on February 9, 2025, at the Caesars Superdome in New Orleans. "
+                                  "The Philadelphia Eagles won.", "coordinates": None},
+    "Mercury": {"options": ["Mercury (planet)", "Mercury (element)", "Mercury (mythology)"]},
+}
+
+
+def test_default_tools_have_the_seed_names_and_signatures():
+    assert [describe(tool).splitlines()[0] for tool in DEFAULT_TOOLS] == [
+        "add_numbers(x: float, y: float) -> float",
+        "subtract_numbers(x: float, y: float) -> float",
+        "multiply_numbers(x: float, y: float) -> float",
+        "divide_numbers(x: float, y: float) -> float",
+        "get_temperature(latitude: float, longitude: float) -> str",
+        "search_wikipedia_page(query: str) -> str",
+        "wikipedia_coordinates(page_title: str) -> str",
+        "wikipedia_summary(query: str, sentences: int = 10) -> str",
+    ]
+    for tool in DEFAULT_TOOLS:
+        assert "Example:" in describe(tool)
+
+
+def test_arithmetic():
+    assert add_numbers(30, 10) == 40 and str(add_numbers(30, 10)) == "40"
+    assert subtract_numbers(10, 4) == 6
+    assert multiply_numbers(2.5, 2) == 5
+    assert divide_numbers(1, 4) == 0.25
+    assert divide_numbers(1, 0) == "Error: cannot divide by zero."
+    assert multiply_numbers(1e308, 10).startswith("Error")
+
+
+def test_binding_coerces_numeric_strings_and_reports_bad_calls():
+    assert bind_arguments(add_numbers, ("7", " 1,000.5"), {}) == {"x": 7.0, "y": 1000.5}
+    assert bind_arguments(wikipedia_summary, ("Paris",), {"sentences": "3"}) == {"query": "Paris", "sentences": 3}
+    assert bind_arguments(search_wikipedia_page, (2025,), {}) == {"query": "2025"}
+    with pytest.raises(TypeError, match="missing a required argument"):
+        bind_arguments(add_numbers, (1,), {})
+    with pytest.raises(TypeError, match="too many"):
+        bind_arguments(add_numbers, (1, 2, 3), {})
+    with pytest.raises(TypeError, match="x must be a number"):
+        bind_arguments(add_numbers, ("seven", 1), {})
+    with pytest.raises(TypeError, match="must be a number"):
+        bind_arguments(add_numbers, (True, 1), {})
+    with pytest.raises(TypeError, match="whole number"):
+        bind_arguments(wikipedia_summary, ("Paris", 2.5), {})
+
+
+def test_temperature_from_open_meteo(monkeypatch):
+    with FakeOpenMeteo({(29.95, -90.08): 15.2}) as meteo:
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
+        assert get_temperature(29.9508, -90.0811).startswith("15.2 °C at 2026-11-29T23:45")
+        sent = meteo.requests[-1]["query"]
+        assert sent["current"] == "temperature_2m" and float(sent["latitude"]) == 29.9508
+        assert get_temperature(91, 0).startswith("Error: latitude must be within")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/wrong")
+        assert get_temperature(1, 1) == "Error: Open-Meteo answered HTTP 404: Not Found"
+
+
+def test_temperature_when_open_meteo_is_unreachable(monkeypatch):
+    monkeypatch.setenv("OPEN_METEO_URL", "http://127.0.0.1:9/v1/forecast")
+    assert get_temperature(1, 1).startswith("Error: could not reach Open-Meteo")
+
+
+def test_wikipedia_search_summary_and_coordinates(monkeypatch):
+    with FakeWikipedia(PAGES, redirects={"Superdome": "Caesars Superdome"}) as wiki:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        assert search_wikipedia_page("Super Bowl LIX") == "Super Bowl LIX"
+        assert search_wikipedia_page("New Orleans") == "Caesars Superdome; Super Bowl LIX"
+        assert search_wikipedia_page("zzyzx") == "No Wikipedia pages match 'zzyzx'."
+        assert wikipedia_summary("Super Bowl LIX", 1) == \
+            "Super Bowl LIX was played on February 9, 2025, at the Caesars Superdome in New Orleans."
+        assert wikipedia_summary("Superdome", sentences=2).startswith("The Caesars Superdome is a stadium")
+        assert wikipedia_coordinates("Caesars Superdome") == "latitude 29.9508, longitude -90.0811 (Caesars Superdome)"
+        assert wikipedia_coordinates("Super Bowl LIX") == "Error: the Wikipedia page 'Super Bowl LIX' has no coordinates."
+        assert all(r["path"] == "/w/api.php" and r["query"]["format"] == "json" for r in wiki.requests)
+
+
+def test_wikipedia_errors_are_messages(monkeypatch):
+    with FakeWikipedia(PAGES) as wiki:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        assert wikipedia_summary("Atlantis") == "Error: no Wikipedia page matches 'Atlantis'. Try search_wikipedia_page first."
+        assert wikipedia_summary("Mercury") == \
+            "Error: 'Mercury' is ambiguous. It may refer to: Mercury (planet); Mercury (element); Mercury (mythology)."
+    with FakeWikipedia(PAGES, status=503) as broken:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", broken.url + "/w/api.php")
+        assert search_wikipedia_page("Paris") == "Error: Wikipedia answered HTTP 503."
+
+
+def test_wikipedia_timeout(monkeypatch):
+    monkeypatch.setattr("tools.wiki.TIMEOUT_SECONDS", 0.2)
+    with FakeWikipedia(PAGES, delay=1.0) as slow:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", slow.url + "/w/api.php")
+        assert wikipedia_coordinates("Caesars Superdome") == "Error: Wikipedia did not answer within 0.2 seconds."
