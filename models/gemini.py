@@ -67,6 +67,7 @@ class GeminiModel:
 
             retry = types.HttpRetryOptions(
                 attempts=RETRY_ATTEMPTS, initial_delay=self._retry_delay, max_delay=8 * self._retry_delay,
+                jitter=self._retry_delay,
                 http_status_codes=RETRY_STATUS,
             )
             options = types.HttpOptions(api_version=API_VERSION, timeout=TIMEOUT_SECONDS * 1000, retry_options=retry)

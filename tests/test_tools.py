@@ -36,6 +36,7 @@ def test_arithmetic():
     assert subtract_numbers(10, 4) == 6
     assert multiply_numbers(2.5, 2) == 5
     assert divide_numbers(1, 4) == 0.25
+    assert multiply_numbers(15.5, 1.8) == 27.9 and add_numbers(0.1, 0.2) == 0.3
     assert divide_numbers(1, 0) == "Error: cannot divide by zero."
     assert multiply_numbers(1e308, 10).startswith("Error")
 

@@ -37,10 +37,11 @@ def divide_numbers(x: float, y: float) -> float:
 
 
 def _finite(value: float) -> float | int | str:
-    """Show whole results as integers (40, not 40.0) and refuse infinities."""
+    """Refuse infinities, drop binary noise (27.9, not 27.900000000000002) and show whole results as integers."""
     if isinstance(value, float):
         if not math.isfinite(value):
             return "Error: the result is too large to represent."
+        value = float(f"{value:.12g}")
         if value.is_integer() and abs(value) < 2**53:
             return int(value)
     return value

@@ -1,0 +1,202 @@
+"""The command line as a user meets it: output, exit codes, --json, the trace file, and the end-to-end seed question."""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+import agent
+from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia, gemini_text
+from traces import read_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEY = "sk-test-SECRET-4242"
+
+SUPER_BOWL_QUESTION = ("What is the current temperature, in degrees Fahrenheit, "
+                       "at the stadium where Super Bowl LIX was played?")
+SUPER_BOWL_REPLIES = [
+    'Thought1: I need to find out where Super Bowl LIX was played.\nAction1: search_wikipedia_page("Super Bowl LIX")',
+    'Thought2: The page exists; its summary should name the stadium.\nAction2: wikipedia_summary("Super Bowl LIX", 2)',
+    'Thought3: It was played at the Caesars Superdome. I need its coordinates.\nAction3: wikipedia_coordinates("Caesars Superdome")',
+    "Thought4: Now the current temperature there.\nAction4: get_temperature(29.9508, -90.0811)",
+    "Thought5: 15.5 °C; to convert to Fahrenheit, multiply by 1.8 first.\nAction5: multiply_numbers(15.5, 1.8)",
+    "Thought6: Then add 32.\nAction6: add_numbers(27.9, 32)\nObservation6: 60 (the model must not write this)",
+    "Thought7: I have the final result.\nAnswer: It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans.",
+]
+PAGES = {
+    "Super Bowl LIX": {"extract": "Super Bowl LIX was an American football game played to determine the champion of "
+                                  "the NFL for the 2024 season. The game was played on February 9, 2025, at the "
+                                  "Caesars Superdome in New Orleans, Louisiana. The Eagles won.", "coordinates": None},
+    "Super Bowl LVIII": {"extract": "Super Bowl LVIII was played at Allegiant Stadium.", "coordinates": None},
+    "Caesars Superdome": {"extract": "The Caesars Superdome is a domed stadium in New Orleans.",
+                          "coordinates": (29.950833, -90.081111)},
+}
+
+
+@pytest.fixture
+def world(monkeypatch):
+    """Loopback Gemini, Wikipedia and Open-Meteo, wired in through the environment as a user would."""
+    servers = []
+
+    def start(replies, **options):
+        gemini = FakeGemini(replies, key=KEY, **options).__enter__()
+        wiki = FakeWikipedia(PAGES).__enter__()
+        meteo = FakeOpenMeteo({(29.95, -90.08): 15.5}).__enter__()
+        servers.extend([gemini, wiki, meteo])
+        monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
+        return gemini
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def cli(*args, env=None, cwd=None):
+    """Run agent.py in a fresh interpreter, as a user would."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True, text=True,
+                          env=environment, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_super_bowl_question_end_to_end(world, tmp_path, capsys):
+    gemini = world(SUPER_BOWL_REPLIES)
+    trace_file = tmp_path / "superbowl.jsonl"
+    code = agent.main([SUPER_BOWL_QUESTION, "--json", "--trace", str(trace_file)])
+    out = capsys.readouterr().out
+    result = json.loads(out)  # stdout holds exactly one JSON object
+    assert code == 0
+    assert result["answer"] == "It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans."
+    assert (result["stop_reason"], result["steps"], result["model_calls"]) == ("answer", 6, 7)
+    assert result["usage"] == {"input_tokens": 700, "output_tokens": 70}
+    observations = [e["text"] for e in result["trace"] if e["type"] == "observation"]
+    assert observations == [
+        "Super Bowl LIX",
+        "Super Bowl LIX was an American football game played to determine the champion of the NFL for the 2024 "
+        "season. The game was played on February 9, 2025, at the Caesars Superdome in New Orleans, Louisiana.",
+        "latitude 29.9508, longitude -90.0811 (Caesars Superdome)",
+        "15.5 °C at 2026-11-29T23:45 (latitude 29.95, longitude -90.08)",
+        "27.9",
+        "59.9",
+    ]
+    last_contents = gemini.bodies[-1]["contents"]
+    assert last_contents[-1]["parts"][0]["text"] == "Observation6: 59.9"
+    assert not any("Observation6: 60" in c["parts"][0]["text"] for c in last_contents)
+    assert [e["type"] for e in read_trace(str(trace_file))] == [e["type"] for e in result["trace"]]
+    assert KEY not in out and KEY not in trace_file.read_text()
+
+
+def test_live_display_shows_each_step_and_a_closing_line(world, capsys):
+    world(["Thought1: multiply\nAction1: multiply_numbers(7, 6)", "Thought2: add\nAction2: add_numbers(42, 5)",
+           "Thought3: done\nAnswer: 47"])
+    assert agent.main(["What is 7 * 6 + 5?"]) == 0
+    out = capsys.readouterr().out
+    for line in ["Question: What is 7 * 6 + 5?", "Thought1: multiply", "Action1: multiply_numbers(7, 6)",
+                 "Observation1: 42", "Answer: 47", "2 steps · 3 model calls · 300 tokens in / 30 out"]:
+        assert line in out
+
+
+def test_quiet_prints_only_the_answer(world, capsys):
+    world(["Answer: 47"])
+    assert agent.main(["What is 7 * 6 + 5?", "-q"]) == 0
+    assert capsys.readouterr().out == "47\n"
+
+
+def test_ttl_without_answer_exits_1(world, capsys):
+    world(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)"])
+    assert agent.main(["Count.", "--ttl", "2", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["stop_reason"] == "ttl" and result["model_calls"] == 2 and result["answer"] is None
+
+
+def test_finish_flag_asks_once_more(world, capsys):
+    world(["Action: add_numbers(1, 1)", "Answer: 2"])
+    assert agent.main(["1 + 1?", "--ttl", "1", "--finish", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["answer"], result["stop_reason"], result["model_calls"]) == ("2", "ttl", 2)
+
+
+def test_rejected_key_exits_2_with_one_line_and_keeps_the_trace(world, tmp_path, capsys, monkeypatch):
+    world(["Answer: 47"])
+    monkeypatch.setenv("GEMINI_API_KEY", "sk-wrong-SECRET")
+    trace_file = tmp_path / "t.jsonl"
+    assert agent.main(["What is 7 * 6 + 5?", "-q", "--trace", str(trace_file)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: Gemini rejected the API key") and captured.err.count("\n") == 1
+    assert "sk-wrong-SECRET" not in captured.err + trace_file.read_text()
+    assert [e["type"] for e in read_trace(str(trace_file))] == ["instructions", "question", "error"]
+
+
+def test_help_is_fast_and_imports_no_sdk():
+    started = time.monotonic()
+    done = cli("--help")
+    assert done.returncode == 0 and "--show-prompt" in done.stdout and "GEMINI_API_KEY" in done.stdout
+    assert time.monotonic() - started < 5
+    probe = subprocess.run([sys.executable, "-c", "import sys; sys.argv=['agent.py','--help']; import agent\n"
+                            "try:\n    agent.main()\nexcept SystemExit: pass\n"
+                            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('google', 'wikipedia', 'rich', 'requests')))"],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert probe.stdout.strip().endswith("[]")
+
+
+def test_show_prompt_prints_the_instructions_without_a_key(tmp_path):
+    done = cli("--show-prompt", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.startswith("You answer the user's question")
+    assert "wikipedia_summary(query: str, sentences: int = 10) -> str" in done.stdout
+    assert len(done.stdout) < 6000
+
+
+def test_missing_key_is_one_line_exit_2(tmp_path):
+    done = cli("What is 7 * 6 + 5?", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)\n"
+
+
+def test_key_is_read_from_dotenv_in_the_working_folder(tmp_path, world):
+    gemini = world(["Answer: 47"])
+    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={KEY}\n")
+    env = {"GOOGLE_GEMINI_BASE_URL": gemini.url, "NO_COLOR": "1"}
+    done = cli("What is 7 * 6 + 5?", "-q", env=env, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "47\n", "")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ttl", "0", "hi"], "must be between 1 and 1000"),
+    (["--ttl", "many", "hi"], "expected a whole number"),
+    (["--policy", "nope", "hi"], "unknown policy 'nope'"),
+    ([], "no question"),
+    (["   "], "no question"),
+])
+def test_bad_usage_exits_2_without_traceback(args, message, tmp_path):
+    done = cli(*args, env={"GEMINI_API_KEY": KEY}, cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unwritable_trace_file_exits_2(tmp_path):
+    done = cli("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"), env={"GEMINI_API_KEY": KEY}, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: cannot write the trace file")
+
+
+def test_piped_output_is_plain_text(world, tmp_path):
+    gemini = world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
+    done = cli("40 + 2?", env={"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": gemini.url}, cwd=tmp_path)
+    assert done.returncode == 0 and "\x1b" not in done.stdout
+    assert "Thought1: easy\nAction1: add_numbers(40, 2)\nObservation1: 42\nAnswer: 42\n" in done.stdout
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, tmp_path):
+    gemini = world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
+    env = {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": gemini.url, "FORCE_COLOR": "1"}
+    coloured = cli("40 + 2?", env=env, cwd=tmp_path).stdout
+    gemini.replies = ["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"]
+    plain = cli("40 + 2?", env={**env, "NO_COLOR": "1"}, cwd=tmp_path).stdout
+    colour_code = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7])m")
+    assert colour_code.search(coloured) and not colour_code.search(plain)
