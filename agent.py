@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable
 
-from models import Model, ModelConfigError, ModelError, ModelReply
+from models import Model, ModelConfigError, ModelError, ModelReply, load_model
 from policies import POLICIES, Policy, make_policy
 from policies.full import FullHistory
 from prompts import render_instructions
@@ -217,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     _load_dotenv()
     try:
         policy = make_policy(args.policy)
-        from models import load_model
         model = load_model(args.model)
     except (ValueError, ModelConfigError) as problem:
         return _fail(str(problem))

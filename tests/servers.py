@@ -47,6 +47,8 @@ class Loopback:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True  # a handler still sleeping (a slow fake) must not hold up the test's end
+        self._server.block_on_close = False
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -92,9 +94,9 @@ class FakeGemini(Loopback):
     Like the real API it stops text at the request's stop sequences, unless `honour_stops` is False.
     """
 
-    def __init__(self, replies: list, key: str = "test-key", honour_stops: bool = True):
+    def __init__(self, replies: list, key: str = "test-key", honour_stops: bool = True, delay: float = 0):
         super().__init__()
-        self.replies, self.key, self.honour_stops = list(replies), key, honour_stops
+        self.replies, self.key, self.honour_stops, self.delay = list(replies), key, honour_stops, delay
 
     @property
     def bodies(self) -> list[dict]:
@@ -106,6 +108,7 @@ class FakeGemini(Loopback):
             return 404, {"error": {"code": 404, "message": f"no route {request['path']}", "status": "NOT_FOUND"}}
         if request["headers"].get("x-goog-api-key") != self.key:
             return REJECTED_KEY
+        time.sleep(self.delay)
         if not self.replies:
             return 500, {"error": {"code": 500, "message": "the fake has no replies left", "status": "INTERNAL"}}
         reply = self.replies.pop(0)

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -200,3 +201,22 @@ def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, tmp_path):
     plain = cli("40 + 2?", env={**env, "NO_COLOR": "1"}, cwd=tmp_path).stdout
     colour_code = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7])m")
     assert colour_code.search(coloured) and not colour_code.search(plain)
+
+
+def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
+    gemini = world(["Action: add_numbers(1, 1)", "Answer: 2"])
+    gemini.delay = 30  # the model "thinks" long enough to be interrupted
+    trace_file = tmp_path / "t.jsonl"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "1 + 1?", "-q", "--trace", str(trace_file)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=tmp_path)
+    deadline = time.monotonic() + 20
+    while not gemini.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in err
+    assert err == f"interrupted; the trace so far is in {trace_file}\n"
+    events = read_trace(str(trace_file))
+    assert [e["type"] for e in events] == ["instructions", "question", "error"] and events[-1]["message"] == "interrupted"
