@@ -17,10 +17,11 @@ from enum import Enum
 from typing import Callable
 
 from models import Model, ModelConfigError, ModelError, ModelReply, load_model
-from policies import POLICIES, Policy, make_policy
+from policies import POLICY_HELP, Policy, make_policy, measure
 from policies.full import FullHistory
-from prompts import render_instructions
+from prompts import render_instructions, tool_docs
 from replies import ActionError, parse_action, parse_reply, cut_at_observation
+from tokens import COUNTER
 from tools import DEFAULT_TOOLS, bind_arguments
 from traces import Trace
 
@@ -45,20 +46,31 @@ class Usage:
 
 
 @dataclass
+class Context:
+    """What the model was shown over one query, in local token counts (see tokens.py), by bucket."""
+    totals: dict = field(default_factory=dict)  # summed over every reasoning call
+    peak: int = 0  # the largest single context
+    counter: str = COUNTER
+
+
+@dataclass
 class Result:
     answer: str | None
     stop_reason: StopReason
     steps: int  # actions taken (tool runs, including failed ones)
-    model_calls: int
+    model_calls: int  # every call: reasoning, the --finish call, summaries
     usage: Usage  # summed from the API's own usage numbers, over every call
     trace: list[dict]
     seconds: float = 0.0
     error: Exception | None = None
+    summary_calls: int = 0
+    context: Context = field(default_factory=Context)
 
     def to_dict(self) -> dict:
         return {
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps,
-            "model_calls": self.model_calls, "usage": vars(self.usage), "seconds": round(self.seconds, 3),
+            "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
+            "context": vars(self.context), "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
         }
 
@@ -67,9 +79,11 @@ class Result:
 class _Run:
     """Counters for one query()."""
     model_calls: int = 0
+    summary_calls: int = 0  # made for the compact policy; they do not count against the TTL
     steps: int = 0
     format_errors: int = 0
     usage: Usage = field(default_factory=Usage)
+    context: Context = field(default_factory=Context)
     actions: list = field(default_factory=list)
 
 
@@ -78,11 +92,29 @@ class TinyReAct:
                  policy: Policy | None = None, trace: Trace | None = None):
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
-        self.model, self.ttl = model, ttl
-        self.tools = {tool.__name__: tool for tool in tools}
-        self.policy = policy or FullHistory()
+        self.model, self.ttl, self.base_tools = model, ttl, list(tools)
         self.trace = trace if trace is not None else Trace()
-        self.trace.add("instructions", text=render_instructions(self.tools.values()))
+        self._instructions = None
+        self.use_policy(policy or FullHistory())
+
+    def use_policy(self, policy: Policy) -> None:
+        """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""
+        self.policy = policy
+        extra = policy.tools(self.trace) if hasattr(policy, "tools") else []
+        self.tools = {tool.__name__: tool for tool in self.base_tools + extra}
+        self._instruct()
+
+    def reset(self) -> None:
+        """Start a new conversation; the trace keeps the old one, and policies look only past the reset."""
+        self.trace.add("reset")
+        self._instructions = None
+        self._instruct()
+
+    def _instruct(self) -> None:
+        text = render_instructions(self.tools.values())
+        if text != self._instructions:
+            self.trace.add("instructions", text=text, tools=tool_docs(self.tools.values()))
+            self._instructions = text
 
     def query(self, question: str, finish: bool = False) -> Result:
         """Reason, act and observe until an answer, the TTL, or three unreadable replies in a row."""
@@ -90,7 +122,7 @@ class TinyReAct:
         self.trace.add("question", text=question)
         answer, stop, error = None, StopReason.TTL, None
         try:
-            while run.model_calls < self.ttl:
+            while run.model_calls - run.summary_calls < self.ttl:
                 model_reply, reply = self._think(run)  # render the context, call the model, record what it wrote
                 if reply.answer is not None:
                     answer, stop = reply.answer, StopReason.ANSWER
@@ -112,23 +144,47 @@ class TinyReAct:
             self.trace.add("error", message=str(failure))
             stop, error = StopReason.ERROR, failure
         return Result(answer, stop, run.steps, run.model_calls, run.usage, list(self.trace.events),
-                      time.monotonic() - started, error)
+                      time.monotonic() - started, error, run.summary_calls, run.context)
 
     def _think(self, run: _Run):
+        self._summarise_if_asked(run)
         messages = self.policy.render(self.trace.events)
+        self._measure(run, messages)
         model_reply = self.model.generate(messages, STOP_SEQUENCES)  # <- the model is called here
-        run.model_calls += 1
-        run.usage.input_tokens += model_reply.input_tokens
-        run.usage.output_tokens += model_reply.output_tokens
+        self._count(run, model_reply)
+        step = run.model_calls - run.summary_calls
         text = cut_at_observation(model_reply.text)
-        self.trace.add("reply", step=run.model_calls, text=text, raw=model_reply.text, blocked=model_reply.blocked)
-        self.trace.add("usage", input_tokens=model_reply.input_tokens, output_tokens=model_reply.output_tokens,
-                       thoughts_tokens=model_reply.thoughts_tokens)
+        self.trace.add("reply", step=step, text=text, raw=model_reply.text, blocked=model_reply.blocked)
         reply = parse_reply(text)
         for kind in ("thought", "action", "answer"):
             if getattr(reply, kind) is not None:
-                self.trace.add(kind, step=run.model_calls, text=getattr(reply, kind))
+                self.trace.add(kind, step=step, text=getattr(reply, kind))
         return model_reply, reply
+
+    def _summarise_if_asked(self, run: _Run) -> None:
+        """The compact policy asks for a model-written summary of older steps when the context is too big."""
+        request = self.policy.summary_request(self.trace.events) if hasattr(self.policy, "summary_request") else None
+        if request is None:
+            return
+        upto, messages = request
+        summary = self.model.generate(messages, [])
+        run.summary_calls += 1
+        self._count(run, summary, purpose="summary")
+        self.trace.add("summary", upto=upto, text=summary.text.strip(), policy=self.policy.name)
+
+    def _measure(self, run: _Run, messages) -> None:
+        tokens = measure(messages, tool_docs(self.tools.values()))
+        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=COUNTER)
+        for bucket, count in tokens.items():
+            run.context.totals[bucket] = run.context.totals.get(bucket, 0) + count
+        run.context.peak = max(run.context.peak, sum(tokens.values()))
+
+    def _count(self, run: _Run, reply: ModelReply, purpose: str = "step") -> None:
+        run.model_calls += 1
+        run.usage.input_tokens += reply.input_tokens
+        run.usage.output_tokens += reply.output_tokens
+        self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                       thoughts_tokens=reply.thoughts_tokens)
 
     def _act(self, run: _Run, action: str) -> str:
         try:
@@ -152,7 +208,8 @@ class TinyReAct:
         return str(result)
 
     def _observe(self, run: _Run, text: str) -> None:
-        self.trace.add("observation", step=run.model_calls, text=cap(text, OBSERVATION_LIMIT))
+        step = run.model_calls - run.summary_calls
+        self.trace.add("observation", step=step, text=cap(text, OBSERVATION_LIMIT))
 
 
 def _format_error(model_reply: ModelReply) -> str:
@@ -175,22 +232,27 @@ def cap(text: str, limit: int) -> str:
 # ---------------------------------------------------------------- command line
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+CHAT_HELP = "one question per line · /context shows what the model sees · /policy NAME switches · /reset starts over · Ctrl-D quits"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers.",
+        prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers. "
+                                     "With no question on a terminal, or with --chat, it opens a conversation.",
         epilog="Environment: GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_TEMPERATURE, GEMINI_THINKING, "
                "GOOGLE_GEMINI_BASE_URL, WIKIPEDIA_API_URL, OPEN_METEO_URL, NO_COLOR; read from .env too. "
                "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
     parser.add_argument("--model", help="model name (default: $GEMINI_MODEL, else gemini-flash-latest)")
-    parser.add_argument("--ttl", type=_positive_int, default=8, help="at most this many model calls (default: 8)")
+    parser.add_argument("--ttl", type=_positive_int, default=8, help="at most this many model calls a question (default: 8)")
     parser.add_argument("--policy", default="full", metavar="NAME",
-                        help=f"context policy: what the model sees each call ({', '.join(POLICIES)}; default: full)")
+                        help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
+    parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
     parser.add_argument("--trace", metavar="FILE", help="write every event to FILE as JSON Lines, as it happens")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
     parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
+    parser.add_argument("--show-context", action="store_true",
+                        help="before every model call, print exactly what the model is sent, part by part, with sizes")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
     parser.add_argument("--finish", action="store_true",
                         help="when the TTL runs out, make one more call asking for the best answer so far")
@@ -209,40 +271,54 @@ def _positive_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.show_prompt:
-        print(render_instructions(DEFAULT_TOOLS))
-        return EXIT_ANSWERED
-    if not (args.question or "").strip():
-        return _fail("no question: run  python agent.py \"your question\"  (or --help)")
-    _load_dotenv()
     try:
         policy = make_policy(args.policy)
+    except ValueError as problem:
+        return _fail(str(problem))
+    if args.show_prompt:
+        extra = policy.tools(Trace()) if hasattr(policy, "tools") else []
+        print(render_instructions(DEFAULT_TOOLS + extra))
+        return EXIT_ANSWERED
+    chat = args.chat or (args.question is None and sys.stdin.isatty())
+    if not chat and not (args.question or "").strip():
+        return _fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
+    if chat and args.json:
+        return _fail("--json answers one question; it does not go with --chat")
+    _load_dotenv()
+    try:
         model = load_model(args.model)
-    except (ValueError, ModelConfigError) as problem:
+    except ModelConfigError as problem:
         return _fail(str(problem))
 
-    display = None
-    if not (args.json or args.quiet):
-        from display import LiveDisplay
-        display = LiveDisplay()
+    from display import LiveDisplay
+    display = LiveDisplay(events=not (args.json or args.quiet), context=args.show_context,
+                          stderr=args.json or args.quiet)
     try:
-        trace = Trace(args.trace, on_event=display.show if display else None)
+        trace = Trace(args.trace, on_event=display.show)
     except OSError as problem:
         return _fail(f"cannot write the trace file: {problem.strerror}: {args.trace}")
     agent = TinyReAct(model, ttl=args.ttl, policy=policy, trace=trace)
+    display.render_context = lambda: agent.policy.render(agent.trace.events)
     try:
-        result = agent.query(args.question.strip(), finish=args.finish)
+        if chat:
+            return _chat(agent, display, args)
+        return _answer(agent, display, args, args.question.strip())
     except KeyboardInterrupt:
         trace.add("error", message="interrupted")
+        display.close()
         if args.json:
             print(json.dumps({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)}))
         print("interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        if display:
-            display.close()
+        display.close()
         trace.close()
 
+
+def _answer(agent: TinyReAct, display, args, question: str) -> int:
+    """One question: run it, print the outcome as asked, and return the exit code."""
+    result = agent.query(question, finish=args.finish)
+    display.close()
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     elif args.quiet:
@@ -252,9 +328,40 @@ def main(argv: list[str] | None = None) -> int:
         display.summary(result)
     if isinstance(result.error, ModelConfigError):
         return _fail(str(result.error))
-    if result.error and not display:
+    if result.error and (args.json or args.quiet):
         print(f"error: {result.error}", file=sys.stderr)
     return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
+
+
+def _chat(agent: TinyReAct, display, args) -> int:
+    """A conversation in one trace: each line is a question; a few /commands look inside."""
+    display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
+    code = EXIT_ANSWERED
+    while True:
+        try:
+            line = input("> " if sys.stdin.isatty() else "").strip()
+        except EOFError:
+            return code
+        if not line:
+            continue
+        command, _, argument = line.partition(" ")
+        if command == "/context":
+            display.show_context(agent.policy.render(agent.trace.events))
+        elif command == "/policy":
+            try:
+                agent.use_policy(make_policy(argument))
+                display.note(f"policy: {agent.policy.name}")
+            except ValueError as problem:
+                display.note(f"error: {problem}")
+        elif command == "/reset":
+            agent.reset()
+            display.note("a new conversation; the trace keeps the old one")
+        elif command.startswith("/"):
+            display.note(f"unknown command {command}: {CHAT_HELP}")
+        else:
+            code = _answer(agent, display, args, line)
+            if code == EXIT_USAGE:
+                return code
 
 
 def _fail(message: str) -> int:

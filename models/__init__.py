@@ -9,9 +9,24 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
+class Part:
+    """A labelled piece of a message, so the context can be shown and counted by kind."""
+    kind: str  # instructions, question, reply, observation, notes, summary, placeholder, request
+    text: str
+
+
+@dataclass(frozen=True)
 class Message:
     role: str  # "system", "user" or "model"
-    text: str
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(part.text for part in self.parts)
+
+    @classmethod
+    def of(cls, role: str, text: str, kind: str | None = None) -> "Message":
+        return cls(role, (Part(kind or role, text),))
 
 
 @dataclass(frozen=True)

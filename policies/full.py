@@ -1,12 +1,16 @@
-"""Full history: the model sees everything in the trace, every time. The baseline the others are measured against."""
+"""full: the model sees everything in the trace, every time. The baseline the others are measured against.
+
+Pick it when runs are short, or to see what a task costs with nothing forgotten.
+"""
 from typing import Sequence
 
 from models import Message
-from policies.rendering import join_turns, message_for
+from policies.rendering import assemble, full_pieces, read_conversation
 
 
 class FullHistory:
     name = "full"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
-        return join_turns([m for m in map(message_for, events) if m is not None])
+        conversation = read_conversation(events)
+        return assemble(conversation, full_pieces(conversation))

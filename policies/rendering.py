@@ -1,29 +1,162 @@
-"""How trace events read as conversation messages; shared by every policy."""
-from models import Message
+"""Reading the trace as a conversation, and turning chosen pieces of it back into messages.
+
+Every policy starts from `read_conversation(events)`: the instructions in force, the user's questions, and
+the steps under each (a step is one model reply and, when it had an Action or was unreadable, the
+observation that answered it). A policy picks what to show; `assemble` lays the pieces out as messages
+whose roles alternate as the APIs require (system, then user, model, user, ..., ending with user).
+"""
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from models import Message, Part
 
 
-def message_for(event: dict) -> Message | None:
-    """How one trace event reads in the conversation, or None for events the model never sees."""
-    kind = event["type"]
-    if kind == "instructions":
-        return Message("system", event["text"])
-    if kind == "question":
-        return Message("user", f"Question: {event['text']}")
-    if kind == "reply":
-        return Message("model", event["text"] or "(empty reply)")
-    if kind == "observation":
-        return Message("user", f"Observation{event['step']}: {event['text']}")
-    if kind == "finish":
-        return Message("user", event["text"])
-    return None
+@dataclass
+class Step:
+    reply: dict
+    index: int  # position of the reply in the trace
+    action: dict | None = None
+    observation: dict | None = None
+    request: dict | None = None  # the program's request this reply answers (the --finish call)
 
 
-def join_turns(messages: list[Message]) -> list[Message]:
-    """Merge neighbouring messages of the same role, since the APIs want user and model turns to alternate."""
-    joined: list[Message] = []
-    for message in messages:
-        if joined and joined[-1].role == message.role:
-            joined[-1] = Message(message.role, joined[-1].text + "\n\n" + message.text)
+@dataclass
+class Turn:
+    question: dict
+    index: int
+    steps: list[Step] = field(default_factory=list)
+    request: dict | None = None  # a request not answered yet
+
+
+@dataclass
+class Conversation:
+    instructions: dict
+    turns: list[Turn]
+    notes: list[str]
+    summary: dict | None  # the latest summary of earlier steps, if any
+
+    @property
+    def steps(self) -> list[Step]:
+        return [step for turn in self.turns for step in turn.steps]
+
+
+def read_conversation(events: Sequence[dict]) -> Conversation:
+    """Group the events since the last reset into turns and steps; notes and summaries are folded in."""
+    start = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
+    instructions, turns, summary = None, [], None
+    for index in range(start, len(events)):
+        event = events[index]
+        kind = event["type"]
+        if kind == "instructions":
+            instructions = event
+        elif kind == "question":
+            turns.append(Turn(event, index))
+        elif kind == "finish" and turns:
+            turns[-1].request = event
+        elif kind == "reply" and turns:
+            turns[-1].steps.append(Step(event, index, request=turns[-1].request))
+            turns[-1].request = None
+        elif kind == "action" and turns and turns[-1].steps:
+            turns[-1].steps[-1].action = event
+        elif kind == "observation" and turns and turns[-1].steps:
+            turns[-1].steps[-1].observation = event
+        elif kind == "summary":
+            summary = event
+    if instructions is None:
+        raise ValueError("the trace has no instructions event")
+    return Conversation(instructions, turns, pinned_notes(events[start:]), summary)
+
+
+def pinned_notes(events: Sequence[dict]) -> list[str]:
+    """The notes in force: every `pin` note event, less the ones a later `unpin` removed (numbered from 1)."""
+    notes = []
+    for event in events:
+        if event["type"] == "reset":
+            notes = []
+        elif event["type"] == "note" and event["op"] == "pin":
+            notes.append(event["text"])
+        elif event["type"] == "note" and event["op"] == "unpin":
+            del notes[event["index"] - 1]
+    return notes
+
+
+# What each piece looks like in the conversation: (role, Part).
+
+def question_part(turn: Turn) -> tuple[str, Part]:
+    return "user", Part("question", f"Question: {turn.question['text']}")
+
+
+def step_parts(step: Step, observation: str | None = None) -> list[tuple[str, Part]]:
+    """A step as the model saw it; `observation` replaces the observation's text (a placeholder)."""
+    parts = []
+    if step.request:
+        parts.append(("user", Part("request", step.request["text"])))
+    parts.append(("model", Part("reply", step.reply["text"] or "(empty reply)")))
+    if step.observation:
+        text = observation if observation is not None else step.observation["text"]
+        parts.append(("user", Part("observation", f"Observation{step.observation['step']}: {text}")))
+    return parts
+
+
+def pending_parts(turn: Turn) -> list[tuple[str, Part]]:
+    return [("user", Part("request", turn.request["text"]))] if turn.request else []
+
+
+def placeholder(text: str) -> tuple[str, Part]:
+    """A marked stand-in for what a policy left out; it is the only text not taken from the trace."""
+    return "user", Part("placeholder", f"[{text}]")
+
+
+def assemble(conversation: Conversation, pieces: list[tuple[str, Part]]) -> list[Message]:
+    """System instructions first, then the pieces, neighbouring pieces of the same role joined in one message."""
+    messages = [Message("system", (Part("instructions", conversation.instructions["text"]),))]
+    for role, part in pieces:
+        if messages[-1].role == role:
+            messages[-1] = Message(role, messages[-1].parts + (part,))
         else:
-            joined.append(message)
-    return joined
+            messages.append(Message(role, (part,)))
+    return messages
+
+
+def full_pieces(conversation: Conversation, turns: list[Turn] | None = None) -> list[tuple[str, Part]]:
+    """Every question and every step, in order."""
+    pieces = []
+    for turn in conversation.turns if turns is None else turns:
+        pieces.append(question_part(turn))
+        for step in turn.steps:
+            pieces += step_parts(step)
+        pieces += pending_parts(turn)
+    return pieces
+
+
+def recent_pieces(conversation: Conversation, keep: int, all_questions: bool) -> list[tuple[str, Part]]:
+    """The last `keep` steps, each with its question, plus the current question (or every question, when
+    `all_questions`), and a marker wherever something was left out. Shared by window, user-only and pinned."""
+    kept = {id(step) for step in conversation.steps[-keep:]} if keep > 0 else set()
+    pieces, left_out = [], [0, 0]  # questions, steps
+
+    def show(piece_list):
+        if any(left_out):
+            pieces.append(placeholder(_left_out(*left_out)))
+            left_out[:] = [0, 0]
+        pieces.extend(piece_list)
+
+    for number, turn in enumerate(conversation.turns):
+        current = number == len(conversation.turns) - 1
+        if all_questions or current or any(id(step) in kept for step in turn.steps):
+            show([question_part(turn)])
+        else:
+            left_out[0] += 1
+        for step in turn.steps:
+            if id(step) in kept:
+                show(step_parts(step))
+            else:
+                left_out[1] += 1
+        if current:
+            show(pending_parts(turn))
+    return pieces
+
+
+def _left_out(questions: int, steps: int) -> str:
+    counts = [f"{n} earlier {word}{'s' if n != 1 else ''}" for n, word in ((questions, "question"), (steps, "step")) if n]
+    return " and ".join(counts) + " not shown"

@@ -16,6 +16,11 @@ def load(name: str) -> Template:
     return Template((PROMPTS / name).read_text(encoding="utf-8"))
 
 
+def tool_docs(tools: Iterable[Callable]) -> str:
+    """Every tool's signature and docstring, as the prompt lists them."""
+    return "\n".join(describe(tool) for tool in tools)
+
+
 def render_instructions(tools: Iterable[Callable]) -> str:
     """The instruction prompt: how to write Thought/Action/Answer, the tools' documentation, and the rules."""
-    return load("react.txt").substitute(tools="\n".join(describe(tool) for tool in tools)).strip()
+    return load("react.txt").substitute(tools=tool_docs(tools)).strip()

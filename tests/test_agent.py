@@ -45,7 +45,8 @@ def test_model_written_observation_never_reaches_the_context():
     assert result.answer == "47"
     shown = "\n".join(m.text for m in model.calls[1])
     assert "99" not in shown and "104" not in shown
-    assert result.trace[2]["raw"].endswith("Answer: 104")  # the raw reply is still in the trace, for the record
+    first_reply = next(e for e in result.trace if e["type"] == "reply")
+    assert first_reply["raw"].endswith("Answer: 104")  # the raw reply is still in the trace, for the record
 
 
 def test_ttl_counts_every_model_call_including_unparseable_ones():
@@ -147,7 +148,7 @@ def test_model_failure_ends_the_run_with_error_and_keeps_the_trace():
     agent = TinyReAct(Flaky(["Action: add_numbers(1, 2)"]))
     result = agent.query("1 + 2?")
     assert result.stop_reason is StopReason.ERROR and result.answer is None
-    assert [e["type"] for e in result.trace][-2:] == ["observation", "error"]
+    assert [e["type"] for e in result.trace][-3:] == ["observation", "context", "error"]
 
 
 def test_scripted_model_fails_loudly_when_exhausted():
@@ -168,7 +169,8 @@ def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path)
     agent.trace.close()
     header = json.loads(path.read_text().splitlines()[0])
     assert header["format"] == "tinyreact-trace" and header["version"] == 1
-    assert seen_on_disk == [3, 3 + 4]  # header, instructions, question; then reply, usage, action, observation
+    # header, instructions, question, context; then usage, reply, action, observation, context
+    assert seen_on_disk == [4, 4 + 5]
     assert [e["type"] for e in read_trace(str(path))] == [e["type"] for e in result.trace]
 
 
@@ -177,7 +179,7 @@ def test_trace_survives_a_crash_mid_run(tmp_path):
     agent = TinyReAct(ScriptedModel(["Action: multiply_numbers(7, 6)"]), trace=Trace(str(path)))
     with pytest.raises(ScriptExhausted):
         agent.query("7 * 6?")
-    assert [e["type"] for e in read_trace(str(path))][-1] == "observation"
+    assert [e["type"] for e in read_trace(str(path))][-2:] == ["observation", "context"]
 
 
 def test_instructions_render_under_six_thousand_characters():

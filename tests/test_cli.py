@@ -131,7 +131,7 @@ def test_rejected_key_exits_2_with_one_line_and_keeps_the_trace(world, tmp_path,
     assert captured.out == ""
     assert captured.err.startswith("error: Gemini rejected the API key") and captured.err.count("\n") == 1
     assert "sk-wrong-SECRET" not in captured.err + trace_file.read_text()
-    assert [e["type"] for e in read_trace(str(trace_file))] == ["instructions", "question", "error"]
+    assert [e["type"] for e in read_trace(str(trace_file))] == ["instructions", "question", "context", "error"]
 
 
 def test_help_is_fast_and_imports_no_sdk():
@@ -219,4 +219,5 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     assert process.returncode == 130 and "Traceback" not in err
     assert err == f"interrupted; the trace so far is in {trace_file}\n"
     events = read_trace(str(trace_file))
-    assert [e["type"] for e in events] == ["instructions", "question", "error"] and events[-1]["message"] == "interrupted"
+    assert [e["type"] for e in events] == ["instructions", "question", "context", "error"]
+    assert events[-1]["message"] == "interrupted"

@@ -6,8 +6,8 @@ from models import Message, ModelConfigError, ModelError
 from models.gemini import GeminiModel
 from servers import REJECTED_KEY, FakeGemini, gemini_error, gemini_text
 
-MESSAGES = [Message("system", "Be brief."), Message("user", "Question: 2 + 2?"),
-            Message("model", "Action: add_numbers(2, 2)"), Message("user", "Observation1: 4")]
+MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),
+            Message.of("model", "Action: add_numbers(2, 2)"), Message.of("user", "Observation1: 4")]
 
 
 @pytest.fixture
