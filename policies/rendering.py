@@ -95,6 +95,8 @@ def step_parts(step: Step, observation: str | None = None) -> list[tuple[str, Pa
     if step.observation:
         text = observation if observation is not None else step.observation["text"]
         parts.append(("user", Part("observation", f"Observation{step.observation['step']}: {text}")))
+    elif step.action:  # the run ended before the action ran (the --finish call, Ctrl-C): say so, never leave it open
+        parts.append(("user", Part("observation", f"Observation{step.reply['step']}: [not run: the run had ended]")))
     return parts
 
 

@@ -1,0 +1,299 @@
+"""Context policies: the invariants every policy keeps (property tests over random sessions), and exactly
+what each one keeps and forgets."""
+import copy
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from agent import TinyReAct
+from models import ModelReply
+from models.scripted import ScriptedModel
+from policies import POLICIES, make_policy, measure
+from replies import parse_reply
+from tools.arithmetic import add_numbers, multiply_numbers
+
+SPECS = st.one_of(
+    st.just("full"),
+    st.integers(0, 6).map(lambda n: f"window:{n}"),
+    st.integers(0, 6).map(lambda n: f"user-only:{n}"),
+    st.integers(0, 6).map(lambda k: f"elide:{k}"),
+    st.sampled_from(["pinned", "pinned:top", "pinned:end"]),
+    st.integers(50, 3000).map(lambda t: f"compact:{t}"),
+)
+
+
+def fetch(page: str) -> str:
+    """Returns a long text for any page name.
+    Example: fetch("a") returns "a a a ..."."""
+    return (page + " ") * 300
+
+
+REPLIES = st.one_of(
+    st.builds(lambda x, y: f"Thought: add\nAction: add_numbers({x}, {y})", st.integers(-99, 99), st.integers(-99, 99)),
+    st.builds(lambda x: f"Action: multiply_numbers({x}, 2)", st.integers(0, 9)),
+    st.builds(lambda p: f'Thought: read\nAction: fetch("{p}")', st.sampled_from(["alpha", "beta"])),
+    st.builds(lambda t: f'Action: pin_note("{t}")', st.sampled_from(["code 4471", "name Ada", ""])),
+    st.builds(lambda i: f"Action: unpin_note({i})", st.integers(0, 3)),
+    st.sampled_from(["Action: no_such_tool(1)", "Action: add_numbers(", "I am confused.", "",
+                     "Thought: x\nAction: add_numbers(1, 1)\nObservation: 3\nAnswer: 3"]),
+    st.builds(lambda a: f"Thought: done\nAnswer: {a}", st.text(min_size=1, max_size=20).filter(str.strip)),
+)
+
+
+class DrawingModel:
+    """A model whose replies hypothesis draws; it records each call with the trace length at that moment."""
+    name = "drawing"
+
+    def __init__(self, data):
+        self.data, self.agent, self.calls = data, None, []
+
+    def generate(self, messages, stop):
+        self.calls.append((len(self.agent.trace), messages))
+        if messages[-1].parts[-1].kind == "request" and len(messages) == 1:  # a compact summary request
+            return ModelReply(self.data.draw(st.sampled_from(["Summary: code 4471, name Ada.", "", "x" * 500])))
+        return ModelReply(self.data.draw(REPLIES), input_tokens=10, output_tokens=3)
+
+
+def check_invariants(messages, events):
+    """What every policy must keep, for a context rendered from `events` just before a model call."""
+    since = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
+    live = events[since:]
+    instructions = [e for e in live if e["type"] == "instructions"][-1]
+    question = [e for e in live if e["type"] == "question"][-1]
+    # The instructions come first, exactly; the current question is always there.
+    assert messages[0].role == "system" and messages[0].text == instructions["text"]
+    parts = [part for message in messages[1:] for part in message.parts]
+    assert f"Question: {question['text']}" in [part.text for part in parts]
+    # Roles alternate, starting and ending with the user.
+    roles = [message.role for message in messages[1:]]
+    assert roles[0] == "user" and roles[-1] == "user"
+    assert all(a != b for a, b in zip(roles, roles[1:])) and "system" not in roles
+    # An action is never shown without its observation, nor an observation without its action.
+    for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
+        if part.kind == "observation":
+            assert before is not None and before.kind == "reply"
+        if part.kind == "reply" and parse_reply(part.text).action is not None:
+            assert after is not None and after.kind == "observation"
+    # Nothing appears that the trace does not hold, apart from marked placeholders.
+    allowed = {f"Question: {e['text']}" for e in live if e["type"] == "question"}
+    allowed |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
+    allowed |= {f"Observation{e['step']}: {e['text']}" for e in live if e["type"] == "observation"}
+    allowed |= {e["text"] for e in live if e["type"] == "finish"}
+    pins = {e["text"] for e in live if e["type"] == "note" and e["op"] == "pin"}
+    summaries = {e["text"] for e in live if e["type"] == "summary"}
+    for part in parts:
+        if part.kind == "placeholder":
+            assert re.fullmatch(r"\[.+\]", part.text)
+        elif part.kind == "notes":
+            header, *lines = part.text.split("\n")
+            assert header == "Pinned notes:" and lines
+            assert all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
+        elif part.kind == "summary":
+            assert part.text.split("\n", 1)[1] in summaries
+        elif part.kind == "observation" and "[elided: " in part.text:
+            assert re.fullmatch(r"Observation\d+: \[elided: .+ returned [\d,]+ characters; call it again to re-read them\]",
+                                part.text, flags=re.DOTALL)
+        elif part.kind == "observation" and part.text not in allowed:
+            assert re.fullmatch(r"Observation\d+: \[not run: the run had ended\]", part.text)
+        else:
+            assert part.text in allowed, part
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), spec=SPECS, questions=st.lists(st.text(min_size=1, max_size=30).filter(str.strip), min_size=1, max_size=4),
+       ttls=st.lists(st.integers(1, 6), min_size=4, max_size=4), reset_after=st.integers(0, 5))
+def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questions, ttls, reset_after):
+    model = DrawingModel(data)
+    agent = TinyReAct(model, tools=[add_numbers, multiply_numbers, fetch], policy=make_policy(spec))
+    model.agent = agent
+    for number, question in enumerate(questions):
+        if number == reset_after:
+            agent.reset()
+        agent.ttl = ttls[number]
+        agent.query(question, finish=number % 2 == 1)
+    events = agent.trace.events
+    for length, messages in model.calls:
+        if len(messages) == 1:  # a summary request, not a context
+            continue
+        prefix = copy.deepcopy(events[:length])
+        check_invariants(messages, prefix)
+        # Pure and deterministic: the same trace renders the same messages, and the trace is left untouched.
+        assert agent.policy.render(prefix) == messages
+        assert prefix == events[:length]
+
+
+def session(policy, replies, questions):
+    model = ScriptedModel(replies)
+    agent = TinyReAct(model, tools=[add_numbers, multiply_numbers, fetch], policy=make_policy(policy))
+    for question in questions:
+        agent.query(question)
+    return agent, model
+
+
+def shown(model, call=-1):
+    return [(part.kind, part.text) for message in model.calls[call][1:] for part in message.parts]
+
+
+FOUR_STEPS = ["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Answer: done",
+              "Action: add_numbers(3, 3)", 'Action: fetch("alpha")', "Answer: ok"]
+
+
+def test_window_keeps_the_current_question_and_the_last_n_steps():
+    _, model = session("window:2", FOUR_STEPS, ["first question", "second question"])
+    assert shown(model) == [
+        ("placeholder", "[1 earlier question and 3 earlier steps not shown]"),
+        ("question", "Question: second question"),
+        ("reply", "Action: add_numbers(3, 3)"), ("observation", "Observation1: 6"),
+        ("reply", 'Action: fetch("alpha")'), ("observation", "Observation2: " + fetch("alpha")),
+    ]
+
+
+def test_window_shows_the_question_of_a_kept_step_from_an_earlier_turn():
+    _, model = session("window:3", FOUR_STEPS, ["first question", "second question"])
+    assert shown(model)[:4] == [("question", "Question: first question"), ("placeholder", "[2 earlier steps not shown]"),
+                                ("reply", "Answer: done"), ("question", "Question: second question")]
+
+
+def test_user_only_keeps_every_question_verbatim_and_the_last_n_steps():
+    _, model = session("user-only:1", FOUR_STEPS, ["first question", "second question"])
+    assert shown(model) == [
+        ("question", "Question: first question"), ("placeholder", "[3 earlier steps not shown]"),
+        ("question", "Question: second question"), ("placeholder", "[1 earlier step not shown]"),
+        ("reply", 'Action: fetch("alpha")'), ("observation", "Observation2: " + fetch("alpha")),
+    ]
+
+
+def test_elide_replaces_old_long_observations_with_a_placeholder():
+    replies = ['Action: fetch("alpha")', 'Action: fetch("beta")', "Action: add_numbers(1, 2)", "Answer: ok"]
+    _, model = session("elide:1", replies, ["read both"])
+    assert shown(model) == [
+        ("question", "Question: read both"),
+        ("reply", 'Action: fetch("alpha")'),
+        ("observation", 'Observation1: [elided: fetch("alpha") returned 1,800 characters; call it again to re-read them]'),
+        ("reply", 'Action: fetch("beta")'),
+        ("observation", 'Observation2: [elided: fetch("beta") returned 1,500 characters; call it again to re-read them]'),
+        ("reply", "Action: add_numbers(1, 2)"), ("observation", "Observation3: 3"),
+    ]
+
+
+def test_elide_keeps_short_observations_that_are_shorter_than_their_placeholder():
+    _, model = session("elide:0", ["Action: add_numbers(1, 2)", "Answer: 3"], ["add"])
+    assert ("observation", "Observation1: 3") in shown(model)
+
+
+@pytest.mark.parametrize("where, notes_at", [("pinned", 0), ("pinned:end", 4)])
+def test_pinned_notes_are_shown_at_the_top_or_before_the_current_question(where, notes_at):
+    replies = ['Action: pin_note("The locker code is 4471")', "Answer: noted", "Action: add_numbers(1, 1)"]
+    agent, model = session(where, replies + ["Answer: 2"], ["My locker code is 4471.", "One plus one?"])
+    assert shown(model)[notes_at] == ("notes", "Pinned notes:\n1. The locker code is 4471")
+    assert shown(model)[notes_at + 1 if where == "pinned:end" else -3] == ("question", "Question: One plus one?")
+    assert "pin_note(text: str) -> str" in model.calls[0][0].text
+    assert [e for e in agent.trace.events if e["type"] == "note"][0]["text"] == "The locker code is 4471"
+
+
+def test_unpin_removes_a_note_and_bad_numbers_are_errors():
+    replies = ['Action: pin_note("a")', 'Action: pin_note("b")', "Action: unpin_note(1)", "Action: unpin_note(5)", "Answer: x"]
+    agent, model = session("pinned", replies, ["notes"])
+    assert shown(model)[0] == ("notes", "Pinned notes:\n1. b")
+    observations = [e["text"] for e in agent.trace.events if e["type"] == "observation"]
+    assert observations == ["Pinned as note 1.", "Pinned as note 2.", "Unpinned note 1.",
+                            "Error: there is no note 5; the notes are numbered 1 to 1."]
+
+
+def test_switching_policy_mid_session_changes_the_tools_and_instructions():
+    model = ScriptedModel(["Answer: a", "Answer: b", "Answer: c"])
+    agent = TinyReAct(model, tools=[add_numbers])
+    agent.query("one")
+    agent.use_policy(make_policy("pinned"))
+    agent.query("two")
+    agent.use_policy(make_policy("window:1"))
+    agent.query("three")
+    assert ["pin_note" in call[0].text for call in model.calls] == [False, True, False]
+    assert [e["type"] for e in agent.trace.events].count("instructions") == 3
+
+
+def test_reset_starts_a_new_conversation_in_the_same_trace():
+    model = ScriptedModel(["Answer: a", "Answer: b"])
+    agent = TinyReAct(model, tools=[add_numbers])
+    agent.query("the secret is 99")
+    agent.reset()
+    agent.query("what is the secret?")
+    assert "99" not in "".join(m.text for m in model.calls[1])
+    assert "the secret is 99" in [e.get("text") for e in agent.trace.events]  # the trace keeps it
+
+
+def test_compact_asks_the_model_for_a_summary_and_counts_the_call():
+    replies = [ModelReply('Action: fetch("alpha")', 500, 10), ModelReply('Action: fetch("beta")', 900, 10),
+               ModelReply("Action: add_numbers(1, 2)", 1300, 10),
+               ModelReply("Earlier: fetched alpha and beta pages (1,800 and 1,500 characters).", 1100, 20),
+               ModelReply("Answer: 3", 400, 5)]
+    agent, model = session("compact:1000", replies, ["read and add"])
+    summary_call = model.calls[3]
+    assert len(summary_call) == 1 and summary_call[0].parts[0].kind == "request"
+    assert "keep verbatim" in summary_call[0].text.lower() and fetch("alpha") in summary_call[0].text
+    assert shown(model) == [
+        ("summary", "Summary of the earlier conversation:\nEarlier: fetched alpha and beta pages (1,800 and 1,500 characters)."),
+        ("question", "Question: read and add"),
+        ("reply", 'Action: fetch("beta")'), ("observation", "Observation2: " + fetch("beta")),
+        ("reply", "Action: add_numbers(1, 2)"), ("observation", "Observation3: 3"),
+    ]
+    result_usage = [e for e in agent.trace.events if e["type"] == "usage"]
+    assert [u["purpose"] for u in result_usage] == ["step", "step", "step", "summary", "step"]
+    # Replaying the trace renders the same context the model was sent.
+    length = next(i for i, e in enumerate(agent.trace.events) if e["type"] == "reply" and e["text"] == "Answer: 3")
+    assert agent.policy.render(agent.trace.events[:length - 1]) == model.calls[-1]
+
+
+def test_compact_summary_call_is_in_the_result_but_not_in_the_ttl():
+    replies = [ModelReply('Action: fetch("alpha")', 500, 10), ModelReply('Action: fetch("beta")', 900, 10),
+               ModelReply("Action: add_numbers(1, 2)", 1300, 10), ModelReply("summary", 1100, 20),
+               ModelReply("Answer: 3", 400, 5)]
+    model = ScriptedModel(replies)
+    agent = TinyReAct(model, tools=[add_numbers, fetch], policy=make_policy("compact:1000"), ttl=4)
+    result = agent.query("read and add")
+    assert (result.answer, result.model_calls, result.summary_calls) == ("3", 5, 1)
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (4200, 55)
+
+
+@pytest.mark.parametrize("policy, kept", [("full", True), ("user-only:2", True), ("pinned", True), ("window:2", False)])
+def test_a_fact_from_the_first_message_at_turn_twenty(policy, kept):
+    first = ['Thought: worth keeping\nAction: pin_note("Locker code: 4471")', "Answer: noted"] if policy == "pinned" \
+        else ["Answer: noted"]
+    replies = first + [r for n in range(19) for r in (f"Action: add_numbers({n}, 1)", f"Answer: {n + 1}")]
+    questions = ["Please remember: my locker code is 4471."] + [f"What is {n} + 1?" for n in range(19)]
+    _, model = session(policy, replies, questions)
+    context = "\n".join(message.text for message in model.calls[-1])
+    assert ("4471" in context) is kept
+
+
+def test_measure_counts_every_bucket():
+    agent, model = session("full", ['Action: fetch("alpha")', "Answer: ok"], ["read"])
+    counts = measure(model.calls[-1], agent.trace.events[0]["tools"])
+    assert counts["tools"] > 0 and counts["instructions"] > 0 and counts["observations"] >= 450
+    assert counts["user"] == 4 and counts["model"] == 6
+    context_events = [e for e in agent.trace.events if e["type"] == "context"]
+    assert context_events[-1]["tokens"] == counts and context_events[-1]["counter"].startswith("estimate")
+
+
+@pytest.mark.parametrize("spec, message", [("window:x", "takes a whole number"), ("nope", "unknown policy"),
+                                           ("full:3", "takes no argument"), ("pinned:middle", "top or end"),
+                                           ("window:-1", "N >= 0"), ("compact:0", "T >= 1")])
+def test_bad_policy_specs_are_clear_errors(spec, message):
+    with pytest.raises(ValueError, match=message):
+        make_policy(spec)
+
+
+def test_every_registered_policy_builds_with_defaults():
+    assert sorted(POLICIES) == ["compact", "elide", "full", "pinned", "user-only", "window"]
+    assert [make_policy(name).name for name in POLICIES] == ["full", "window:4", "user-only:4", "elide:2", "pinned", "compact:8000"]
+
+
+def test_an_action_left_unrun_by_the_finish_call_is_closed_in_the_next_context():
+    model = ScriptedModel(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Answer: 4"])
+    agent = TinyReAct(model, tools=[add_numbers], ttl=1)
+    agent.query("first", finish=True)
+    agent.query("second")
+    assert shown(model)[-3:] == [("reply", "Action: add_numbers(2, 2)"),
+                                 ("observation", "Observation2: [not run: the run had ended]"),
+                                 ("question", "Question: second")]
