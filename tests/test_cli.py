@@ -221,3 +221,64 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     events = read_trace(str(trace_file))
     assert [e["type"] for e in events] == ["instructions", "question", "context", "error"]
     assert events[-1]["message"] == "interrupted"
+
+
+def chat(gemini, lines, *args, tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
+    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", *args], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
+
+
+def test_chat_keeps_one_conversation_and_its_commands_work(world, tmp_path):
+    gemini = world(["Answer: Hello Ada.", "Thought: add\nAction: add_numbers(2, 2)", "Answer: 4", "Answer: I do not know."])
+    trace_file = tmp_path / "chat.jsonl"
+    done = chat(gemini, ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus",
+                         "/reset", "/frobnicate", "What is my name?"], "--trace", str(trace_file), tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Answer: Hello Ada." in out and "Answer: 4" in out and "Answer: I do not know." in out
+    assert "[user · question · " in out and "[system · instructions · " in out  # /context
+    assert "policy: window:0" in out and "error: unknown policy 'bogus'" in out
+    assert "a new conversation" in out and "unknown command /frobnicate" in out
+    second_call = [c["parts"][0]["text"] for c in gemini.bodies[1]["contents"]]
+    assert second_call[0] == "Question: My name is Ada." and second_call[-1] == "Question: What is 2 + 2?"
+    last_call = "\n".join(p["text"] for c in gemini.bodies[-1]["contents"] for p in c["parts"])
+    assert "Ada" not in last_call  # after /reset the model starts afresh
+    types = [e["type"] for e in read_trace(str(trace_file))]
+    assert types.count("question") == 3 and "reset" in types
+
+
+def test_show_context_prints_every_call_with_labels_and_sizes(world, capsys):
+    world(["Thought: add\nAction: add_numbers(40, 2)", "Answer: 42"])
+    assert agent.main(["40 + 2?", "--show-context", "--policy", "elide:1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("context · policy elide:1 · ") == 2
+    assert "[model · reply · " in out and "[user · observation · " in out
+    assert "context shown, summed over calls: instructions" in out and "estimate (1 token per 4 characters)" in out
+    assert "billed, from the API" in out
+
+
+def test_show_context_with_json_goes_to_stderr(world, capsys):
+    world(["Answer: 42"])
+    assert agent.main(["40 + 2?", "--show-context", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["context"]["peak"] > 0
+    assert "[system · instructions · " in captured.err
+
+
+def test_show_prompt_includes_the_policy_tools():
+    done = cli("--show-prompt", "--policy", "pinned")
+    assert "pin_note(text: str) -> str" in done.stdout and "unpin_note(index: int) -> str" in done.stdout
+
+
+@pytest.mark.parametrize("policy", ["full", "window:2", "user-only:2", "elide:1", "pinned:end", "compact:500"])
+def test_every_policy_answers_from_the_command_line(world, capsys, policy):
+    # With compact:500 the fourth call is the summary; for the others it is a reply with no Action, then the answer.
+    world(["Action: multiply_numbers(7, 6)", "Action: add_numbers(42, 5)", "Action: add_numbers(47, 0)",
+           "Summary: 7 * 6 + 5 = 47.", "Answer: 47"])
+    code = agent.main(["What is 7 * 6 + 5?", "--policy", policy, "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert (code, result["answer"], result["stop_reason"]) == (0, "47", "answer")
+    assert result["summary_calls"] == (1 if policy.startswith("compact") else 0)
+    assert result["context"]["counter"].startswith("estimate")
