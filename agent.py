@@ -254,6 +254,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--show-context", action="store_true",
                         help="before every model call, print exactly what the model is sent, part by part, with sizes")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
+    group = parser.add_argument_group("comparing policies")
+    group.add_argument("--compare", metavar="LIST", help="run the question once per policy, e.g. full,window:2,user-only:4")
+    group.add_argument("--expect", metavar="TEXT", help="with --compare: mark answers containing TEXT correct")
+    group.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="with --compare: N runs per policy")
+    group.add_argument("--replay", metavar="FILE", help="replay a recorded session (a --trace file) under each policy")
+    group.add_argument("--policies", metavar="LIST", default="full,window:2,user-only:4,elide:2,pinned,compact:8000",
+                       help="with --replay: the policies to measure (default: all six)")
+    group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
+    group.add_argument("--plot", metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
+    group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes as CSV")
     parser.add_argument("--finish", action="store_true",
                         help="when the TTL runs out, make one more call asking for the best answer so far")
     return parser.parse_args(argv)
@@ -279,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
         extra = policy.tools(Trace()) if hasattr(policy, "tools") else []
         print(render_instructions(DEFAULT_TOOLS + extra))
         return EXIT_ANSWERED
+    if args.replay:
+        return _replay(args)
+    if args.compare and not (args.question or "").strip():
+        return _fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
     chat = args.chat or (args.question is None and sys.stdin.isatty())
     if not chat and not (args.question or "").strip():
         return _fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
@@ -287,7 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     _load_dotenv()
     try:
         model = load_model(args.model)
-    except ModelConfigError as problem:
+        if args.compare:
+            from compare import cli_compare
+            return cli_compare(args, model)
+    except (ModelConfigError, ValueError) as problem:
         return _fail(str(problem))
 
     from display import LiveDisplay
@@ -362,6 +379,18 @@ def _chat(agent: TinyReAct, display, args) -> int:
             code = _answer(agent, display, args, line)
             if code == EXIT_USAGE:
                 return code
+
+
+def _replay(args) -> int:
+    from compare import cli_replay
+
+    _load_dotenv()
+    try:
+        return cli_replay(args, lambda: load_model(args.model))
+    except (ModelConfigError, ValueError) as problem:
+        return _fail(str(problem))
+    except OSError as problem:
+        return _fail(f"{problem.strerror}: {problem.filename}")
 
 
 def _fail(message: str) -> int:

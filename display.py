@@ -92,3 +92,103 @@ class LiveDisplay:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def live_table(console: Console, rows: list[dict], model: str, expect: str | None) -> None:
+    """The --compare table: one row per policy; with repeats, medians and the range."""
+    from rich.table import Table
+
+    def spread(cell: dict, money: bool = False) -> str:
+        text = f"{cell['median']:,.0f}" if not isinstance(cell["median"], float) or money else f"{cell['median']:.1f}"
+        if cell["min"] != cell["max"]:
+            text += f" ({cell['min']:,}–{cell['max']:,})"
+        return text
+
+    table = Table(title=f"Policies compared · model {model}", title_justify="left")
+    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls",
+                   "in (billed)", "peak context (est.)", "out (billed)", "seconds", "live tool calls"]:
+        table.add_column(column, overflow="fold", justify="left" if column in ("policy", "answer", "stop") else "right")
+    for row in rows:
+        answers = " | ".join(row["answers"])
+        cells = [row["policy"], answers[:80] + ("…" if len(answers) > 80 else "")]
+        if expect:
+            cells.append(f"{row['correct']}/{row['runs']}")
+        cells += [", ".join(row["stop_reasons"]), spread(row["steps"]), spread(row["model_calls"]),
+                  spread(row["input_tokens"], True), spread(row["peak_context"], True), spread(row["output_tokens"], True),
+                  spread(row["seconds"]), spread(row["live_tool_calls"])]
+        table.add_row(*cells)
+    console.print(table)
+    console.print(Text(f"billed tokens: the API's usage numbers, all calls; peak context: {COUNTER}. Tool results were "
+                       "recorded on the first run and replayed to the others; live tool calls after the first row are "
+                       "cache misses.", style="dim"))
+
+
+def replay_tables(console: Console, header: dict, reports, scores, model: str | None, path: str) -> None:
+    """The --replay report: cost per policy against full history, buckets, facts kept at each probe point, a plot."""
+    from rich.table import Table
+
+    measured = [r for r in reports if r.measured]
+    baseline = next((r.total for r in measured if r.policy == "full"), None)
+    calls = max((len(r.sizes) for r in measured), default=0)
+    table = Table(title=f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies",
+                  title_justify="left")
+    for column in ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations"]:
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for report in measured:
+        change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
+        table.add_row(report.policy, f"{report.total:,}", change, f"{report.peak:,}", str(report.violations))
+    console.print(table)
+    buckets = Table(title="What the contexts held, summed over all calls", title_justify="left")
+    buckets.add_column("policy")
+    for name in BUCKETS:
+        buckets.add_column(name, justify="right")
+    for report in measured:
+        buckets.add_row(report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS])
+    console.print(buckets)
+    console.print(Text(f"Token counts: {COUNTER}, counted locally; nothing here was billed.", style="dim"))
+    for report in reports:
+        if not report.measured:
+            console.print(Text(f"{report.policy}: {report.note}.", style="yellow"))
+        elif report.policy.startswith("pinned") and not report.buckets.get("notes"):
+            console.print(Text(f"{report.policy}: the recorded replies never pin a note, so here it keeps only the "
+                               "last 4 steps; its notes need a session recorded under pinned.", style="yellow"))
+
+    facts = header.get("facts", [])
+    if facts and measured:
+        points = sorted({p for r in measured for f in r.facts.values() for p in f})
+        kept = Table(title="Is each planted fact's exact text still in the context? (✓ kept, ✗ gone, – not stated yet)",
+                     title_justify="left")
+        kept.add_column("fact")
+        for report in measured:
+            kept.add_column(report.policy, justify="center")
+        for fact in facts:
+            row = [f"{fact['id']}: {fact['text'][:40]}"]
+            for report in measured:
+                marks = report.facts.get(fact["id"], {})
+                row.append(" ".join({True: "✓", False: "✗", None: "–"}[marks.get(p)] for p in points))
+            kept.add_row(*row)
+        console.print(kept)
+        console.print(Text(f"probe points (model call numbers): {', '.join(map(str, points))}", style="dim"))
+
+    top = max((r.peak for r in measured), default=0)
+    width = max((len(r.policy) for r in measured), default=0)
+    columns = max(min(calls, console.width - width - 10), 1)
+    console.print(Text(f"Context size per call, calls 1 to {calls} left to right"
+                       f"{f' ({calls / columns:.1f} calls a character)' if columns < calls else ''}, "
+                       f"scaled to the largest ({top:,} tokens); the number is the last call's:", style="bold"))
+    from compare import sparkline
+    for report in measured:
+        binned = [max(report.sizes[i * len(report.sizes) // columns:(i + 1) * len(report.sizes) // columns] or [0])
+                  for i in range(columns)] if report.sizes else []
+        console.print(Text(f"{report.policy:<{width}} {sparkline(binned, top)} {report.sizes[-1] if report.sizes else 0:,}"))
+
+    if scores is not None:
+        probes = header.get("probes", [])
+        table = Table(title=f"Probe answers: exact matches of the gold answer, correct/asked · model {model} · "
+                            f"contexts counted with {COUNTER}", title_justify="left")
+        table.add_column("policy")
+        for item in probes:
+            table.add_column(f"{item['id']} ({item['answer']})", justify="center")
+        for name, tallies in scores.items():
+            table.add_row(name, *[f"{tallies[i['id']][0]}/{tallies[i['id']][1]}" if i["id"] in tallies else "–" for i in probes])
+        console.print(table)

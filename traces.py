@@ -14,13 +14,14 @@ VERSION = 1
 
 
 class Trace:
-    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None):
+    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None, meta: dict | None = None):
         self._events: list[dict] = []
         self._on_event = on_event
         self._start = time.monotonic()
         self._file = open(path, "w", encoding="utf-8") if path else None
         if self._file:
-            self._write({"format": FORMAT, "version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            self._write({"format": FORMAT, "version": VERSION, "created": created, **(meta or {})})
 
     def add(self, type: str, **fields) -> dict:
         event = {"type": type, **fields, "t": round(time.monotonic() - self._start, 3)}
@@ -52,14 +53,28 @@ class Trace:
 
 
 def read_trace(path: str) -> list[dict]:
-    """Read a trace file back; raises ValueError when it is not one."""
+    """Read a trace file's events back; raises ValueError when it is not one."""
+    return read_trace_file(path)[1]
+
+
+def read_trace_file(path: str) -> tuple[dict, list[dict]]:
+    """A trace file's header and events; raises ValueError (with the line number) when it is not a trace."""
     with open(path, encoding="utf-8") as file:
-        lines = [line for line in file if line.strip()]
+        lines = [(number, line) for number, line in enumerate(file, 1) if line.strip()]
     if not lines:
         raise ValueError(f"{path} is empty")
-    header = json.loads(lines[0])
+    records = []
+    for number, line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as problem:
+            raise ValueError(f"{path}, line {number}: not JSON ({problem.msg})") from None
+        if not isinstance(record, dict) or (records and not isinstance(record.get("type"), str)):
+            raise ValueError(f"{path}, line {number}: not a trace event")
+        records.append(record)
+    header = records[0]
     if header.get("format") != FORMAT:
         raise ValueError(f"{path} is not a TinyReAct trace (its first line names no {FORMAT!r} format)")
     if header.get("version") != VERSION:
         raise ValueError(f"{path} is trace version {header.get('version')}; this TinyReAct reads version {VERSION}")
-    return [json.loads(line) for line in lines[1:]]
+    return header, records[1:]

@@ -1,16 +1,15 @@
 """Context policies: the invariants every policy keeps (property tests over random sessions), and exactly
 what each one keeps and forgets."""
 import copy
-import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from agent import TinyReAct
-from models import ModelReply
+from models import Message, ModelReply
 from models.scripted import ScriptedModel
 from policies import POLICIES, make_policy, measure
-from replies import parse_reply
+from policies.invariants import violations
 from tools.arithmetic import add_numbers, multiply_numbers
 
 SPECS = st.one_of(
@@ -56,48 +55,7 @@ class DrawingModel:
 
 
 def check_invariants(messages, events):
-    """What every policy must keep, for a context rendered from `events` just before a model call."""
-    since = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
-    live = events[since:]
-    instructions = [e for e in live if e["type"] == "instructions"][-1]
-    question = [e for e in live if e["type"] == "question"][-1]
-    # The instructions come first, exactly; the current question is always there.
-    assert messages[0].role == "system" and messages[0].text == instructions["text"]
-    parts = [part for message in messages[1:] for part in message.parts]
-    assert f"Question: {question['text']}" in [part.text for part in parts]
-    # Roles alternate, starting and ending with the user.
-    roles = [message.role for message in messages[1:]]
-    assert roles[0] == "user" and roles[-1] == "user"
-    assert all(a != b for a, b in zip(roles, roles[1:])) and "system" not in roles
-    # An action is never shown without its observation, nor an observation without its action.
-    for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
-        if part.kind == "observation":
-            assert before is not None and before.kind == "reply"
-        if part.kind == "reply" and parse_reply(part.text).action is not None:
-            assert after is not None and after.kind == "observation"
-    # Nothing appears that the trace does not hold, apart from marked placeholders.
-    allowed = {f"Question: {e['text']}" for e in live if e["type"] == "question"}
-    allowed |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
-    allowed |= {f"Observation{e['step']}: {e['text']}" for e in live if e["type"] == "observation"}
-    allowed |= {e["text"] for e in live if e["type"] == "finish"}
-    pins = {e["text"] for e in live if e["type"] == "note" and e["op"] == "pin"}
-    summaries = {e["text"] for e in live if e["type"] == "summary"}
-    for part in parts:
-        if part.kind == "placeholder":
-            assert re.fullmatch(r"\[.+\]", part.text)
-        elif part.kind == "notes":
-            header, *lines = part.text.split("\n")
-            assert header == "Pinned notes:" and lines
-            assert all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
-        elif part.kind == "summary":
-            assert part.text.split("\n", 1)[1] in summaries
-        elif part.kind == "observation" and "[elided: " in part.text:
-            assert re.fullmatch(r"Observation\d+: \[elided: .+ returned [\d,]+ characters; call it again to re-read them\]",
-                                part.text, flags=re.DOTALL)
-        elif part.kind == "observation" and part.text not in allowed:
-            assert re.fullmatch(r"Observation\d+: \[not run: the run had ended\]", part.text)
-        else:
-            assert part.text in allowed, part
+    assert violations(messages, events) == []
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -297,3 +255,18 @@ def test_an_action_left_unrun_by_the_finish_call_is_closed_in_the_next_context()
     assert shown(model)[-3:] == [("reply", "Action: add_numbers(2, 2)"),
                                  ("observation", "Observation2: [not run: the run had ended]"),
                                  ("question", "Question: second")]
+
+
+@pytest.mark.parametrize("broken, problem", [
+    (lambda m: m[1:], "instructions"),
+    (lambda m: m[:1] + [Message.of("user", "Question: something else", "question")], "current question"),
+    (lambda m: m[:-1], "roles"),
+    (lambda m: m[:2] + [Message.of("model", "Action: add_numbers(1, 1)", "reply"), Message.of("user", "[gap]", "placeholder")],
+     "action without its observation"),
+    (lambda m: m[:-1] + [Message.of("user", "Observation1: 99", "observation")], "does not hold"),
+])
+def test_the_invariant_checker_catches_each_kind_of_breakage(broken, problem):
+    agent, model = session("full", ["Action: add_numbers(1, 1)", "Answer: 2"], ["one plus one"])
+    events = agent.trace.events[:-4]  # just before the second call
+    assert violations(model.calls[-1], events) == []
+    assert any(problem in v for v in violations(broken(model.calls[-1]), events))

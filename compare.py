@@ -1,0 +1,336 @@
+"""Comparing context policies on the same work, so that only the policy varies.
+
+- Live (`compare_live`): one question, run once per policy with the same model. Tool results are taped on
+  the first run and replayed to the others, keyed by tool and arguments; a miss calls the real tool and is
+  counted, so the table can say so.
+- Replay (`replay`): a recorded session (any `--trace` file). For every model call in it, each policy renders
+  what it would have sent given the same recorded replies (teacher forcing). Static: sizes, the tokens the
+  session would have billed, peak context, buckets, invariant violations, and whether each planted fact is
+  still in the context at each probe point; no model needed. Probe (`probe`): ask each probe question against
+  each policy's context, and against no history at all as a control, and score the answers.
+"""
+import functools
+import json
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+from models import Model, ModelConfigError
+from policies import make_policy, measure
+from policies.invariants import violations
+from replies import cut_at_observation, parse_reply
+from tokens import COUNTER
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation to spaces, spaces collapsed: for matching answers, not for showing them."""
+    return " ".join(re.sub(r"[^\w.]+|(?<!\d)\.|\.(?!\d)", " ", text.casefold()).split())
+
+
+def matches(answer: str | None, expected: str) -> bool:
+    """A normalised substring match on whole words: "47" matches "It is 47." but not "470"."""
+    return answer is not None and f" {normalise(expected)} " in f" {normalise(answer)} "
+
+
+# ---------------------------------------------------------------- live comparison
+
+class ToolTape:
+    """Tool results recorded on first use and replayed after, keyed by tool name and arguments."""
+
+    def __init__(self):
+        self.results: dict[tuple, object] = {}
+        self.live_calls = 0  # calls that ran the real tool after the first run: cache misses
+
+    def wrap(self, tool: Callable) -> Callable:
+        @functools.wraps(tool)  # keeps the signature and docstring, so the prompt is unchanged
+        def taped(*args, **kwargs):
+            key = (tool.__name__, json.dumps([args, kwargs], sort_keys=True, default=repr))
+            if key not in self.results:
+                self.live_calls += 1
+                self.results[key] = tool(*args, **kwargs)
+            return self.results[key]
+        return taped
+
+
+@dataclass
+class LiveRun:
+    policy: str
+    answer: str | None
+    stop_reason: str
+    steps: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    peak_context: int
+    seconds: float
+    live_tool_calls: int  # after the first run, each one is a cache miss
+    correct: bool | None = None
+
+
+def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
+                 finish: bool = False, expect: str | None = None, repeat: int = 1,
+                 progress: Callable[[str], None] = lambda text: None) -> list[LiveRun]:
+    """Run `question` once per policy (`repeat` times each) with the same model and the same tool results."""
+    from agent import TinyReAct
+
+    tape = ToolTape()
+    taped = [tape.wrap(tool) for tool in tools]
+    runs = []
+    for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
+        progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
+        before = tape.live_calls
+        result = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec)).query(question, finish=finish)
+        if isinstance(result.error, ModelConfigError):
+            raise result.error  # a rejected key fails every run the same way: stop at the first
+        runs.append(LiveRun(
+            make_policy(spec).name, result.answer, result.stop_reason.value, result.steps, result.model_calls,
+            result.usage.input_tokens, result.usage.output_tokens, result.context.peak, round(result.seconds, 2),
+            tape.live_calls - before if number > 1 else 0, matches(result.answer, expect) if expect else None))
+    return runs
+
+
+def summarise_runs(runs: list[LiveRun]) -> list[dict]:
+    """One row per policy: medians of the numbers with their range over repeats, answers and correctness."""
+    rows = []
+    for policy in dict.fromkeys(run.policy for run in runs):
+        group = [run for run in runs if run.policy == policy]
+        row = {"policy": policy, "runs": len(group), "answers": sorted({str(run.answer) for run in group}),
+               "stop_reasons": sorted({run.stop_reason for run in group})}
+        for name in ("steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls"):
+            values = [getattr(run, name) for run in group]
+            row[name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        if group[0].correct is not None:
+            row["correct"] = sum(run.correct for run in group)
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- replay
+
+@dataclass
+class PolicyReplay:
+    policy: str
+    measured: bool = True
+    note: str = ""
+    sizes: list[int] = field(default_factory=list)  # local tokens of the context at each call
+    buckets: dict = field(default_factory=dict)
+    violations: int = 0
+    facts: dict = field(default_factory=dict)  # fact id -> {probe point: True, False, or None (not stated yet)}
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def peak(self) -> int:
+        return max(self.sizes, default=0)
+
+
+def call_points(events: Sequence[dict]) -> list[int]:
+    """The trace index of every reasoning call's reply: the context of that call is everything before it."""
+    return [i for i, event in enumerate(events) if event["type"] == "reply"]
+
+
+def replay(header: dict, events: Sequence[dict], specs: Sequence[str]) -> list[PolicyReplay]:
+    """Static replay: what each policy would have sent at every call of the recorded session."""
+    points = call_points(events)
+    probe_points = header.get("probe_points") or [len(points)]
+    facts = header.get("facts", [])
+    reports = []
+    for spec in specs:
+        policy = make_policy(spec)
+        report = PolicyReplay(policy.name)
+        if hasattr(policy, "summary_request") and not any(e["type"] == "summary" for e in events):
+            report.measured, report.note = False, "not measured: needs a model to write its summaries, and the trace has none"
+            reports.append(report)
+            continue
+        for number, index in enumerate(points, 1):
+            prefix = events[:index]
+            messages = policy.render(prefix)
+            docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
+            counts = measure(messages, docs)
+            report.sizes.append(sum(counts.values()))
+            for bucket, count in counts.items():
+                report.buckets[bucket] = report.buckets.get(bucket, 0) + count
+            report.violations += len(violations(messages, prefix))
+            if number in probe_points:
+                context = "\n".join(message.text for message in messages)
+                for fact in facts:
+                    stated = any(fact["text"] in str(e.get("text", "")) for e in prefix)
+                    report.facts.setdefault(fact["id"], {})[number] = (fact["text"] in context) if stated else None
+        reports.append(report)
+    return reports
+
+
+def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Model,
+          progress: Callable[[str], None] = lambda text: None) -> dict:
+    """Ask every phrasing of every probe at every probe point where its fact has been stated, against each policy's
+    context and against no history ("closed book"). Returns {policy: {probe id: [correct, asked]}}."""
+    from agent import STOP_SEQUENCES
+    from policies.full import FullHistory
+
+    points = call_points(events)
+    probe_points = header.get("probe_points") or [len(points)]
+    facts = {fact["id"]: fact for fact in header.get("facts", [])}
+    instructions = next(e for e in events if e["type"] == "instructions")
+    contexts = {make_policy(spec).name: make_policy(spec) for spec in specs}
+    scores = {name: {} for name in ["closed book", *contexts]}
+    for number in probe_points:
+        prefix = events[: points[number - 1]] if number <= len(points) else list(events)
+        for item in header.get("probes", []):
+            fact = facts.get(item["fact"])
+            if fact and not any(fact["text"] in str(e.get("text", "")) for e in prefix):
+                continue
+            for phrasing in item["questions"]:
+                asked = {"type": "question", "text": phrasing}
+                for name in scores:
+                    progress(f"probe {item['id']} at call {number} · {name}")
+                    if name == "closed book":
+                        messages = FullHistory().render([instructions, asked])
+                    elif hasattr(contexts[name], "summary_request") and not any(e["type"] == "summary" for e in prefix):
+                        continue  # compact without recorded summaries is not measured
+                    else:
+                        messages = contexts[name].render([*prefix, asked])
+                    reply = model.generate(messages, STOP_SEQUENCES)
+                    text = cut_at_observation(reply.text)
+                    answer = parse_reply(text).answer or text
+                    tally = scores[name].setdefault(item["id"], [0, 0])
+                    tally[0] += matches(answer, item["answer"])
+                    tally[1] += 1
+    return scores
+
+
+# ---------------------------------------------------------------- output
+
+def sparkline(values: Sequence[int], top: int) -> str:
+    blocks = "▁▂▃▄▅▆▇█"
+    return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0] for v in values)
+
+
+def svg_plot(reports: list[PolicyReplay], title: str) -> str:
+    """A line chart of context size per call, one line per policy, as a standalone SVG file."""
+    width, height, left, bottom, top_pad, right = 900, 480, 70, 50, 40, 190
+    measured = [r for r in reports if r.measured and r.sizes]
+    calls = max((len(r.sizes) for r in measured), default=1)
+    top = max((r.peak for r in measured), default=1) or 1
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+    def x(i):
+        return left + (width - left - right) * (i / max(calls - 1, 1))
+
+    def y(v):
+        return height - bottom - (height - bottom - top_pad) * v / top
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="24" font-size="15">{_xml(title)}</text>',
+           f'<line x1="{left}" y1="{y(0)}" x2="{x(calls - 1)}" y2="{y(0)}" stroke="black"/>',
+           f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(top)}" stroke="black"/>',
+           f'<text x="{(left + x(calls - 1)) / 2}" y="{height - 12}" text-anchor="middle">model call</text>',
+           f'<text x="16" y="{(y(0) + y(top)) / 2}" transform="rotate(-90 16 {(y(0) + y(top)) / 2})" '
+           f'text-anchor="middle">context tokens ({_xml(COUNTER)})</text>']
+    for fraction in (0, 0.25, 0.5, 0.75, 1):
+        value = round(top * fraction)
+        out.append(f'<text x="{left - 6}" y="{y(value) + 4}" text-anchor="end">{value:,}</text>')
+        out.append(f'<line x1="{left}" y1="{y(value)}" x2="{x(calls - 1)}" y2="{y(value)}" stroke="#ddd"/>')
+    for i in sorted({0, calls - 1, *range(0, calls, max(calls // 8, 1))}):
+        out.append(f'<text x="{x(i)}" y="{y(0) + 16}" text-anchor="middle">{i + 1}</text>')
+    for n, report in enumerate(measured):
+        colour = colours[n % len(colours)]
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes))
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
+        out.append(f'<text x="{width - right + 12}" y="{top_pad + 18 * n + 10}" fill="{colour}">{_xml(report.policy)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def replay_csv(reports: list[PolicyReplay]) -> str:
+    lines = ["policy,call,context_tokens"]
+    for report in reports:
+        lines += [f"{report.policy},{number},{size}" for number, size in enumerate(report.sizes, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def replay_json(header: dict, reports: list[PolicyReplay], scores: dict | None = None, model_name: str | None = None) -> dict:
+    return {
+        "counter": COUNTER, "calls": max((len(r.sizes) for r in reports), default=0),
+        "facts": header.get("facts", []), "probe_points": header.get("probe_points"),
+        "policies": [{**asdict(r), "total": r.total, "peak": r.peak} for r in reports],
+        "probe": {"model": model_name, "scores": scores} if scores is not None else None,
+    }
+
+
+def live_timestamp() -> str:
+    return time.strftime("%Y-%m-%d %H:%M")
+
+
+# ---------------------------------------------------------------- command line (called from agent.py)
+
+def cli_compare(args, model: Model) -> int:
+    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json."""
+    from display import LiveDisplay, live_table
+    from tools import DEFAULT_TOOLS
+
+    specs = _specs(args.compare)
+    display = LiveDisplay(events=False, stderr=True)
+    status = display.console.status("starting…")
+    status.start()
+    try:
+        runs = compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl, finish=args.finish,
+                            expect=args.expect, repeat=args.repeat, progress=lambda text: status.update(f"running {text}"))
+    finally:
+        status.stop()
+    rows = summarise_runs(runs)
+    if args.json:
+        print(json.dumps({"question": args.question, "model": model.name, "expect": args.expect, "counter": COUNTER,
+                          "rows": rows, "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
+    else:
+        live_table(LiveDisplay().console, rows, model.name, args.expect)
+    return 0 if all(run.answer is not None for run in runs) else 1
+
+
+def cli_replay(args, load_model: Callable[[], Model]) -> int:
+    """`agent.py --replay FILE [--policies LIST] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
+    from display import LiveDisplay, replay_tables
+    from traces import read_trace_file
+
+    header, events = read_trace_file(args.replay)
+    specs = _specs(args.policies)
+    reports = replay(header, events, specs)
+    scores, model_name = None, None
+    if args.probe:
+        model = load_model()
+        model_name = model.name
+        display = LiveDisplay(events=False, stderr=True)
+        status = display.console.status("probing…")
+        status.start()
+        try:
+            scores = probe(header, events, specs, model, progress=lambda text: status.update(text))
+        finally:
+            status.stop()
+    if args.plot:
+        with open(args.plot, "w", encoding="utf-8") as file:
+            file.write(svg_plot(reports, f"Context size per call: {args.replay}"))
+    if args.csv:
+        with open(args.csv, "w", encoding="utf-8") as file:
+            file.write(replay_csv(reports))
+    if args.json:
+        print(json.dumps(replay_json(header, reports, scores, model_name), ensure_ascii=False))
+    else:
+        replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay)
+    return 0 if all(report.violations == 0 for report in reports) else 1
+
+
+def _specs(text: str) -> list[str]:
+    specs = [spec.strip() for spec in text.split(",") if spec.strip()]
+    if not specs:
+        raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
+    for spec in specs:
+        make_policy(spec)  # raises a clear ValueError for a bad one
+    return specs
