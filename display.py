@@ -95,32 +95,32 @@ class LiveDisplay:
 
 
 def live_table(console: Console, rows: list[dict], model: str, expect: str | None) -> None:
-    """The --compare table: one row per policy; with repeats, medians and the range."""
+    """The --compare table: one row per policy; with repeats, the median and (the range)."""
     from rich.table import Table
 
-    def spread(cell: dict, money: bool = False) -> str:
-        text = f"{cell['median']:,.0f}" if not isinstance(cell["median"], float) or money else f"{cell['median']:.1f}"
-        if cell["min"] != cell["max"]:
-            text += f" ({cell['min']:,}–{cell['max']:,})"
-        return text
+    def number(value) -> str:
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+    def spread(cell: dict) -> str:
+        text = number(cell["median"])
+        return text if cell["min"] == cell["max"] else f"{text} ({number(cell['min'])}–{number(cell['max'])})"
 
     table = Table(title=f"Policies compared · model {model}", title_justify="left")
-    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls",
-                   "in (billed)", "peak context (est.)", "out (billed)", "seconds", "live tool calls"]:
+    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "in", "peak ctx",
+                   "out", "s", "live tools"]:
         table.add_column(column, overflow="fold", justify="left" if column in ("policy", "answer", "stop") else "right")
     for row in rows:
         answers = " | ".join(row["answers"])
         cells = [row["policy"], answers[:80] + ("…" if len(answers) > 80 else "")]
         if expect:
             cells.append(f"{row['correct']}/{row['runs']}")
-        cells += [", ".join(row["stop_reasons"]), spread(row["steps"]), spread(row["model_calls"]),
-                  spread(row["input_tokens"], True), spread(row["peak_context"], True), spread(row["output_tokens"], True),
-                  spread(row["seconds"]), spread(row["live_tool_calls"])]
+        cells += [", ".join(row["stop_reasons"])] + [spread(row[name]) for name in (
+            "steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls")]
         table.add_row(*cells)
     console.print(table)
-    console.print(Text(f"billed tokens: the API's usage numbers, all calls; peak context: {COUNTER}. Tool results were "
-                       "recorded on the first run and replayed to the others; live tool calls after the first row are "
-                       "cache misses.", style="dim"))
+    console.print(Text(f"in, out: billed tokens (the API's usage numbers), all calls. peak ctx: the largest context, "
+                       f"{COUNTER}. Tool results were recorded on the first run and replayed to the others; live tools "
+                       "after the first row are cache misses, which ran the real tool.", style="dim"))
 
 
 def replay_tables(console: Console, header: dict, reports, scores, model: str | None, path: str) -> None:

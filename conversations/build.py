@@ -374,14 +374,14 @@ def record(path: str, turns: list, canned: dict, meta: dict, probe_turns: list[i
     print(f"{path}: {len(turns)} user turns, {len(model.calls)} model calls, probe points {meta['probe_points']}")
 
 
-def main() -> None:
-    record(os.path.join(HERE, "long.jsonl"), LONG, CANNED, probe_turns=[12, 20, 26], meta={
+def main(folder: str = HERE) -> None:
+    record(os.path.join(folder, "long.jsonl"), LONG, CANNED, probe_turns=[12, 20, 26], meta={
         "title": "Planning a trip to Lisbon and Porto: 32 user turns",
         "facts": FACTS, "probes": PROBES,
         "recorded": "replies written for this project and played by the scripted model under the full policy; "
                     "network tool results are texts written for this project; usage numbers are estimates",
     })
-    record(os.path.join(HERE, "superbowl.jsonl"), SUPER_BOWL, SUPER_BOWL_CANNED, probe_turns=[], meta={
+    record(os.path.join(folder, "superbowl.jsonl"), SUPER_BOWL, SUPER_BOWL_CANNED, probe_turns=[], meta={
         "title": "The Super Bowl LIX temperature question: 6 steps",
         "facts": [{"id": "temperature", "kind": "fact stated once in a tool observation", "text": "15.5 °C"}],
         "probes": [{"id": "temperature", "fact": "temperature", "answer": "15.5", "questions": [
