@@ -5,7 +5,7 @@ import math
 def add_numbers(x: float, y: float) -> float:
     """Add two numbers and return x + y.
 
-    Example: add_numbers(30, 10) returns 40.
+    Example: add_numbers(2.5, 4) returns 6.5.
     """
     return _finite(x + y)
 
@@ -13,7 +13,7 @@ def add_numbers(x: float, y: float) -> float:
 def subtract_numbers(x: float, y: float) -> float:
     """Subtract y from x and return x - y.
 
-    Example: subtract_numbers(10, 4) returns 6.
+    Example: subtract_numbers(9, 3.5) returns 5.5.
     """
     return _finite(x - y)
 
@@ -21,7 +21,7 @@ def subtract_numbers(x: float, y: float) -> float:
 def multiply_numbers(x: float, y: float) -> float:
     """Multiply two numbers and return x * y.
 
-    Example: multiply_numbers(7, 6) returns 42.
+    Example: multiply_numbers(3, 4) returns 12.
     """
     return _finite(x * y)
 
@@ -29,7 +29,7 @@ def multiply_numbers(x: float, y: float) -> float:
 def divide_numbers(x: float, y: float) -> float:
     """Divide x by y and return x / y. Dividing by zero returns an error message.
 
-    Example: divide_numbers(84, 2) returns 42.
+    Example: divide_numbers(9, 2) returns 4.5.
     """
     if y == 0:
         return "Error: cannot divide by zero."

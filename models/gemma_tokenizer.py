@@ -1,0 +1,90 @@
+"""The Gemma 3 tokenizer in pure Python, from the GGUF file's vocabulary: SentencePiece BPE by scores.
+
+How text becomes tokens (the same steps as llama.cpp's SPM tokenizer, so the ids match):
+1. User-defined tokens (runs of newlines, spaces or tabs, a few HTML tags) are split out first, longest first.
+   Control tokens such as <end_of_turn> are never read from text: text is data, not instructions.
+2. In the rest, spaces become "▁" and the text is split into characters.
+3. Neighbouring pieces are merged, best vocabulary score first, while the merged piece is in the vocabulary.
+4. A piece that is not in the vocabulary falls back to its UTF-8 bytes, <0x00> to <0xFF>.
+"""
+import heapq
+import re
+from functools import lru_cache
+
+NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
+BOS, EOS, END_OF_TURN = 2, 1, 106
+
+
+class GemmaTokenizer:
+    def __init__(self, tokens: list[str], scores: list[float], types: list[int]):
+        self.tokens, self.scores, self.types = tokens, scores, types
+        self.ids = {text: i for i, text in enumerate(tokens) if types[i] in (NORMAL, USER_DEFINED)}
+        self.byte_ids = {int(tokens[i][3:5], 16): i for i, kind in enumerate(types) if kind == BYTE}
+        user_defined = sorted((t for t, k in zip(tokens, types) if k == USER_DEFINED), key=len, reverse=True)
+        self._split = re.compile("(" + "|".join(map(re.escape, user_defined)) + ")")
+        self._cached = lru_cache(maxsize=65536)(self._encode)
+
+    def tokenize(self, text: str, bos: bool = False) -> list[int]:
+        return ([BOS] if bos else []) + list(self._cached(text))
+
+    def count(self, text: str) -> int:
+        return len(self._cached(text))
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.detokenize_bytes(ids).decode("utf-8", errors="replace")
+
+    def detokenize_bytes(self, ids: list[int]) -> bytes:
+        out = bytearray()
+        for i in ids:
+            kind = self.types[i]
+            if kind == BYTE:
+                out.append(int(self.tokens[i][3:5], 16))
+            elif kind != CONTROL:
+                out += self.tokens[i].replace("▁", " ").encode("utf-8")
+        return bytes(out)
+
+    def _encode(self, text: str) -> tuple[int, ...]:
+        ids = []
+        for piece in self._split.split(text):
+            if piece in self.ids and self.types[self.ids[piece]] == USER_DEFINED:
+                ids.append(self.ids[piece])
+            elif piece:
+                ids += self._merge(piece.replace(" ", "▁"))
+        return tuple(ids)
+
+    def _merge(self, text: str) -> list[int]:
+        """BPE by score over the characters of `text`, as a linked list of symbols and a heap of candidate pairs."""
+        symbols = list(text)
+        following = list(range(1, len(symbols))) + [-1]
+        preceding = list(range(-1, len(symbols) - 1))
+        heap = []
+
+        def consider(left: int, right: int) -> None:
+            if left < 0 or right < 0:
+                return
+            merged = symbols[left] + symbols[right]
+            token = self.ids.get(merged)
+            if token is not None:
+                heapq.heappush(heap, (-self.scores[token], left, right, merged))
+
+        for i in range(len(symbols) - 1):
+            consider(i, i + 1)
+        while heap:
+            _, left, right, merged = heapq.heappop(heap)
+            if following[left] != right or symbols[left] + symbols[right] != merged:
+                continue  # one side has merged with something else since this pair was queued
+            symbols[left], symbols[right] = merged, ""
+            following[left] = following[right]
+            if following[right] >= 0:
+                preceding[following[right]] = left
+            consider(preceding[left], left)
+            consider(left, following[left])
+        ids, i = [], 0
+        while i >= 0:
+            piece = symbols[i]
+            if piece in self.ids:
+                ids.append(self.ids[piece])
+            else:
+                ids += [self.byte_ids[b] for b in piece.encode("utf-8")]
+            i = following[i]
+        return ids
