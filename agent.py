@@ -21,7 +21,7 @@ from policies import POLICY_HELP, Policy, make_policy, measure
 from policies.full import FullHistory
 from prompts import render_instructions, tool_docs
 from replies import ActionError, parse_action, parse_reply, cut_at_observation
-from tokens import COUNTER
+from tokens import counter
 from tools import DEFAULT_TOOLS, bind_arguments
 from traces import Trace
 
@@ -50,7 +50,7 @@ class Context:
     """What the model was shown over one query, in local token counts (see tokens.py), by bucket."""
     totals: dict = field(default_factory=dict)  # summed over every reasoning call
     peak: int = 0  # the largest single context
-    counter: str = COUNTER
+    counter: str = ""  # which local counter made these figures (tokens.counter())
 
 
 @dataclass
@@ -65,11 +65,14 @@ class Result:
     error: Exception | None = None
     summary_calls: int = 0
     context: Context = field(default_factory=Context)
+    model: str = ""
+    usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
 
     def to_dict(self) -> dict:
         return {
-            "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps,
+            "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
             "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
+            "usage_source": self.usage_source,
             "context": vars(self.context), "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
         }
@@ -144,7 +147,8 @@ class TinyReAct:
             self.trace.add("error", message=str(failure))
             stop, error = StopReason.ERROR, failure
         return Result(answer, stop, run.steps, run.model_calls, run.usage, list(self.trace.events),
-                      time.monotonic() - started, error, run.summary_calls, run.context)
+                      time.monotonic() - started, error, run.summary_calls, run.context, self.model.name,
+                      getattr(self.model, "usage_source", "reported by the model"))
 
     def _think(self, run: _Run):
         self._summarise_if_asked(run)
@@ -174,7 +178,8 @@ class TinyReAct:
 
     def _measure(self, run: _Run, messages) -> None:
         tokens = measure(messages, tool_docs(self.tools.values()))
-        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=COUNTER)
+        run.context.counter = counter()
+        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=run.context.counter)
         for bucket, count in tokens.items():
             run.context.totals[bucket] = run.context.totals.get(bucket, 0) + count
         run.context.peak = max(run.context.peak, sum(tokens.values()))
@@ -243,7 +248,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "GOOGLE_GEMINI_BASE_URL, WIKIPEDIA_API_URL, OPEN_METEO_URL, NO_COLOR; read from .env too. "
                "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
-    parser.add_argument("--model", help="model name (default: $GEMINI_MODEL, else gemini-flash-latest)")
+    parser.add_argument("--model", help="gemma-3-270m (offline), or a Gemini model (default: $GEMINI_MODEL, else "
+                                        "gemini-flash-latest with a key, gemma-3-270m without)")
     parser.add_argument("--ttl", type=_positive_int, default=8, help="at most this many model calls a question (default: 8)")
     parser.add_argument("--policy", default="full", metavar="NAME",
                         help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
@@ -300,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("--json answers one question; it does not go with --chat")
     _load_dotenv()
     try:
-        model = load_model(args.model)
+        model = _load_model(args.model)
         if args.compare:
             from compare import cli_compare
             return cli_compare(args, model)
@@ -381,12 +387,25 @@ def _chat(agent: TinyReAct, display, args) -> int:
                 return code
 
 
+def _load_model(name: str | None) -> Model:
+    """load_model with its notice on stderr and a spinner there while a local model loads."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    status = console.status("loading…")
+    try:
+        return load_model(name, progress=lambda text: (status.update(text + "…"), status.start()),
+                          notice=lambda text: console.print(text, style="dim", markup=False))
+    finally:
+        status.stop()
+
+
 def _replay(args) -> int:
     from compare import cli_replay
 
     _load_dotenv()
     try:
-        return cli_replay(args, lambda: load_model(args.model))
+        return cli_replay(args, lambda: _load_model(args.model))
     except (ModelConfigError, ValueError) as problem:
         return _fail(str(problem))
     except OSError as problem:

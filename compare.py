@@ -21,7 +21,7 @@ from models import Model, ModelConfigError
 from policies import make_policy, measure
 from policies.invariants import violations
 from replies import cut_at_observation, parse_reply
-from tokens import COUNTER
+from tokens import counter
 
 
 def normalise(text: str) -> str:
@@ -230,7 +230,7 @@ def svg_plot(reports: list[PolicyReplay], title: str) -> str:
            f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(top)}" stroke="black"/>',
            f'<text x="{(left + x(calls - 1)) / 2}" y="{height - 12}" text-anchor="middle">model call</text>',
            f'<text x="16" y="{(y(0) + y(top)) / 2}" transform="rotate(-90 16 {(y(0) + y(top)) / 2})" '
-           f'text-anchor="middle">context tokens ({_xml(COUNTER)})</text>']
+           f'text-anchor="middle">context tokens ({_xml(counter())})</text>']
     for fraction in (0, 0.25, 0.5, 0.75, 1):
         value = round(top * fraction)
         out.append(f'<text x="{left - 6}" y="{y(value) + 4}" text-anchor="end">{value:,}</text>')
@@ -259,7 +259,7 @@ def replay_csv(reports: list[PolicyReplay]) -> str:
 
 def replay_json(header: dict, reports: list[PolicyReplay], scores: dict | None = None, model_name: str | None = None) -> dict:
     return {
-        "counter": COUNTER, "calls": max((len(r.sizes) for r in reports), default=0),
+        "counter": counter(), "calls": max((len(r.sizes) for r in reports), default=0),
         "facts": header.get("facts", []), "probe_points": header.get("probe_points"),
         "policies": [{**asdict(r), "total": r.total, "peak": r.peak} for r in reports],
         "probe": {"model": model_name, "scores": scores} if scores is not None else None,
@@ -288,7 +288,7 @@ def cli_compare(args, model: Model) -> int:
         status.stop()
     rows = summarise_runs(runs)
     if args.json:
-        print(json.dumps({"question": args.question, "model": model.name, "expect": args.expect, "counter": COUNTER,
+        print(json.dumps({"question": args.question, "model": model.name, "expect": args.expect, "counter": counter(),
                           "rows": rows, "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
     else:
         live_table(LiveDisplay().console, rows, model.name, args.expect)

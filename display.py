@@ -6,7 +6,7 @@ Model and tool text is printed as plain Text, never parsed as rich markup. NO_CO
 from rich.console import Console
 from rich.text import Text
 
-from tokens import COUNTER, count_tokens
+from tokens import count_tokens, counter
 
 STYLES = {
     "question": ("Question", "bold"),
@@ -55,7 +55,7 @@ class LiveDisplay:
     def show_context(self, messages, policy: str = "") -> None:
         """Exactly the messages a call sends, each part labelled with its role, kind and local token count."""
         total = sum(count_tokens(part.text) for message in messages for part in message.parts)
-        title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {COUNTER}"
+        title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {counter()}"
         self.console.rule(Text(title, style="bold magenta"))
         for message in messages:
             for part in message.parts:
@@ -77,7 +77,7 @@ class LiveDisplay:
         if result.summary_calls:
             calls += f" ({result.summary_calls} for summaries)"
         parts = [f"{result.steps} step{'s' if result.steps != 1 else ''}", calls,
-                 f"{usage.input_tokens:,} tokens in / {usage.output_tokens:,} out (billed, from the API)",
+                 f"{usage.input_tokens:,} tokens in / {usage.output_tokens:,} out ({result.usage_source})",
                  f"{result.seconds:.1f} s"]
         if result.stop_reason.value != "answer":
             parts.append(f"stopped: {result.stop_reason.value}")
@@ -118,8 +118,9 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
             "steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls")]
         table.add_row(*cells)
     console.print(table)
-    console.print(Text(f"in, out: billed tokens (the API's usage numbers), all calls. peak ctx: the largest context, "
-                       f"{COUNTER}. Tool results were recorded on the first run and replayed to the others; live tools "
+    console.print(Text(f"in, out: the model's usage numbers over all calls (Gemini: billed, from the API; the "
+                       f"offline model: its own tokenizer's count). peak ctx: the largest context, "
+                       f"{counter()}. Tool results were recorded on the first run and replayed to the others; live tools "
                        "after the first row are cache misses, which ran the real tool.", style="dim"))
 
 
@@ -145,7 +146,7 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
     for report in measured:
         buckets.add_row(report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS])
     console.print(buckets)
-    console.print(Text(f"Token counts: {COUNTER}, counted locally; nothing here was billed.", style="dim"))
+    console.print(Text(f"Token counts: {counter()}; nothing here was billed.", style="dim"))
     for report in reports:
         if not report.measured:
             console.print(Text(f"{report.policy}: {report.note}.", style="yellow"))
@@ -185,7 +186,7 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
     if scores is not None:
         probes = header.get("probes", [])
         table = Table(title=f"Probe answers: exact matches of the gold answer, correct/asked · model {model} · "
-                            f"contexts counted with {COUNTER}", title_justify="left")
+                            f"contexts counted with {counter()}", title_justify="left")
         table.add_column("policy")
         for item in probes:
             table.add_column(f"{item['id']} ({item['answer']})", justify="center")

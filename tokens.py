@@ -1,11 +1,33 @@
-"""Local token counts, for the context breakdown: they cost no API call.
+"""Local token counts, for the context breakdown and for the offline model's usage: they cost no API call.
 
-Until an embedded tokenizer is part of the project this is an estimate of one token per four characters,
-close to what Gemini's tokenizer gives for English prose and code. Billed totals never come from here:
-they are the API's own usage numbers.
+The counter is the tokenizer of the embedded Gemma 3 model (models/gemma_tokenizer.py), which shares its
+vocabulary family with Gemini, loaded on first use. If the model package is not installed, or its vocabulary
+cannot be read, counts fall back to an estimate of one token per four characters, and `counter()` says so.
+Billed totals never come from here: they are the API's own usage numbers.
 """
-COUNTER = "estimate (1 token per 4 characters)"
+GEMMA = "Gemma 3 tokenizer, local"
+ESTIMATE = "estimate, 1 token per 4 characters"
+_tokenizer = None
+_loaded = False
 
 
 def count_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
+    tokenizer = _load()
+    return tokenizer.count(text) if tokenizer else (len(text) + 3) // 4
+
+
+def counter() -> str:
+    """Which counter produced the counts: name it wherever a count is shown."""
+    return GEMMA if _load() else ESTIMATE
+
+
+def _load():
+    global _tokenizer, _loaded
+    if not _loaded:
+        _loaded = True
+        try:
+            from models.gemma import load_tokenizer
+            _tokenizer = load_tokenizer()
+        except Exception:  # no package, no disk, a damaged cache: counting must still work
+            _tokenizer = None
+    return _tokenizer

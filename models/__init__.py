@@ -40,6 +40,7 @@ class ModelReply:
 
 class Model(Protocol):
     name: str
+    usage_source: str  # where ModelReply's token counts come from, said next to them
 
     def generate(self, messages: list[Message], stop: list[str]) -> ModelReply: ...
 
@@ -53,10 +54,22 @@ class ModelConfigError(ModelError):
 
 
 DEFAULT_MODEL = "gemini-flash-latest"
+OFFLINE_MODEL = "gemma-3-270m"
+OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Gemma 3 270M model — small, expect mistakes; "
+                  "see README to use Gemini")
 
 
-def load_model(name: str | None = None) -> Model:
-    """The backend for a model name (default: GEMINI_MODEL, then gemini-flash-latest)."""
+def load_model(name: str | None = None, progress=lambda text: None, notice=lambda text: None) -> Model:
+    """The backend for a model name: gemma-3-270m runs locally; any other name is a Gemini model.
+    With no name and no GEMINI_MODEL, Gemini when a key is set, else the offline model (said through `notice`)."""
+    import os
+
+    name = name or os.environ.get("GEMINI_MODEL")
+    if name is None and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip():
+        notice(OFFLINE_NOTICE)
+        name = OFFLINE_MODEL
+    if name == OFFLINE_MODEL:
+        from models.gemma import GemmaModel
+        return GemmaModel(progress)
     from models.gemini import GeminiModel
-
     return GeminiModel(name)

@@ -18,6 +18,7 @@ THINKING_LEVELS = ("none", "minimal", "low", "medium", "high")
 
 
 class GeminiModel:
+    usage_source = "billed, from the API"
     def __init__(
         self,
         name: str | None = None,

@@ -231,6 +231,7 @@ class Gemma3:
 
 class GemmaModel:
     """The Model seam for the local Gemma: renders the messages as a ReAct transcript and continues it."""
+    usage_source = "counted by its tokenizer, nothing billed"
 
     def __init__(self, progress: Progress = lambda text: None):
         self.name = NAME

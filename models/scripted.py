@@ -12,6 +12,7 @@ class ScriptExhausted(AssertionError):
 
 class ScriptedModel:
     name = "scripted"
+    usage_source = "scripted: about 4 characters a token"
 
     def __init__(self, replies: list[str | ModelReply]):
         self.replies = list(replies)

@@ -161,9 +161,9 @@ def test_replay_command_line_outputs(tmp_path):
     done = cli("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
                "--csv", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
-    assert "Replay of" in done.stdout and "-75%" in done.stdout and "KX-4471-B" in done.stdout
+    assert "Replay of" in done.stdout and "-74%" in done.stdout and "KX-4471-B" in done.stdout
     assert (tmp_path / "p.svg").read_text().count("<polyline") == 3
-    assert (tmp_path / "p.csv").read_text().splitlines()[:2] == ["policy,call,context_tokens", "full,1,793"]
+    assert (tmp_path / "p.csv").read_text().splitlines()[:2] == ["policy,call,context_tokens", "full,1,945"]
     report = json.loads(cli("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
     assert report["calls"] == 7 and report["policies"][0]["violations"] == 0
 
@@ -172,7 +172,7 @@ def test_replay_command_line_outputs(tmp_path):
     (["--replay", "/no/such/file.jsonl"], "No such file"),
     (["--replay", __file__], "not JSON"),
     (["--replay", SUPER_BOWL, "--policies", "full,bogus"], "unknown policy 'bogus'"),
-    (["--replay", SUPER_BOWL, "--probe"], "no Gemini API key"),
+    (["--replay", SUPER_BOWL, "--probe", "--model", "gemini-flash-latest"], "no Gemini API key"),
     (["--compare", "full,window:2"], "--compare needs a question"),
 ])
 def test_replay_and_compare_errors_are_one_line(args, message, tmp_path):
@@ -201,7 +201,7 @@ def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
     assert [rows[p]["correct"] for p in rows] == [1, 1, 0]
     assert [rows[p]["live_tool_calls"]["median"] for p in rows] == [0, 0, 1]  # elide:1 asked something new: a miss
     assert rows["full"]["model_calls"]["median"] == 3 and rows["full"]["input_tokens"]["median"] == 300
-    assert report["model"] == "gemini-flash-latest" and report["counter"].startswith("estimate")
+    assert report["model"] == "gemini-flash-latest" and report["counter"] == "Gemma 3 tokenizer, local"
 
 
 def test_live_compare_table_and_repeat(monkeypatch, capsys):

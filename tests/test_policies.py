@@ -10,6 +10,7 @@ from models import Message, ModelReply
 from models.scripted import ScriptedModel
 from policies import POLICIES, make_policy, measure
 from policies.invariants import violations
+from tokens import count_tokens
 from tools.arithmetic import add_numbers, multiply_numbers
 
 SPECS = st.one_of(
@@ -228,10 +229,11 @@ def test_a_fact_from_the_first_message_at_turn_twenty(policy, kept):
 def test_measure_counts_every_bucket():
     agent, model = session("full", ['Action: fetch("alpha")', "Answer: ok"], ["read"])
     counts = measure(model.calls[-1], agent.trace.events[0]["tools"])
-    assert counts["tools"] > 0 and counts["instructions"] > 0 and counts["observations"] >= 450
-    assert counts["user"] == 4 and counts["model"] == 6
+    assert counts["tools"] > 0 and counts["instructions"] > 0
+    assert counts["observations"] == count_tokens("Observation1: " + fetch("alpha")) > 300
+    assert counts["user"] == count_tokens("Question: read") and counts["model"] == count_tokens('Action: fetch("alpha")')
     context_events = [e for e in agent.trace.events if e["type"] == "context"]
-    assert context_events[-1]["tokens"] == counts and context_events[-1]["counter"].startswith("estimate")
+    assert context_events[-1]["tokens"] == counts and context_events[-1]["counter"] == "Gemma 3 tokenizer, local"
 
 
 @pytest.mark.parametrize("spec, message", [("window:x", "takes a whole number"), ("nope", "unknown policy"),

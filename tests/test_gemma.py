@@ -1,0 +1,109 @@
+"""The embedded Gemma 3 270M: tokenizer and forward pass checked against llama.cpp's results on the same file.
+
+The expected values were measured with llama.cpp on gemma-3-270m-q4_k_m.gguf (sha256 a5fd3b62…6818).
+The tokenizer tests always run; the forward-pass tests are marked slow (seconds each) and run in CI too.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from models import Message, Part
+from models.gemma import GemmaModel, load_tokenizer, stop_rule, transcript
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gemma_react_prompt.txt")
+THOUGHT_ACTION = "Thought1: First, I need to multiply 7 by 6.\nAction1: multiply_numbers(7, 6)"
+THOUGHT_ACTION_IDS = [63254, 236770, 236787, 5315, 236764, 564, 1202, 531, 24261, 236743, 236832, 684, 236743, 236825,
+                      236761, 107, 4396, 236770, 236787, 24261, 236779, 34488, 236769, 236832, 236764, 236743, 236825, 236768]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    return GemmaModel()
+
+
+def test_tokenizer_matches_llama_cpp(tokenizer):
+    assert tokenizer.tokenize(THOUGHT_ACTION) == THOUGHT_ACTION_IDS
+    assert tokenizer.tokenize("The capital of France is", bos=True) == [2, 818, 5279, 529, 7001, 563]
+    with open(FIXTURE, encoding="utf-8") as file:
+        assert len(tokenizer.tokenize(file.read(), bos=True)) == 302
+
+
+def test_tokenizer_special_cases(tokenizer):
+    assert tokenizer.tokenize("\n\n") == [108] and tokenizer.tokenize("a  b")[1] == 138  # user-defined runs
+    assert 106 not in tokenizer.tokenize("<end_of_turn>")  # control tokens are never read from text
+    assert tokenizer.detokenize(tokenizer.tokenize("naïve café 🤖 ☃")) == "naïve café 🤖 ☃"  # byte fallback round trip
+    assert tokenizer.detokenize([2, *THOUGHT_ACTION_IDS, 1]) == THOUGHT_ACTION  # BOS and EOS print nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="\u2581", blacklist_categories=("Cs",)), max_size=60))
+def test_tokenizer_round_trips_any_text(text):
+    tokenizer = load_tokenizer()
+    assert tokenizer.detokenize(tokenizer.tokenize(text)) == text
+
+
+def test_transcript_lays_out_a_react_trace_to_continue():
+    messages = [Message.of("system", "INSTRUCTIONS", "instructions"), Message.of("user", "Question: 2 + 2?", "question"),
+                Message.of("model", "Thought1: add\nAction1: add_numbers(2, 2)", "reply"),
+                Message("user", (Part("observation", "Observation1: 4"),))]
+    prompt, opening = transcript(messages)
+    assert prompt == "INSTRUCTIONS\n\nQuestion: 2 + 2?\nThought1: add\nAction1: add_numbers(2, 2)\nObservation1: 4\nThought2:"
+    assert opening == "Thought2:"
+    assert transcript(messages[:2])[1] == "Thought1:"
+
+
+def test_stop_rule_cuts_at_stop_texts_and_after_an_answer_line():
+    stop_at = stop_rule(["\nObservation"], "Thought1:")
+    assert stop_at(" add\nAction1: add_numbers(2, 2)\nObservation1: 4") == len(" add\nAction1: add_numbers(2, 2)")
+    text = " done\nAnswer: 4\n\nQuestion: what next?"
+    assert text[:stop_at(text)] == " done\nAnswer: 4"
+    assert stop_at(" still thinking") == -1
+
+
+@pytest.mark.slow
+def test_greedy_continuation_matches_llama_cpp(gemma):
+    ids = gemma.tokenizer.tokenize("The capital of France is", bos=True)
+    text, count, _ = gemma.network.generate(ids, lambda text: -1, gemma.tokenizer.detokenize, max_new_tokens=12)
+    assert (text, count) == (" the capital of the country of France. It is the largest", 12)
+
+
+@pytest.mark.slow
+def test_fixture_prompt_continuation_matches_llama_cpp(gemma):
+    with open(FIXTURE, encoding="utf-8") as file:
+        prompt = file.read()
+    ids = gemma.tokenizer.tokenize(prompt, bos=True)
+    text, _, timings = gemma.network.generate(ids, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
+    assert text == " First, I need to multiply 7 by 6.\nAction1: multiply_numbers(7, 6)\n"
+    # The next call extends the same prompt: only the new tokens are run, and the result is the same as from scratch.
+    longer = gemma.tokenizer.tokenize(prompt + text + "Observation1: 42\n", bos=True)
+    reused, _, timings = gemma.network.generate(longer, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
+    assert timings["reused_tokens"] >= len(ids) and timings["prefill_tokens"] < 10
+    gemma.network.cached = []
+    fresh, _, timings = gemma.network.generate(longer, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
+    assert timings["reused_tokens"] == 0 and fresh == reused
+
+
+@pytest.mark.slow
+def test_fresh_clone_with_no_key_answers_offline(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    environment.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "What is 7 * 6 + 5?", "--json"],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=600)
+    assert "no GEMINI_API_KEY: using the offline Gemma 3 270M model" in done.stderr
+    result = json.loads(done.stdout)
+    assert result["model"] == "gemma-3-270m" and result["usage_source"] == "counted by its tokenizer, nothing billed"
+    assert result["stop_reason"] == "answer" and result["answer"] and done.returncode == 0
+    actions = [e["text"] for e in result["trace"] if e["type"] == "action"]
+    assert actions and actions[0] == "multiply_numbers(7, 6)"  # it runs real tools through the real loop
+    prompts = [e["input_tokens"] for e in result["trace"] if e["type"] == "usage"]
+    assert result["usage"]["input_tokens"] == sum(prompts) > 900  # its own tokenizer's counts
