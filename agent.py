@@ -116,7 +116,8 @@ class TinyReAct:
     def _instruct(self) -> None:
         text = render_instructions(self.tools.values())
         if text != self._instructions:
-            self.trace.add("instructions", text=text, tools=tool_docs(self.tools.values()))
+            self._tool_docs = tool_docs(self.tools.values())
+            self.trace.add("instructions", text=text, tools=self._tool_docs)
             self._instructions = text
 
     def query(self, question: str, finish: bool = False) -> Result:
@@ -177,7 +178,7 @@ class TinyReAct:
         self.trace.add("summary", upto=upto, text=summary.text.strip(), policy=self.policy.name)
 
     def _measure(self, run: _Run, messages) -> None:
-        tokens = measure(messages, tool_docs(self.tools.values()))
+        tokens = measure(messages, self._tool_docs)
         run.context.counter = counter()
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=run.context.counter)
         for bucket, count in tokens.items():

@@ -1,6 +1,8 @@
 """Context policies: the invariants every policy keeps (property tests over random sessions), and exactly
 what each one keeps and forgets."""
 import copy
+import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -272,3 +274,14 @@ def test_the_invariant_checker_catches_each_kind_of_breakage(broken, problem):
     events = agent.trace.events[:-4]  # just before the second call
     assert violations(model.calls[-1], events) == []
     assert any(problem in v for v in violations(broken(model.calls[-1]), events))
+
+
+def test_context_growth_follows_the_formulas_the_benchmark_states():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    from run import context_growth
+
+    rows = {spec: (measured, formula) for spec, _, measured, formula, _ in context_growth()}
+    for spec in ("full", "window:4", "user-only:4", "pinned"):
+        measured, formula = rows[spec]
+        assert abs(measured / formula - 1) < 0.05, spec
+    assert rows["window:4"][0] < rows["full"][0] and rows["compact:1200"][0] < rows["full"][0]

@@ -1,0 +1,190 @@
+"""TinyReAct against the frameworks people would pick instead, measured side by side in one run.
+
+    python bench/run.py
+
+On first use it creates bench/.venv-peers and installs bench/requirements-peers.txt there (smolagents and
+LangChain's classic agents, at the versions measured); the project's own environment is never touched.
+It prints four tables, each with the ratio to TinyReAct, on this machine:
+1. Loop overhead: the same 20-step task (one arithmetic action per step, then the answer), each framework
+   driven by a fake model that answers instantly, so what is timed is the framework. Median of several runs.
+2. Start-up: `python agent.py --help` against importing each peer's agent module, each in a fresh interpreter.
+3. Prompt tokens: the instructions each framework sends on its first call for the seed's eight tools (same
+   docstrings), counted with one tokenizer for all, and their share of a typical first call.
+4. Context growth: the input tokens of TinyReAct's 20-step run under each policy, against the quadratic
+   (full history) and linear (bounded policies) formulas.
+Benchmarks, not tests: nothing in the test suite needs the peers.
+"""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import venv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+PEERS = os.path.join(ROOT, "bench", ".venv-peers")
+PEERS_PYTHON = os.path.join(PEERS, "bin", "python")
+REQUIREMENTS = os.path.join(ROOT, "bench", "requirements-peers.txt")
+STEPS = 20
+RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+QUESTION = "What is the current temperature, in degrees Fahrenheit, at the stadium where Super Bowl LIX was played?"
+PEER_IMPORTS = {"smolagents": "from smolagents import ToolCallingAgent",
+                "LangChain": "from langchain_classic.agents import AgentExecutor, create_react_agent"}
+
+
+def ensure_peers() -> None:
+    stamp = os.path.join(PEERS, "installed-requirements.txt")
+    with open(REQUIREMENTS) as file:
+        wanted = file.read()
+    if os.path.exists(stamp) and open(stamp).read() == wanted:
+        return
+    print(f"installing the peers into {os.path.relpath(PEERS, ROOT)} (once)…", flush=True)
+    venv.create(PEERS, with_pip=True, clear=True)
+    done = subprocess.run([PEERS_PYTHON, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r",
+                           REQUIREMENTS], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"installing the peers failed:\n{done.stderr[-2000:]}")
+    with open(stamp, "w") as file:
+        file.write(wanted)
+
+
+def tinyreact_overhead() -> float:
+    """Milliseconds per step of TinyReAct's loop on the 20-step task, with an instant scripted model."""
+    from agent import TinyReAct
+    from models.scripted import ScriptedModel
+    from tools import DEFAULT_TOOLS
+
+    replies = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(1, STEPS + 1)] + ["Answer: done"]
+
+    def run_once():
+        result = TinyReAct(ScriptedModel(replies), tools=DEFAULT_TOOLS, ttl=STEPS + 5).query(
+            "Add one twenty times, starting from 1.")
+        assert result.answer == "done" and result.steps == STEPS
+
+    run_once()
+    seconds = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        run_once()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) / STEPS * 1000
+
+
+def wall(command: list[str], runs: int = 7) -> float:
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def context_growth() -> list[tuple]:
+    """(policy, calls, measured total, formula total, formula) for the 20-step run under each policy."""
+    from agent import TinyReAct
+    from models import ModelReply
+    from policies import make_policy
+    from tools import DEFAULT_TOOLS
+
+    class Scripted:
+        """Replies one arithmetic action per step, then the answer; writes a short summary when compact asks."""
+        name, usage_source = "scripted", "none"
+
+        def __init__(self):
+            self.replies = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(1, STEPS + 1)]
+            self.replies.append("Answer: done")
+
+        def generate(self, messages, stop):
+            if len(messages) == 1 and messages[0].parts[0].kind == "request":
+                return ModelReply("Added one to the running total at every step so far.")
+            return ModelReply(self.replies.pop(0))
+
+    def sizes(spec: str) -> list[int]:
+        result = TinyReAct(Scripted(), tools=DEFAULT_TOOLS, ttl=STEPS + 5, policy=make_policy(spec)).query(
+            "Add one twenty times, starting from 1.")
+        assert result.answer == "done"
+        return [sum(e["tokens"].values()) for e in result.trace if e["type"] == "context"]
+
+    full = sizes("full")
+    first, calls = full[0], len(full)
+    step = (full[-1] - full[0]) / (calls - 1)  # tokens one step adds: its reply and its observation
+    rows = [("full", calls, sum(full), round(calls * first + step * calls * (calls - 1) / 2),
+             f"n·P + s·n(n−1)/2 with P={first}, s={step:.1f}: quadratic")]
+    for spec, kept in [("window:4", 4), ("user-only:4", 4), ("pinned", 4)]:
+        measured = sizes(spec)  # P is this policy's own first call: pinned's prompt also lists its note tools
+        formula = sum(measured[0] + min(k, kept) * step for k in range(calls))
+        rows.append((spec, len(measured), sum(measured), round(formula),
+                     f"Σ P + min(k, {kept})·s with P={measured[0]}: linear once k > {kept}"))
+    rows.append(("elide:2", calls, sum(sizes("elide:2")), rows[0][3], "as full: every observation here is shorter than its placeholder"))
+    compact = sizes("compact:1200")  # full history's context passes 1,200 tokens at about step 12
+    rows.append(("compact:1200", len(compact), sum(compact), None,
+                 f"summarised when over T=1,200: peak {max(compact):,}, last call {compact[-1]:,} (summary calls not included)"))
+    return rows
+
+
+def main() -> None:
+    ensure_peers()
+    from tokens import count_tokens, counter
+    from prompts import render_instructions
+    from tools import DEFAULT_TOOLS
+
+    peers_versions = subprocess.run([PEERS_PYTHON, "-m", "pip", "freeze"], capture_output=True, text=True).stdout
+    print(f"TinyReAct benchmarks · {time.strftime('%Y-%m-%d')} · {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()} · peers: "
+          + ", ".join(line for line in peers_versions.splitlines() if line.split("==")[0] in
+                      ("smolagents", "langchain-classic", "langchain-core")))
+
+    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS} runs", flush=True)
+    ours = tinyreact_overhead()
+    done = subprocess.run([PEERS_PYTHON, os.path.join(ROOT, "bench", "peers.py")], capture_output=True, text=True,
+                          env={**os.environ, "BENCH_RUNS": str(RUNS)})
+    if done.returncode != 0:
+        sys.exit(f"the peers' benchmark failed:\n{done.stderr[-2000:]}")
+    peers = json.loads(done.stdout)
+    rows = [("TinyReAct", ours)] + [(f"{name} ({peers[key]['agent']})", peers[key]["per_step_ms"])
+                                    for name, key in (("smolagents", "smolagents"), ("LangChain", "langchain"))]
+    for name, ms in rows:
+        print(f"   {name:<64} {ms:8.3f} ms/step   {ms / ours:6.1f}× TinyReAct")
+    fastest = min(ms for _, ms in rows[1:])
+    print(f"   target: at most 1/10 of the fastest peer ({fastest / 10:.3f} ms): "
+          f"{'met' if ours <= fastest / 10 else 'MISSED'} ({fastest / ours:.1f}× faster than the fastest peer)")
+
+    print("\n2. Start-up, fresh interpreter, median of 7", flush=True)
+    bare = wall([sys.executable, "-c", "pass"])
+    ours_help = wall([sys.executable, os.path.join(ROOT, "agent.py"), "--help"])
+    imports = {name: wall([PEERS_PYTHON, "-c", statement]) for name, statement in PEER_IMPORTS.items()}
+    print(f"   {'python -c pass (reference)':<64} {bare * 1000:8.0f} ms")
+    print(f"   {'python agent.py --help':<64} {ours_help * 1000:8.0f} ms   {1:6.1f}×")
+    for name, seconds in imports.items():
+        print(f"   {name + ': ' + PEER_IMPORTS[name]:<64} {seconds * 1000:8.0f} ms   {seconds / ours_help:6.1f}×")
+    lightest = min(imports.values())
+    print(f"   target: --help under 1/3 of the lightest peer's import ({lightest / 3 * 1000:.0f} ms): "
+          f"{'met' if ours_help < lightest / 3 else 'MISSED'}")
+
+    print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {counter()}", flush=True)
+    ours_text = render_instructions(DEFAULT_TOOLS)
+    prompts = {
+        "TinyReAct": (ours_text, f"Question: {QUESTION}"),
+        "smolagents (system prompt + tool schemas)": (peers["smolagents"]["instructions"] + peers["smolagents"]["tool_schemas"],
+                                                      f"New task:\n{QUESTION}"),
+        "LangChain (ReAct prompt before the question)": (peers["langchain"]["instructions"], f"Question: {QUESTION}\nThought:"),
+    }
+    ours_tokens = count_tokens(ours_text)
+    smol_tokens = count_tokens(prompts["smolagents (system prompt + tool schemas)"][0])
+    for name, (instructions, question) in prompts.items():
+        tokens = count_tokens(instructions)
+        share = tokens / (tokens + count_tokens(question))
+        print(f"   {name:<64} {tokens:8,} tokens  {tokens / ours_tokens:6.1f}×   {share:.0%} of a first call")
+    print(f"   target: at most half of smolagents' ({smol_tokens // 2:,}): {'met' if ours_tokens <= smol_tokens / 2 else 'MISSED'}")
+
+    print(f"\n4. Context growth over the {STEPS}-step run (input tokens of every call, {counter()})", flush=True)
+    for spec, calls, measured, formula, how in context_growth():
+        against = f"formula {formula:9,} ({measured / formula:.2f}×)" if formula else f"{'':27}"
+        print(f"   {spec:<12} {calls:3} calls {measured:9,} tokens   {against}   {how}")
+
+
+if __name__ == "__main__":
+    main()
