@@ -9,7 +9,6 @@ trace the model is shown on each call.
 """
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from enum import Enum
 from typing import Callable
 
 from models import Model, ModelConfigError, ModelError, ModelReply, load_model
-from policies import POLICY_HELP, Policy, make_policy, measure
+from policies import POLICY_HELP, Policy, make_policy, measure, policy_tools
 from policies.full import FullHistory
 from prompts import render_instructions, tool_docs
 from replies import ActionError, parse_action, parse_reply, cut_at_observation
@@ -89,6 +88,11 @@ class _Run:
     context: Context = field(default_factory=Context)
     actions: list = field(default_factory=list)
 
+    @property
+    def reasoning_calls(self) -> int:
+        """The calls the TTL counts, which is also the current step's number."""
+        return self.model_calls - self.summary_calls
+
 
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
@@ -103,8 +107,7 @@ class TinyReAct:
     def use_policy(self, policy: Policy) -> None:
         """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""
         self.policy = policy
-        extra = policy.tools(self.trace) if hasattr(policy, "tools") else []
-        self.tools = {tool.__name__: tool for tool in self.base_tools + extra}
+        self.tools = {tool.__name__: tool for tool in self.base_tools + policy_tools(policy, self.trace)}
         self._instruct()
 
     def reset(self) -> None:
@@ -126,7 +129,7 @@ class TinyReAct:
         self.trace.add("question", text=question)
         answer, stop, error = None, StopReason.TTL, None
         try:
-            while run.model_calls - run.summary_calls < self.ttl:
+            while run.reasoning_calls < self.ttl:
                 model_reply, reply = self._think(run)  # render the context, call the model, record what it wrote
                 if reply.answer is not None:
                     answer, stop = reply.answer, StopReason.ANSWER
@@ -157,7 +160,7 @@ class TinyReAct:
         self._measure(run, messages)
         model_reply = self.model.generate(messages, STOP_SEQUENCES)  # <- the model is called here
         self._count(run, model_reply)
-        step = run.model_calls - run.summary_calls
+        step = run.reasoning_calls
         text = cut_at_observation(model_reply.text)
         self.trace.add("reply", step=step, text=text, raw=model_reply.text, blocked=model_reply.blocked)
         reply = parse_reply(text)
@@ -214,8 +217,7 @@ class TinyReAct:
         return str(result)
 
     def _observe(self, run: _Run, text: str) -> None:
-        step = run.model_calls - run.summary_calls
-        self.trace.add("observation", step=step, text=cap(text, OBSERVATION_LIMIT))
+        self.trace.add("observation", step=run.reasoning_calls, text=cap(text, OBSERVATION_LIMIT))
 
 
 def _format_error(model_reply: ModelReply) -> str:
@@ -293,8 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as problem:
         return _fail(str(problem))
     if args.show_prompt:
-        extra = policy.tools(Trace()) if hasattr(policy, "tools") else []
-        print(render_instructions(DEFAULT_TOOLS + extra))
+        print(render_instructions(DEFAULT_TOOLS + policy_tools(policy, Trace())))
         return EXIT_ANSWERED
     if args.replay:
         return _replay(args)

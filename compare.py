@@ -13,7 +13,7 @@ import functools
 import json
 import re
 import statistics
-import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
@@ -133,16 +133,30 @@ def call_points(events: Sequence[dict]) -> list[int]:
     return [i for i, event in enumerate(events) if event["type"] == "reply"]
 
 
+def probe_points(header: dict, points: list[int]) -> list[int]:
+    """The call numbers the header names for probing; the session's last call if it names none."""
+    return header.get("probe_points") or [len(points)]
+
+
+def stated(fact: dict, events: Sequence[dict]) -> bool:
+    return any(fact["text"] in str(event.get("text", "")) for event in events)
+
+
+def unmeasurable(policy, events: Sequence[dict]) -> bool:
+    """True for compact without recorded summaries: replaying it would need a model to write them."""
+    return hasattr(policy, "summary_request") and not any(event["type"] == "summary" for event in events)
+
+
 def replay(header: dict, events: Sequence[dict], specs: Sequence[str]) -> list[PolicyReplay]:
     """Static replay: what each policy would have sent at every call of the recorded session."""
     points = call_points(events)
-    probe_points = header.get("probe_points") or [len(points)]
+    probing = probe_points(header, points)
     facts = header.get("facts", [])
     reports = []
     for spec in specs:
         policy = make_policy(spec)
         report = PolicyReplay(policy.name)
-        if hasattr(policy, "summary_request") and not any(e["type"] == "summary" for e in events):
+        if unmeasurable(policy, events):
             report.measured, report.note = False, "not measured: needs a model to write its summaries, and the trace has none"
             reports.append(report)
             continue
@@ -155,11 +169,10 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str]) -> list[P
             for bucket, count in counts.items():
                 report.buckets[bucket] = report.buckets.get(bucket, 0) + count
             report.violations += len(violations(messages, prefix))
-            if number in probe_points:
+            if number in probing:
                 context = "\n".join(message.text for message in messages)
                 for fact in facts:
-                    stated = any(fact["text"] in str(e.get("text", "")) for e in prefix)
-                    report.facts.setdefault(fact["id"], {})[number] = (fact["text"] in context) if stated else None
+                    report.facts.setdefault(fact["id"], {})[number] = (fact["text"] in context) if stated(fact, prefix) else None
         reports.append(report)
     return reports
 
@@ -172,16 +185,15 @@ def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Mod
     from policies.full import FullHistory
 
     points = call_points(events)
-    probe_points = header.get("probe_points") or [len(points)]
     facts = {fact["id"]: fact for fact in header.get("facts", [])}
     instructions = next(e for e in events if e["type"] == "instructions")
-    contexts = {make_policy(spec).name: make_policy(spec) for spec in specs}
+    contexts = {policy.name: policy for policy in map(make_policy, specs)}
     scores = {name: {} for name in ["closed book", *contexts]}
-    for number in probe_points:
+    for number in probe_points(header, points):
         prefix = events[: points[number - 1]] if number <= len(points) else list(events)
         for item in header.get("probes", []):
             fact = facts.get(item["fact"])
-            if fact and not any(fact["text"] in str(e.get("text", "")) for e in prefix):
+            if fact and not stated(fact, prefix):
                 continue
             for phrasing in item["questions"]:
                 asked = {"type": "question", "text": phrasing}
@@ -189,8 +201,8 @@ def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Mod
                     progress(f"probe {item['id']} at call {number} · {name}")
                     if name == "closed book":
                         messages = FullHistory().render([instructions, asked])
-                    elif hasattr(contexts[name], "summary_request") and not any(e["type"] == "summary" for e in prefix):
-                        continue  # compact without recorded summaries is not measured
+                    elif unmeasurable(contexts[name], prefix):
+                        continue
                     else:
                         messages = contexts[name].render([*prefix, asked])
                     reply = model.generate(messages, STOP_SEQUENCES)
@@ -266,10 +278,6 @@ def replay_json(header: dict, reports: list[PolicyReplay], scores: dict | None =
     }
 
 
-def live_timestamp() -> str:
-    return time.strftime("%Y-%m-%d %H:%M")
-
-
 # ---------------------------------------------------------------- command line (called from agent.py)
 
 def cli_compare(args, model: Model) -> int:
@@ -278,14 +286,9 @@ def cli_compare(args, model: Model) -> int:
     from tools import DEFAULT_TOOLS
 
     specs = _specs(args.compare)
-    display = LiveDisplay(events=False, stderr=True)
-    status = display.console.status("starting…")
-    status.start()
-    try:
+    with _spinner("starting…") as update:
         runs = compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl, finish=args.finish,
-                            expect=args.expect, repeat=args.repeat, progress=lambda text: status.update(f"running {text}"))
-    finally:
-        status.stop()
+                            expect=args.expect, repeat=args.repeat, progress=lambda text: update(f"running {text}"))
     rows = summarise_runs(runs)
     if args.json:
         print(json.dumps({"question": args.question, "model": model.name, "expect": args.expect, "counter": counter(),
@@ -307,13 +310,8 @@ def cli_replay(args, load_model: Callable[[], Model]) -> int:
     if args.probe:
         model = load_model()
         model_name = model.name
-        display = LiveDisplay(events=False, stderr=True)
-        status = display.console.status("probing…")
-        status.start()
-        try:
-            scores = probe(header, events, specs, model, progress=lambda text: status.update(text))
-        finally:
-            status.stop()
+        with _spinner("probing…") as update:
+            scores = probe(header, events, specs, model, progress=update)
     if args.plot:
         with open(args.plot, "w", encoding="utf-8") as file:
             file.write(svg_plot(reports, f"Context size per call: {args.replay}"))
@@ -325,6 +323,19 @@ def cli_replay(args, load_model: Callable[[], Model]) -> int:
     else:
         replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay)
     return 0 if all(report.violations == 0 for report in reports) else 1
+
+
+@contextmanager
+def _spinner(text: str):
+    """A spinner on stderr while a long run goes on; yields the function that updates its text."""
+    from rich.console import Console
+
+    status = Console(stderr=True).status(text)
+    status.start()
+    try:
+        yield status.update
+    finally:
+        status.stop()
 
 
 def _specs(text: str) -> list[str]:

@@ -9,7 +9,6 @@ An answer is right when it contains the expected number as a whole word. It prin
 actions taken, so the kind of mistake is visible, not just the count.
 """
 import os
-import re
 import sys
 import time
 

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -46,6 +47,11 @@ def load_tokenizer(progress: Progress = lambda text: None) -> GemmaTokenizer:
     folder = cache_folder()
     if not (folder / "vocab.json").exists():
         _unpack(folder, progress, weights=False)
+    return _read_tokenizer(folder)
+
+
+@lru_cache(maxsize=1)  # once per process: the model and the token counter (tokens.py) share it
+def _read_tokenizer(folder: Path) -> GemmaTokenizer:
     vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
     return GemmaTokenizer(vocab["tokens"], vocab["scores"], vocab["types"])
 
@@ -108,6 +114,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def clear_cache() -> None:
     shutil.rmtree(cache_folder(), ignore_errors=True)
+    _read_tokenizer.cache_clear()
 
 
 # ---------------------------------------------------------------- the network

@@ -37,6 +37,11 @@ BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model",
            "notes": "notes", "summary": "notes", "placeholder": "markers", "request": "markers"}
 
 
+def policy_tools(policy: Policy, trace) -> list:
+    """The tools a policy adds while it is active (pinned notes), writing their events into `trace`."""
+    return policy.tools(trace) if hasattr(policy, "tools") else []
+
+
 def make_policy(spec: str) -> Policy:
     """A policy from its command-line form: `full`, `window:4`, `pinned:end`, `compact:8000`."""
     name, _, argument = spec.strip().partition(":")

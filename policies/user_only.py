@@ -2,22 +2,11 @@
 
 The user's words are never forgotten; the model's and the tools' are, once they are N steps old.
 Pick it for long conversations where the user's standing instructions and facts must survive.
+It is the sliding window with every question kept.
 """
-from typing import Sequence
-
-from models import Message
-from policies.rendering import assemble, read_conversation, recent_pieces
+from policies.window import SlidingWindow
 
 
-class UserOnly:
+class UserOnly(SlidingWindow):
     name = "user-only"
-
-    def __init__(self, steps: int = 4):
-        if steps < 0:
-            raise ValueError("user-only:N needs N >= 0")
-        self.steps = steps
-        self.name = f"user-only:{steps}"
-
-    def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
-        return assemble(conversation, recent_pieces(conversation, self.steps, all_questions=True))
+    all_questions = True

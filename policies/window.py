@@ -11,13 +11,15 @@ from policies.rendering import assemble, read_conversation, recent_pieces
 
 class SlidingWindow:
     name = "window"
+    all_questions = False  # user-only differs only here: it shows every question, not just the current one
 
     def __init__(self, steps: int = 4):
+        kind = type(self).name
         if steps < 0:
-            raise ValueError("window:N needs N >= 0")
+            raise ValueError(f"{kind}:N needs N >= 0")
         self.steps = steps
-        self.name = f"window:{steps}"
+        self.name = f"{kind}:{steps}"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
         conversation = read_conversation(events)
-        return assemble(conversation, recent_pieces(conversation, self.steps, all_questions=False))
+        return assemble(conversation, recent_pieces(conversation, self.steps, all_questions=self.all_questions))

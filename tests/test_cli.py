@@ -10,7 +10,7 @@ import time
 import pytest
 
 import agent
-from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia, gemini_text
+from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from traces import read_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

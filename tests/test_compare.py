@@ -11,7 +11,6 @@ from compare import ToolTape, call_points, matches, probe, replay, svg_plot
 from models import ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
-from replies import parse_reply
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from tokens import count_tokens
 from traces import Trace, read_trace_file

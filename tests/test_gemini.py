@@ -4,7 +4,7 @@ import pytest
 from agent import StopReason, TinyReAct
 from models import Message, ModelConfigError, ModelError
 from models.gemini import GeminiModel
-from servers import REJECTED_KEY, FakeGemini, gemini_error, gemini_text
+from servers import FakeGemini, gemini_error, gemini_text
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),
             Message.of("model", "Action: add_numbers(2, 2)"), Message.of("user", "Observation1: 4")]
