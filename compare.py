@@ -13,15 +13,17 @@ import functools
 import json
 import re
 import statistics
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from agent import TinyReAct
 from models import Model, ModelConfigError
 from policies import make_policy, measure
+from policies.full import FullHistory
 from policies.invariants import violations
-from replies import cut_at_observation, parse_reply
-from tokens import counter
+from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
+from tokens import TokenCounter, local_counter
+from traces import Trace
 
 
 def normalise(text: str) -> str:
@@ -70,18 +72,23 @@ class LiveRun:
 
 
 def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
-                 finish: bool = False, expect: str | None = None, repeat: int = 1,
+                 finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
+                 trace_path: Callable[[str, int], str | None] = lambda spec, attempt: None,
                  progress: Callable[[str], None] = lambda text: None) -> list[LiveRun]:
-    """Run `question` once per policy (`repeat` times each) with the same model and the same tool results."""
-    from agent import TinyReAct
-
+    """Run `question` once per policy (`repeat` times each) with the same model and the same tool results.
+    `trace_path(spec, attempt)` names a trace file for each run, or None for none."""
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
     runs = []
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
         progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
         before = tape.live_calls
-        result = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec)).query(question, finish=finish)
+        trace = Trace(trace_path(spec, attempt), meta={"policy": spec, "model": model.name})
+        try:
+            agent = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec), trace=trace, counter=counter)
+            result = agent.query(question, finish=finish)
+        finally:
+            trace.close()
         if isinstance(result.error, ModelConfigError):
             raise result.error  # a rejected key fails every run the same way: stop at the first
         runs.append(LiveRun(
@@ -144,11 +151,12 @@ def stated(fact: dict, events: Sequence[dict]) -> bool:
 
 def unmeasurable(policy, events: Sequence[dict]) -> bool:
     """True for compact without recorded summaries: replaying it would need a model to write them."""
-    return hasattr(policy, "summary_request") and not any(event["type"] == "summary" for event in events)
+    return policy.needs_summaries and not any(event["type"] == "summary" for event in events)
 
 
-def replay(header: dict, events: Sequence[dict], specs: Sequence[str]) -> list[PolicyReplay]:
+def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: TokenCounter | None = None) -> list[PolicyReplay]:
     """Static replay: what each policy would have sent at every call of the recorded session."""
+    counter = counter or local_counter()
     points = call_points(events)
     probing = probe_points(header, points)
     facts = header.get("facts", [])
@@ -164,7 +172,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str]) -> list[P
             prefix = events[:index]
             messages = policy.render(prefix)
             docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
-            counts = measure(messages, docs)
+            counts = measure(messages, docs, counter.count)
             report.sizes.append(sum(counts.values()))
             for bucket, count in counts.items():
                 report.buckets[bucket] = report.buckets.get(bucket, 0) + count
@@ -181,9 +189,6 @@ def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Mod
           progress: Callable[[str], None] = lambda text: None) -> dict:
     """Ask every phrasing of every probe at every probe point where its fact has been stated, against each policy's
     context and against no history ("closed book"). Returns {policy: {probe id: [correct, asked]}}."""
-    from agent import STOP_SEQUENCES
-    from policies.full import FullHistory
-
     points = call_points(events)
     facts = {fact["id"]: fact for fact in header.get("facts", [])}
     instructions = next(e for e in events if e["type"] == "instructions")
@@ -212,136 +217,3 @@ def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Mod
                     tally[0] += matches(answer, item["answer"])
                     tally[1] += 1
     return scores
-
-
-# ---------------------------------------------------------------- output
-
-def sparkline(values: Sequence[int], top: int) -> str:
-    blocks = "▁▂▃▄▅▆▇█"
-    return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0] for v in values)
-
-
-def svg_plot(reports: list[PolicyReplay], title: str) -> str:
-    """A line chart of context size per call, one line per policy, as a standalone SVG file."""
-    width, height, left, bottom, top_pad, right = 900, 480, 70, 50, 40, 190
-    measured = [r for r in reports if r.measured and r.sizes]
-    calls = max((len(r.sizes) for r in measured), default=1)
-    top = max((r.peak for r in measured), default=1) or 1
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-
-    def x(i):
-        return left + (width - left - right) * (i / max(calls - 1, 1))
-
-    def y(v):
-        return height - bottom - (height - bottom - top_pad) * v / top
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{left}" y="24" font-size="15">{_xml(title)}</text>',
-           f'<line x1="{left}" y1="{y(0)}" x2="{x(calls - 1)}" y2="{y(0)}" stroke="black"/>',
-           f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(top)}" stroke="black"/>',
-           f'<text x="{(left + x(calls - 1)) / 2}" y="{height - 12}" text-anchor="middle">model call</text>',
-           f'<text x="16" y="{(y(0) + y(top)) / 2}" transform="rotate(-90 16 {(y(0) + y(top)) / 2})" '
-           f'text-anchor="middle">context tokens ({_xml(counter())})</text>']
-    for fraction in (0, 0.25, 0.5, 0.75, 1):
-        value = round(top * fraction)
-        out.append(f'<text x="{left - 6}" y="{y(value) + 4}" text-anchor="end">{value:,}</text>')
-        out.append(f'<line x1="{left}" y1="{y(value)}" x2="{x(calls - 1)}" y2="{y(value)}" stroke="#ddd"/>')
-    for i in sorted({0, calls - 1, *range(0, calls, max(calls // 8, 1))}):
-        out.append(f'<text x="{x(i)}" y="{y(0) + 16}" text-anchor="middle">{i + 1}</text>')
-    for n, report in enumerate(measured):
-        colour = colours[n % len(colours)]
-        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes))
-        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
-        out.append(f'<text x="{width - right + 12}" y="{top_pad + 18 * n + 10}" fill="{colour}">{_xml(report.policy)}</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def replay_csv(reports: list[PolicyReplay]) -> str:
-    lines = ["policy,call,context_tokens"]
-    for report in reports:
-        lines += [f"{report.policy},{number},{size}" for number, size in enumerate(report.sizes, 1)]
-    return "\n".join(lines) + "\n"
-
-
-def replay_json(header: dict, reports: list[PolicyReplay], scores: dict | None = None, model_name: str | None = None) -> dict:
-    return {
-        "counter": counter(), "calls": max((len(r.sizes) for r in reports), default=0),
-        "facts": header.get("facts", []), "probe_points": header.get("probe_points"),
-        "policies": [{**asdict(r), "total": r.total, "peak": r.peak} for r in reports],
-        "probe": {"model": model_name, "scores": scores} if scores is not None else None,
-    }
-
-
-# ---------------------------------------------------------------- command line (called from agent.py)
-
-def cli_compare(args, model: Model) -> int:
-    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json."""
-    from display import LiveDisplay, live_table
-    from tools import DEFAULT_TOOLS
-
-    specs = _specs(args.compare)
-    with _spinner("starting…") as update:
-        runs = compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl, finish=args.finish,
-                            expect=args.expect, repeat=args.repeat, progress=lambda text: update(f"running {text}"))
-    rows = summarise_runs(runs)
-    if args.json:
-        print(json.dumps({"question": args.question, "model": model.name, "expect": args.expect, "counter": counter(),
-                          "rows": rows, "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
-    else:
-        live_table(LiveDisplay().console, rows, model.name, args.expect)
-    return 0 if all(run.answer is not None for run in runs) else 1
-
-
-def cli_replay(args, load_model: Callable[[], Model]) -> int:
-    """`agent.py --replay FILE [--policies LIST] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
-    from display import LiveDisplay, replay_tables
-    from traces import read_trace_file
-
-    header, events = read_trace_file(args.replay)
-    specs = _specs(args.policies)
-    reports = replay(header, events, specs)
-    scores, model_name = None, None
-    if args.probe:
-        model = load_model()
-        model_name = model.name
-        with _spinner("probing…") as update:
-            scores = probe(header, events, specs, model, progress=update)
-    if args.plot:
-        with open(args.plot, "w", encoding="utf-8") as file:
-            file.write(svg_plot(reports, f"Context size per call: {args.replay}"))
-    if args.csv:
-        with open(args.csv, "w", encoding="utf-8") as file:
-            file.write(replay_csv(reports))
-    if args.json:
-        print(json.dumps(replay_json(header, reports, scores, model_name), ensure_ascii=False))
-    else:
-        replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay)
-    return 0 if all(report.violations == 0 for report in reports) else 1
-
-
-@contextmanager
-def _spinner(text: str):
-    """A spinner on stderr while a long run goes on; yields the function that updates its text."""
-    from rich.console import Console
-
-    status = Console(stderr=True).status(text)
-    status.start()
-    try:
-        yield status.update
-    finally:
-        status.stop()
-
-
-def _specs(text: str) -> list[str]:
-    specs = [spec.strip() for spec in text.split(",") if spec.strip()]
-    if not specs:
-        raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
-    for spec in specs:
-        make_policy(spec)  # raises a clear ValueError for a bad one
-    return specs

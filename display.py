@@ -1,12 +1,34 @@
-"""Showing a run in the terminal as it happens, with rich: each trace event styled, a spinner while the model
-thinks, and on request the exact context of every call, part by part with its size.
+"""The terminal view, with rich: a run as it happens (each trace event styled, a spinner while the model thinks,
+on request the exact context of every call, part by part with its size), and the tables of a comparison
+or a replay.
 
-Model and tool text is printed as plain Text, never parsed as rich markup. NO_COLOR is honoured by rich.
+Model, tool and user text is hostile to a terminal. It is always handed to rich as Text, never parsed as
+markup, and control characters (escape sequences that could set the window title, clear the screen or
+write the clipboard) are removed from it on the way out; the trace keeps it raw. NO_COLOR is honoured by rich.
 """
+import re
+from contextlib import contextmanager
+from typing import Sequence
+
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from tokens import count_tokens, counter
+from policies import BUCKET_NAMES as BUCKETS
+from tokens import TokenCounter, local_counter
+
+# C0 and C1 control characters, less newline and tab: ESC, BEL, CSI and the rest start terminal commands.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: object) -> str:
+    """Text made safe to print on a terminal: control characters dropped, newlines and tabs kept."""
+    return CONTROL.sub("", str(text))
+
+
+def plain(text: object, style: str = "") -> Text:
+    """Data for rich: cleaned, and never read as markup."""
+    return Text(clean(text), style=style)
 
 STYLES = {
     "question": ("Question", "bold"),
@@ -19,13 +41,14 @@ STYLES = {
     "error": ("Error", "bold red"),
 }
 SHOWN_CHARS = 600  # of a long observation; the trace keeps all of it
-BUCKETS = ["instructions", "tools", "user", "model", "observations", "notes", "markers"]
 
 
 class LiveDisplay:
-    def __init__(self, events: bool = True, context: bool = False, stderr: bool = False):
+    def __init__(self, events: bool = True, context: bool = False, stderr: bool = False,
+                 counter: TokenCounter | None = None):
         self.console = Console(highlight=False, stderr=stderr)
         self.events, self.context = events, context
+        self.counter = counter
         self.render_context = None  # set by the caller: renders the context the model is about to see
         self._status = None
 
@@ -46,7 +69,7 @@ class LiveDisplay:
                 text = text[:SHOWN_CHARS] + f" … ({len(text) - SHOWN_CHARS:,} more characters in the trace)"
             step = event.get("step") if kind != "answer" else None
             line = Text(f"{label}{step or ''}: ", style=style + " bold")
-            line.append(text, style=style)
+            line.append(clean(text), style=style)
             self.console.print(line)
         if kind == "context":
             self._status = self.console.status("thinking…", spinner="dots")
@@ -54,19 +77,20 @@ class LiveDisplay:
 
     def show_context(self, messages, policy: str = "") -> None:
         """Exactly the messages a call sends, each part labelled with its role, kind and local token count."""
-        total = sum(count_tokens(part.text) for message in messages for part in message.parts)
-        title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {counter()}"
-        self.console.rule(Text(title, style="bold magenta"))
+        counter = self.counter or local_counter()
+        total = sum(counter.count(part.text) for message in messages for part in message.parts)
+        title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {counter.name}"
+        self.console.rule(plain(title, "bold magenta"))
         for message in messages:
             for part in message.parts:
-                self.console.print(Text(f"[{message.role} · {part.kind} · {count_tokens(part.text):,} tokens]",
+                self.console.print(Text(f"[{message.role} · {part.kind} · {counter.count(part.text):,} tokens]",
                                         style="magenta"))
-                self.console.print(Text(part.text))
+                self.console.print(plain(part.text))
         self.console.rule(style="magenta")
 
     def note(self, text: str) -> None:
         self._stop_spinner()
-        self.console.print(Text(text, style="dim"))
+        self.console.print(plain(text, "dim"))
 
     def close(self) -> None:
         self._stop_spinner()
@@ -81,7 +105,7 @@ class LiveDisplay:
                  f"{result.seconds:.1f} s"]
         if result.stop_reason.value != "answer":
             parts.append(f"stopped: {result.stop_reason.value}")
-        self.console.print(Text(" · ".join(parts), style="dim"))
+        self.console.print(plain(" · ".join(parts), "dim"))
         totals = result.context.totals
         if totals:
             buckets = " · ".join(f"{name} {totals.get(name, 0):,}" for name in BUCKETS)
@@ -94,10 +118,8 @@ class LiveDisplay:
             self._status = None
 
 
-def live_table(console: Console, rows: list[dict], model: str, expect: str | None) -> None:
+def live_table(console: Console, rows: list[dict], model: str, expect: str | None, counter: str) -> None:
     """The --compare table: one row per policy; with repeats, the median and (the range)."""
-    from rich.table import Table
-
     def number(value) -> str:
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
@@ -105,7 +127,7 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
         text = number(cell["median"])
         return text if cell["min"] == cell["max"] else f"{text} ({number(cell['min'])}–{number(cell['max'])})"
 
-    table = Table(title=f"Policies compared · model {model}", title_justify="left")
+    table = Table(title=plain(f"Policies compared · model {model}"), title_justify="left")
     for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "in", "peak ctx",
                    "out", "s", "live tools"]:
         table.add_column(column, overflow="fold", justify="left" if column in ("policy", "answer", "stop") else "right")
@@ -116,42 +138,40 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
             cells.append(f"{row['correct']}/{row['runs']}")
         cells += [", ".join(row["stop_reasons"])] + [spread(row[name]) for name in (
             "steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls")]
-        table.add_row(*cells)
+        table.add_row(*map(plain, cells))
     console.print(table)
     console.print(Text(f"in, out: the model's usage numbers over all calls (Gemini: billed, from the API; the "
                        f"offline model: its own tokenizer's count). peak ctx: the largest context, "
-                       f"{counter()}. Tool results were recorded on the first run and replayed to the others; live tools "
+                       f"{counter}. Tool results were recorded on the first run and replayed to the others; live tools "
                        "after the first row are cache misses, which ran the real tool.", style="dim"))
 
 
-def replay_tables(console: Console, header: dict, reports, scores, model: str | None, path: str) -> None:
+def replay_tables(console: Console, header: dict, reports, scores, model: str | None, path: str, counter: str) -> None:
     """The --replay report: cost per policy against full history, buckets, facts kept at each probe point, a plot."""
-    from rich.table import Table
-
     measured = [r for r in reports if r.measured]
     baseline = next((r.total for r in measured if r.policy == "full"), None)
     calls = max((len(r.sizes) for r in measured), default=0)
-    table = Table(title=f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies",
+    table = Table(title=plain(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies"),
                   title_justify="left")
     for column in ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations"]:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
         change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
-        table.add_row(report.policy, f"{report.total:,}", change, f"{report.peak:,}", str(report.violations))
+        table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", report.violations]))
     console.print(table)
     buckets = Table(title="What the contexts held, summed over all calls", title_justify="left")
     buckets.add_column("policy")
     for name in BUCKETS:
         buckets.add_column(name, justify="right")
     for report in measured:
-        buckets.add_row(report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS])
+        buckets.add_row(*map(plain, [report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]]))
     console.print(buckets)
-    console.print(Text(f"Token counts: {counter()}; nothing here was billed.", style="dim"))
+    console.print(plain(f"Token counts: {counter}; nothing here was billed.", "dim"))
     for report in reports:
         if not report.measured:
-            console.print(Text(f"{report.policy}: {report.note}.", style="yellow"))
+            console.print(plain(f"{report.policy}: {report.note}.", "yellow"))
         elif report.policy.startswith("pinned") and not report.buckets.get("notes"):
-            console.print(Text(f"{report.policy}: the recorded replies never pin a note, so here it keeps only the "
+            console.print(plain(f"{report.policy}: the recorded replies never pin a note, so here it keeps only the "
                                "last 4 steps; its notes need a session recorded under pinned.", style="yellow"))
 
     facts = header.get("facts", [])
@@ -161,13 +181,13 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
                      title_justify="left")
         kept.add_column("fact")
         for report in measured:
-            kept.add_column(report.policy, justify="center")
+            kept.add_column(plain(report.policy), justify="center")
         for fact in facts:
             row = [f"{fact['id']}: {fact['text'][:40]}"]
             for report in measured:
                 marks = report.facts.get(fact["id"], {})
                 row.append(" ".join({True: "✓", False: "✗", None: "–"}[marks.get(p)] for p in points))
-            kept.add_row(*row)
+            kept.add_row(*map(plain, row))
         console.print(kept)
         console.print(Text(f"probe points (model call numbers): {', '.join(map(str, points))}", style="dim"))
 
@@ -177,19 +197,42 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
     console.print(Text(f"Context size per call, calls 1 to {calls} left to right"
                        f"{f' ({calls / columns:.1f} calls a character)' if columns < calls else ''}, "
                        f"scaled to the largest ({top:,} tokens); the number is the last call's:", style="bold"))
-    from compare import sparkline
     for report in measured:
         binned = [max(report.sizes[i * len(report.sizes) // columns:(i + 1) * len(report.sizes) // columns] or [0])
                   for i in range(columns)] if report.sizes else []
-        console.print(Text(f"{report.policy:<{width}} {sparkline(binned, top)} {report.sizes[-1] if report.sizes else 0:,}"))
+        console.print(plain(f"{report.policy:<{width}} {sparkline(binned, top)} {report.sizes[-1] if report.sizes else 0:,}"))
 
     if scores is not None:
         probes = header.get("probes", [])
-        table = Table(title=f"Probe answers: exact matches of the gold answer, correct/asked · model {model} · "
-                            f"contexts counted with {counter()}", title_justify="left")
+        table = Table(title=plain(f"Probe answers: exact matches of the gold answer, correct/asked · model {model} · "
+                                  f"contexts counted with {counter}"), title_justify="left")
         table.add_column("policy")
         for item in probes:
-            table.add_column(f"{item['id']} ({item['answer']})", justify="center")
+            table.add_column(plain(f"{item['id']} ({item['answer']})"), justify="center")
         for name, tallies in scores.items():
-            table.add_row(name, *[f"{tallies[i['id']][0]}/{tallies[i['id']][1]}" if i["id"] in tallies else "–" for i in probes])
+            cells = [f"{tallies[i['id']][0]}/{tallies[i['id']][1]}" if i["id"] in tallies else "–" for i in probes]
+            table.add_row(*map(plain, [name, *cells]))
         console.print(table)
+
+
+def sparkline(values: Sequence[int], top: int) -> str:
+    blocks = "▁▂▃▄▅▆▇█"
+    return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0] for v in values)
+
+
+@contextmanager
+def spinner(text: str, start: bool = True):
+    """A spinner on stderr while something long goes on; yields the function that updates its text (and starts
+    it, when `start` is False: a spinner that is never updated never shows)."""
+    status = Console(stderr=True).status(text)
+    if start:
+        status.start()
+
+    def update(new_text: str) -> None:
+        status.update(new_text)
+        status.start()
+
+    try:
+        yield update
+    finally:
+        status.stop()

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 
 MAX_ACTION_CHARS = 2_000
+# Asked of every backend, and replies are cut at an Observation line too: some backends ignore stop sequences.
+STOP_SEQUENCES = ["\nObservation"]
 
 # A keyword at the start of a line, optionally numbered ("Action3:") and optionally bold ("**Action:**").
 _LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ \t]*:\**[ \t]*(.*)$", re.MULTILINE)

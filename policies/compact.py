@@ -6,35 +6,37 @@ show that summary in place of the steps it covers, so a saved trace replays exac
 sessions whose details you cannot predict, if you can pay for the summary calls and accept the model's
 choice of what to keep.
 """
-from typing import Sequence
+from typing import Callable, Sequence
 
 from models import Message, Part
-from policies.rendering import assemble, pending_parts, question_part, read_conversation, step_parts
+from policies.base import Policy
+from policies.rendering import ConversationReader, assemble, pending_parts, question_part, step_parts
 from prompts import load
-from tokens import count_tokens
 
 KEEP_STEPS = 2  # the most recent steps are never summarised
 
 
-class CompactHistory:
+class CompactHistory(Policy):
     name = "compact"
+    needs_summaries = True
 
     def __init__(self, tokens: int = 8000):
         if tokens < 1:
             raise ValueError("compact:T needs T >= 1 tokens")
         self.tokens = tokens
+        self._read = ConversationReader()
         self.name = f"compact:{tokens}"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         return assemble(conversation, self._pieces(conversation, self._covered(conversation)))
 
-    def summary_request(self, events: Sequence[dict]) -> tuple[int, list[Message]] | None:
+    def summary_request(self, events: Sequence[dict], count: Callable[[str], int]) -> tuple[int, list[Message]] | None:
         """When the context is over budget and there are older steps to fold in: the index the new summary
         will cover up to, and the messages asking the model to write it. Otherwise None."""
-        if sum(count_tokens(m.text) for m in self.render(events)) <= self.tokens:
+        if sum(count(m.text) for m in self.render(events)) <= self.tokens:
             return None
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         covered = self._covered(conversation)
         unsummarised = [step for step in conversation.steps if step.index >= covered]
         if len(unsummarised) <= KEEP_STEPS:

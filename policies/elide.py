@@ -6,20 +6,22 @@ when tool results are long (pages, documents) and the reasoning around them is w
 from typing import Sequence
 
 from models import Message
-from policies.rendering import assemble, pending_parts, question_part, read_conversation, step_parts
+from policies.base import Policy
+from policies.rendering import ConversationReader, assemble, pending_parts, question_part, step_parts
 
 
-class ElideObservations:
+class ElideObservations(Policy):
     name = "elide"
 
     def __init__(self, keep: int = 2):
         if keep < 0:
             raise ValueError("elide:K needs K >= 0")
         self.keep = keep
+        self._read = ConversationReader()
         self.name = f"elide:{keep}"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         observed = [step for step in conversation.steps if step.observation]
         old = {id(step) for step in observed[: max(len(observed) - self.keep, 0)]}
         pieces = []

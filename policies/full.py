@@ -5,12 +5,16 @@ Pick it when runs are short, or to see what a task costs with nothing forgotten.
 from typing import Sequence
 
 from models import Message
-from policies.rendering import assemble, full_pieces, read_conversation
+from policies.base import Policy
+from policies.rendering import ConversationReader, assemble, full_pieces
 
 
-class FullHistory:
+class FullHistory(Policy):
     name = "full"
 
+    def __init__(self):
+        self._read = ConversationReader()
+
     def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         return assemble(conversation, full_pieces(conversation))

@@ -8,24 +8,26 @@ long sessions where the model can tell which facts matter; it forgets what it di
 from typing import Callable, Sequence
 
 from models import Message, Part
-from policies.rendering import assemble, pinned_notes, read_conversation, recent_pieces
+from policies.base import Policy
+from policies.rendering import ConversationReader, assemble, pinned_notes, recent_pieces
 
 MAX_NOTES = 20
 MAX_NOTE_CHARS = 500
 RECENT_STEPS = 4
 
 
-class PinnedNotes:
+class PinnedNotes(Policy):
     name = "pinned"
 
     def __init__(self, where: str = "top"):
         if where not in ("top", "end"):
             raise ValueError(f"pinned takes top or end, got {where!r}")
         self.where = where
+        self._read = ConversationReader()
         self.name = "pinned" if where == "top" else "pinned:end"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         pieces = recent_pieces(conversation, RECENT_STEPS, all_questions=False)
         if conversation.notes:
             lines = [f"{number}. {note}" for number, note in enumerate(conversation.notes, 1)]

@@ -18,6 +18,7 @@ class Step:
     action: dict | None = None
     observation: dict | None = None
     request: dict | None = None  # the program's request this reply answers (the --finish call)
+    parts: list | None = field(default=None, repr=False)  # as rendered once it has its observation: it cannot change
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Turn:
     index: int
     steps: list[Step] = field(default_factory=list)
     request: dict | None = None  # a request not answered yet
+    part: tuple | None = field(default=None, repr=False)  # its question, as rendered
 
 
 @dataclass
@@ -42,29 +44,55 @@ class Conversation:
 
 def read_conversation(events: Sequence[dict]) -> Conversation:
     """Group the events since the last reset into turns and steps; notes and summaries are folded in."""
-    start = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
-    instructions, turns, summary = None, [], None
-    for index in range(start, len(events)):
-        event = events[index]
-        kind = event["type"]
-        if kind == "instructions":
-            instructions = event
-        elif kind == "question":
-            turns.append(Turn(event, index))
-        elif kind == "finish" and turns:
-            turns[-1].request = event
-        elif kind == "reply" and turns:
-            turns[-1].steps.append(Step(event, index, request=turns[-1].request))
-            turns[-1].request = None
-        elif kind == "action" and turns and turns[-1].steps:
-            turns[-1].steps[-1].action = event
-        elif kind == "observation" and turns and turns[-1].steps:
-            turns[-1].steps[-1].observation = event
-        elif kind == "summary":
-            summary = event
-    if instructions is None:
-        raise ValueError("the trace has no instructions event")
-    return Conversation(instructions, turns, pinned_notes(events[start:]), summary)
+    return ConversationReader()(events)
+
+
+class ConversationReader:
+    """`read_conversation` for a trace that grows between calls: each call reads only the events added since
+    the one before. The trace is append-only, so events that still hold the last event read, at the same
+    place, extend the conversation read so far; any other list of events is read from its start. A policy
+    keeps one reader, so rendering on every call costs what the new events cost, not the whole trace."""
+
+    def __init__(self):
+        self._read, self._last = 0, None
+        self._conversation = Conversation(None, [], [], None)
+
+    def __call__(self, events: Sequence[dict]) -> Conversation:
+        if self._read > len(events) or (self._read and events[self._read - 1] is not self._last):
+            self.__init__()
+        conversation = self._conversation
+        for index in range(self._read, len(events)):
+            _read_event(conversation, events[index], index)
+        if events:
+            self._read, self._last = len(events), events[-1]
+        if conversation.instructions is None:
+            raise ValueError("the trace has no instructions event")
+        return conversation
+
+
+def _read_event(conversation: Conversation, event: dict, index: int) -> None:
+    kind, turns = event["type"], conversation.turns
+    if kind == "reset":
+        conversation.instructions, conversation.summary = None, None
+        turns.clear()
+        conversation.notes.clear()
+    elif kind == "instructions":
+        conversation.instructions = event
+    elif kind == "question":
+        turns.append(Turn(event, index))
+    elif kind == "finish" and turns:
+        turns[-1].request = event
+    elif kind == "reply" and turns:
+        turns[-1].steps.append(Step(event, index, request=turns[-1].request))
+        turns[-1].request = None
+    elif kind == "action" and turns and turns[-1].steps:
+        turns[-1].steps[-1].action = event
+    elif kind == "observation" and turns and turns[-1].steps:
+        turns[-1].steps[-1].observation = event
+    elif kind == "summary":
+        conversation.summary = event
+    elif kind == "note":
+        _apply_note(conversation.notes, event)
 
 
 def pinned_notes(events: Sequence[dict]) -> list[str]:
@@ -73,21 +101,30 @@ def pinned_notes(events: Sequence[dict]) -> list[str]:
     for event in events:
         if event["type"] == "reset":
             notes = []
-        elif event["type"] == "note" and event["op"] == "pin":
-            notes.append(event["text"])
-        elif event["type"] == "note" and event["op"] == "unpin":
-            del notes[event["index"] - 1]
+        elif event["type"] == "note":
+            _apply_note(notes, event)
     return notes
+
+
+def _apply_note(notes: list[str], event: dict) -> None:
+    if event["op"] == "pin":
+        notes.append(event["text"])
+    elif event["op"] == "unpin":
+        del notes[event["index"] - 1]
 
 
 # What each piece looks like in the conversation: (role, Part).
 
 def question_part(turn: Turn) -> tuple[str, Part]:
-    return "user", Part("question", f"Question: {turn.question['text']}")
+    if turn.part is None:
+        turn.part = ("user", Part("question", f"Question: {turn.question['text']}"))
+    return turn.part
 
 
 def step_parts(step: Step, observation: str | None = None) -> list[tuple[str, Part]]:
     """A step as the model saw it; `observation` replaces the observation's text (a placeholder)."""
+    if observation is None and step.parts is not None:
+        return step.parts
     parts = []
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
@@ -97,6 +134,8 @@ def step_parts(step: Step, observation: str | None = None) -> list[tuple[str, Pa
         parts.append(("user", Part("observation", f"Observation{step.observation['step']}: {text}")))
     elif step.action:  # the run ended before the action ran (the --finish call, Ctrl-C): say so, never leave it open
         parts.append(("user", Part("observation", f"Observation{step.reply['step']}: [not run: the run had ended]")))
+    if observation is None and step.observation:
+        step.parts = parts
     return parts
 
 

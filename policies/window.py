@@ -6,10 +6,11 @@ the user said at the start. Pick it for independent questions where old steps ar
 from typing import Sequence
 
 from models import Message
-from policies.rendering import assemble, read_conversation, recent_pieces
+from policies.base import Policy
+from policies.rendering import ConversationReader, assemble, recent_pieces
 
 
-class SlidingWindow:
+class SlidingWindow(Policy):
     name = "window"
     all_questions = False  # user-only differs only here: it shows every question, not just the current one
 
@@ -18,8 +19,9 @@ class SlidingWindow:
         if steps < 0:
             raise ValueError(f"{kind}:N needs N >= 0")
         self.steps = steps
+        self._read = ConversationReader()
         self.name = f"{kind}:{steps}"
 
     def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = read_conversation(events)
+        conversation = self._read(events)
         return assemble(conversation, recent_pieces(conversation, self.steps, all_questions=self.all_questions))

@@ -171,7 +171,7 @@ def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path)
     assert header["format"] == "tinyreact-trace" and header["version"] == 1
     # header, instructions, question, context; then usage, reply, action, observation, context
     assert seen_on_disk == [4, 4 + 5]
-    assert [e["type"] for e in read_trace(str(path))] == [e["type"] for e in result.trace]
+    assert [e["type"] for e in read_trace(str(path))] == [e["type"] for e in agent.trace.events]
 
 
 def test_trace_survives_a_crash_mid_run(tmp_path):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import agent
+import cli as agent
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from traces import read_trace
 
@@ -139,7 +139,7 @@ def test_help_is_fast_and_imports_no_sdk():
     done = cli("--help")
     assert done.returncode == 0 and "--show-prompt" in done.stdout and "GEMINI_API_KEY" in done.stdout
     assert time.monotonic() - started < 5
-    probe = subprocess.run([sys.executable, "-c", "import sys; sys.argv=['agent.py','--help']; import agent\n"
+    probe = subprocess.run([sys.executable, "-c", "import sys; sys.argv=['agent.py','--help']; import cli as agent\n"
                             "try:\n    agent.main()\nexcept SystemExit: pass\n"
                             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('google', 'wikipedia', 'rich', 'requests')))"],
                            capture_output=True, text=True, cwd=ROOT)

@@ -7,10 +7,12 @@ import sys
 import pytest
 
 import agent
-from compare import ToolTape, call_points, matches, probe, replay, svg_plot
+import cli as command_line
+from compare import ToolTape, call_points, matches, probe, replay
 from models import ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
+from reports import svg_plot
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from tokens import count_tokens
 from traces import Trace, read_trace_file
@@ -145,7 +147,7 @@ def test_tool_tape_replays_results_and_counts_misses():
 
 def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
     _, _, reports = long_replay
-    svg = svg_plot(list(reports.values()), "long")
+    svg = svg_plot(list(reports.values()), "long", "Gemma 3 tokenizer, local")
     assert svg.startswith("<svg") and svg.count("<polyline") == 5 and "compact" not in svg
 
 
@@ -192,7 +194,7 @@ def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
         for name, value in [("GEMINI_API_KEY", KEY), ("GOOGLE_GEMINI_BASE_URL", gemini.url),
                             ("WIKIPEDIA_API_URL", wiki.url + "/w/api.php"), ("OPEN_METEO_URL", meteo.url + "/v1/forecast")]:
             monkeypatch.setenv(name, value)
-        code = agent.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1", "--expect", "15.5", "--json"])
+        code = command_line.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1", "--expect", "15.5", "--json"])
         assert len(meteo.requests) == 1  # the temperature was fetched once and replayed to the second policy
     report = json.loads(capsys.readouterr().out)
     rows = {row["policy"]: row for row in report["rows"]}
@@ -209,7 +211,7 @@ def test_live_compare_table_and_repeat(monkeypatch, capsys):
         monkeypatch.setenv("GEMINI_API_KEY", KEY)
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
         monkeypatch.setenv("COLUMNS", "160")
-        code = agent.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--expect", "47"])
+        code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--expect", "47"])
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out

@@ -230,7 +230,7 @@ def test_a_fact_from_the_first_message_at_turn_twenty(policy, kept):
 
 def test_measure_counts_every_bucket():
     agent, model = session("full", ['Action: fetch("alpha")', "Answer: ok"], ["read"])
-    counts = measure(model.calls[-1], agent.trace.events[0]["tools"])
+    counts = measure(model.calls[-1], agent.trace.events[0]["tools"], count_tokens)
     assert counts["tools"] > 0 and counts["instructions"] > 0
     assert counts["observations"] == count_tokens("Observation1: " + fetch("alpha")) > 300
     assert counts["user"] == count_tokens("Question: read") and counts["model"] == count_tokens('Action: fetch("alpha")')

@@ -1,0 +1,327 @@
+"""The command line: `python agent.py "question"`, a chat, a comparison of policies, or a replay.
+
+This is the top layer. It reads the arguments and the `.env` files, loads the model, wires the loop
+(agent.py) to the terminal view (display.py), and turns every outcome into output and an exit code:
+0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.
+"""
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from agent import TinyReAct
+from compare import compare_live, replay, summarise_runs, probe
+from models import Model, ModelConfigError, load_model
+from policies import POLICY_HELP, make_policy
+from prompts import render_instructions
+from reports import replay_csv, replay_json, svg_plot
+from tokens import local_counter
+from tools import DEFAULT_TOOLS
+from traces import Trace, read_trace_file
+
+EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
+CHAT_HELP = "one question per line · /context shows what the model sees · /policy NAME switches · /reset starts over · Ctrl-D quits"
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        """A usage error is one line, not the whole usage text."""
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = Parser(
+        prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers. "
+                                     "With no question on a terminal, or with --chat, it opens a conversation.",
+        epilog="Environment: GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_TEMPERATURE, GEMINI_THINKING, "
+               "GOOGLE_GEMINI_BASE_URL, WIKIPEDIA_API_URL, OPEN_METEO_URL, NO_COLOR; also read from ./.env and the .env "
+               "beside agent.py (never from a folder above). "
+               "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
+    parser.add_argument("question", nargs="?", help="the question to answer")
+    parser.add_argument("--model", help="gemma-3-270m (offline), or a Gemini model (default: $GEMINI_MODEL, else "
+                                        "gemini-flash-latest with a key, gemma-3-270m without)")
+    parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
+    parser.add_argument("--policy", metavar="NAME",
+                        help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
+    parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
+    parser.add_argument("--trace", metavar="FILE", help="write every event to FILE as JSON Lines, as it happens; "
+                                                        "with --compare, one file per run, named FILE.POLICY.jsonl")
+    parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
+    parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
+    parser.add_argument("--show-context", action="store_true",
+                        help="before every model call, print exactly what the model is sent, part by part, with sizes")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
+    parser.add_argument("--finish", action="store_true",
+                        help="when the TTL runs out, make one more call asking for the best answer so far")
+    group = parser.add_argument_group("comparing policies")
+    group.add_argument("--compare", metavar="LIST", help="run the question once per policy, e.g. full,window:2,user-only:4")
+    group.add_argument("--expect", metavar="TEXT", help="with --compare: mark answers containing TEXT correct")
+    group.add_argument("--repeat", type=_positive_int, metavar="N", help="with --compare: N runs per policy (default: 1)")
+    group.add_argument("--replay", metavar="FILE", help="replay a recorded session (a --trace file) under each policy")
+    group.add_argument("--policies", metavar="LIST",
+                       help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES})")
+    group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
+    group.add_argument("--plot", metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
+    group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes as CSV")
+    return parser.parse_args(argv)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {value}")
+    return value
+
+
+# Options that only mean something in one mode: (option, the mode it needs, what to say).
+ONLY_WITH = [
+    ("expect", "compare", "--expect"), ("repeat", "compare", "--repeat"),
+    ("policies", "replay", "--policies"), ("probe", "replay", "--probe"), ("plot", "replay", "--plot"),
+    ("csv", "replay", "--csv"),
+]
+# Options a mode cannot use: (mode, option, flag).
+NOT_WITH = [
+    ("compare", "chat", "--chat"), ("compare", "quiet", "-q"), ("compare", "show_context", "--show-context"),
+    ("compare", "policy", "--policy"), ("compare", "replay", "--replay"),
+    ("replay", "question", "a question"), ("replay", "chat", "--chat"), ("replay", "trace", "--trace"),
+    ("replay", "quiet", "-q"), ("replay", "show_context", "--show-context"), ("replay", "policy", "--policy"),
+    ("replay", "ttl", "--ttl"), ("replay", "finish", "--finish"),
+    ("chat", "json", "--json"),
+]
+
+
+def conflict(args: argparse.Namespace) -> str | None:
+    """The first combination of options that cannot work together, said in one line; None when they can."""
+    for option, mode, flag in ONLY_WITH:
+        if getattr(args, option) and not getattr(args, mode):
+            return f"{flag} only works with --{mode}"
+    for mode, option, flag in NOT_WITH:
+        if getattr(args, mode) and getattr(args, option):
+            return f"--{mode} does not go with {flag}"
+    if args.replay and args.model and not args.probe:
+        return "--model with --replay is for --probe, which asks a model the probe questions"
+    if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
+        return "--show-prompt prints the prompt and exits; it takes no question, --chat, --compare or --replay"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    problem = conflict(args)
+    if problem:
+        return fail(problem)
+    try:
+        policy = make_policy(args.policy or "full")
+        if args.compare is not None:
+            specs = _specs(args.compare)
+        else:
+            specs = _specs(args.policies or DEFAULT_POLICIES) if args.replay else []
+    except ValueError as problem:
+        return fail(str(problem))
+    if args.show_prompt:
+        print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace())))
+        return EXIT_ANSWERED
+    if args.replay:
+        return _replay(args, specs)
+    if args.compare is not None and not (args.question or "").strip():
+        return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
+    chat = args.chat or (args.question is None and sys.stdin.isatty())
+    if not chat and not (args.question or "").strip():
+        return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
+    load_env_files()
+    try:
+        model = _load_model(args.model)
+    except (ModelConfigError, ValueError) as problem:
+        return fail(str(problem))
+    if args.compare is not None:
+        return _compare(args, specs, model)
+    from display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
+
+    display = LiveDisplay(events=not (args.json or args.quiet), context=args.show_context,
+                          stderr=args.json or args.quiet)
+    try:
+        trace = Trace(args.trace, on_event=display.show)
+    except OSError as problem:
+        return fail(f"cannot write the trace file: {problem.strerror}: {args.trace}")
+    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter())
+    display.counter = agent.counter
+    display.render_context = lambda: agent.policy.render(agent.trace.events)
+    try:
+        if chat:
+            return _chat(agent, display, args)
+        return _answer(agent, display, args, args.question.strip())
+    except KeyboardInterrupt:
+        trace.add("error", message="interrupted")
+        display.close()
+        if args.json:
+            print(json.dumps({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)}))
+        print("interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        display.close()
+        trace.close()
+
+
+def _answer(agent: TinyReAct, display, args, question: str) -> int:
+    """One question: run it, print the outcome as asked, and return the exit code."""
+    result = agent.query(question, finish=args.finish)
+    display.close()
+    if args.json:
+        print(json.dumps({**result.to_dict(), "trace": list(agent.trace.events)}, ensure_ascii=False))
+    elif args.quiet:
+        if result.answer is not None:
+            print(result.answer)
+    else:
+        display.summary(result)
+    if isinstance(result.error, ModelConfigError):
+        return fail(str(result.error))
+    if result.error and (args.json or args.quiet):
+        print(f"error: {result.error}", file=sys.stderr)
+    return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
+
+
+def _chat(agent: TinyReAct, display, args) -> int:
+    """A conversation in one trace: each line is a question; a few /commands look inside."""
+    display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
+    code = EXIT_ANSWERED
+    while True:
+        try:
+            line = input("> " if sys.stdin.isatty() else "").strip()
+        except EOFError:
+            return code
+        if not line:
+            continue
+        command, _, argument = line.partition(" ")
+        if command == "/context":
+            display.show_context(agent.policy.render(agent.trace.events))
+        elif command == "/policy":
+            try:
+                agent.use_policy(make_policy(argument))
+                display.note(f"policy: {agent.policy.name}")
+            except ValueError as problem:
+                display.note(f"error: {problem}")
+        elif command == "/reset":
+            agent.reset()
+            display.note("a new conversation; the trace keeps the old one")
+        elif command.startswith("/"):
+            display.note(f"unknown command {command}: {CHAT_HELP}")
+        else:
+            code = _answer(agent, display, args, line)
+            if code == EXIT_USAGE:
+                return code
+
+
+def _compare(args, specs: list[str], model: Model) -> int:
+    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
+    from display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
+
+    question = (args.question or "").strip()
+    counter = local_counter()
+    try:
+        with spinner("starting…") as update:
+            runs = compare_live(question, specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8, finish=args.finish,
+                                expect=args.expect, repeat=args.repeat or 1, counter=counter,
+                                trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, args.repeat or 1),
+                                progress=lambda text: update(f"running {text}"))
+    except ModelConfigError as problem:
+        return fail(str(problem))
+    except OSError as problem:
+        return fail(f"cannot write the trace file: {problem.strerror}: {problem.filename}")
+    rows = summarise_runs(runs)
+    if args.json:
+        print(json.dumps({"question": question, "model": model.name, "expect": args.expect, "counter": counter.name,
+                          "rows": rows, "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
+    else:
+        live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
+    return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -> str | None:
+    """`t.jsonl` becomes `t.window-2.jsonl` for the window:2 run (and `t.window-2.run2.jsonl` for its second)."""
+    if not path:
+        return None
+    stem, suffix = (path[:-6], ".jsonl") if path.endswith(".jsonl") else (path, ".jsonl")
+    slug = re.sub(r"[^A-Za-z0-9.+-]+", "-", spec).strip("-")
+    return f"{stem}.{slug}{f'.run{attempt + 1}' if repeat > 1 else ''}{suffix}"
+
+
+def _replay(args, specs: list[str]) -> int:
+    """`agent.py --replay FILE [--policies LIST] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
+    from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
+
+    try:
+        header, events = read_trace_file(args.replay)
+    except ValueError as problem:
+        return fail(str(problem))
+    except OSError as problem:
+        return fail(f"{problem.strerror}: {problem.filename}")
+    counter = local_counter()
+    reports = replay(header, events, specs, counter)
+    scores, model_name = None, None
+    if args.probe:
+        load_env_files()
+        try:
+            model = _load_model(args.model)
+        except (ModelConfigError, ValueError) as problem:
+            return fail(str(problem))
+        model_name = model.name
+        with spinner("probing…") as update:
+            scores = probe(header, events, specs, model, progress=update)
+    try:
+        if args.plot:
+            Path(args.plot).write_text(svg_plot(reports, f"Context size per call: {args.replay}", counter.name), encoding="utf-8")
+        if args.csv:
+            Path(args.csv).write_text(replay_csv(reports), encoding="utf-8")
+    except OSError as problem:
+        return fail(f"cannot write {problem.filename}: {problem.strerror}")
+    if args.json:
+        print(json.dumps(replay_json(header, reports, counter.name, scores, model_name), ensure_ascii=False))
+    else:
+        replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay, counter.name)
+    return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
+
+
+def _load_model(name: str | None) -> Model:
+    """load_model with its notice on stderr and a spinner there while a local model loads."""
+    from display import spinner  # rich: only when showing a run (see main)
+
+    with spinner("loading…", start=False) as update:
+        return load_model(name, progress=lambda text: update(text + "…"), notice=lambda text: print(text, file=sys.stderr))
+
+
+def _specs(text: str) -> list[str]:
+    specs = [spec.strip() for spec in text.split(",") if spec.strip()]
+    if not specs:
+        raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
+    for spec in specs:
+        make_policy(spec)  # raises a clear ValueError for a bad one
+    return specs
+
+
+def load_env_files() -> list[str]:
+    """Read ./.env and the .env beside agent.py, never a folder above them; the real environment wins.
+    Returns the files read."""
+    from dotenv import load_dotenv  # only when a model is about to be loaded: --help stays fast
+
+    read = []
+    for path in dict.fromkeys([Path.cwd() / ".env", Path(__file__).resolve().parent / ".env"]):
+        if path.is_file():
+            load_dotenv(path, override=False)
+            read.append(str(path))
+    return read
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
