@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Callable, Sequence
 
 from models import Model, ModelError, ModelReply
-from policies import Policy, measure
+from policies import Meter, Policy
 from policies.full import FullHistory
 from prompts import render_instructions, tool_docs
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
@@ -120,6 +120,7 @@ class TinyReAct:
         self.model, self.ttl, self.base_tools = model, ttl, list(tools)
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
+        self._measure = Meter(self.counter.count)
         self._instructions = None
         self.use_policy(policy or FullHistory())
 
@@ -170,7 +171,7 @@ class TinyReAct:
         """Fold old steps into a summary if the policy asks, then render and measure what the model will see."""
         self._summarise_if_asked()
         messages = self.policy.render(self.trace.events)
-        tokens = measure(messages, self._tool_docs, self.counter.count)
+        tokens = self._measure(messages, self._tool_docs)
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
         return messages
 

@@ -4,6 +4,7 @@ Messages are rendered by a context policy from the trace: an optional `system` m
 instructions, then alternating `user` and `model` messages. `load_model` turns a name into a backend
 and imports the heavy SDKs only then.
 """
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,8 +63,6 @@ OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Gemma 3 270M model — s
 def load_model(name: str | None = None, progress=lambda text: None, notice=lambda text: None) -> Model:
     """The backend for a model name: gemma-3-270m runs locally; any other name is a Gemini model.
     With no name and no GEMINI_MODEL, Gemini when a key is set, else the offline model (said through `notice`)."""
-    import os
-
     name = name or os.environ.get("GEMINI_MODEL")
     if name is None and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip():
         notice(OFFLINE_NOTICE)

@@ -56,11 +56,37 @@ def make_policy(spec: str) -> Policy:
 def measure(messages: list[Message], tool_docs: str, count: Callable[[str], int]) -> dict[str, int]:
     """Token counts of a rendered context, by bucket: instructions, tools (their docs within the instructions),
     user, model, observations, notes (pinned notes and summaries), markers (placeholders)."""
-    counts = dict.fromkeys(BUCKET_NAMES, 0)
-    for message in messages:
-        for part in message.parts:
-            counts[BUCKETS.get(part.kind, "markers")] += count(part.text)
-    if tool_docs and counts["instructions"]:
-        counts["tools"] = min(count(tool_docs), counts["instructions"])
-        counts["instructions"] -= counts["tools"]
-    return counts
+    return Meter(count)(messages, tool_docs)
+
+
+class Meter:
+    """`measure` for a context measured on every call. Policies reuse the message objects of a history that only
+    grows, so the messages that begin the new context as they began the last one are not counted again: the
+    running totals up to them are kept."""
+
+    def __init__(self, count: Callable[[str], int]):
+        self.count = count
+        self._messages: list[Message] = []
+        self._totals: list[dict[str, int]] = []  # bucket totals through each of those messages
+
+    def __call__(self, messages: list[Message], tool_docs: str) -> dict[str, int]:
+        kept = self._kept(messages)
+        self._messages, self._totals = messages, self._totals[:kept]
+        for message in messages[kept:]:
+            counts = dict(self._totals[-1]) if self._totals else dict.fromkeys(BUCKET_NAMES, 0)
+            for part in message.parts:
+                counts[BUCKETS.get(part.kind, "markers")] += self.count(part.text)
+            self._totals.append(counts)
+        counts = dict(self._totals[-1]) if self._totals else dict.fromkeys(BUCKET_NAMES, 0)
+        if tool_docs and counts["instructions"]:
+            counts["tools"] = min(self.count(tool_docs), counts["instructions"])
+            counts["instructions"] -= counts["tools"]
+        return counts
+
+    def _kept(self, messages: list[Message]) -> int:
+        """How many messages at the start are the very ones counted last time (the last of them may have grown)."""
+        old = self._messages
+        for kept in (len(old), len(old) - 1):
+            if 0 < kept <= len(messages) and messages[:kept] == old[:kept]:
+                return kept
+        return 0

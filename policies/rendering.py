@@ -28,6 +28,7 @@ class Turn:
     steps: list[Step] = field(default_factory=list)
     request: dict | None = None  # a request not answered yet
     part: tuple | None = field(default=None, repr=False)  # its question, as rendered
+    settled: tuple | None = field(default=None, repr=False)  # see settled_pieces()
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Conversation:
     turns: list[Turn]
     notes: list[str]
     summary: dict | None  # the latest summary of earlier steps, if any
+    laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
 
     @property
     def steps(self) -> list[Step]:
@@ -149,24 +151,43 @@ def placeholder(text: str) -> tuple[str, Part]:
 
 
 def assemble(conversation: Conversation, pieces: list[tuple[str, Part]]) -> list[Message]:
-    """System instructions first, then the pieces, neighbouring pieces of the same role joined in one message."""
-    messages = [Message("system", (Part("instructions", conversation.instructions["text"]),))]
-    for role, part in pieces:
+    """System instructions first, then the pieces, neighbouring pieces of the same role joined in one message.
+    When the pieces begin with the ones laid out last time for this conversation (as a history that only grows
+    does), the messages made then are reused and only the new pieces are laid out."""
+    system = conversation.instructions
+    old_pieces, old_messages, old_system = conversation.laid_out
+    if system is old_system and old_pieces and pieces[:len(old_pieces)] == old_pieces:
+        messages, new = list(old_messages), pieces[len(old_pieces):]
+    else:
+        messages, new = [Message("system", (Part("instructions", system["text"]),))], pieces
+    for role, part in new:
         if messages[-1].role == role:
             messages[-1] = Message(role, messages[-1].parts + (part,))
         else:
             messages.append(Message(role, (part,)))
+    conversation.laid_out = (list(pieces), tuple(messages), system)
     return messages
 
 
-def full_pieces(conversation: Conversation, turns: list[Turn] | None = None) -> list[tuple[str, Part]]:
+def full_pieces(conversation: Conversation) -> list[tuple[str, Part]]:
     """Every question and every step, in order."""
     pieces = []
-    for turn in conversation.turns if turns is None else turns:
-        pieces.append(question_part(turn))
-        for step in turn.steps:
-            pieces += step_parts(step)
+    for number, turn in enumerate(conversation.turns, 1):
+        pieces += settled_pieces(turn, last=number == len(conversation.turns))
+        if number == len(conversation.turns) and turn.steps:
+            pieces += step_parts(turn.steps[-1])
         pieces += pending_parts(turn)
+    return pieces
+
+
+def settled_pieces(turn: Turn, last: bool) -> list[tuple[str, Part]]:
+    """A turn's question and the steps of it that can no longer change: all of them once a later turn has begun,
+    every step but the newest in the turn going on. Kept on the turn and extended as steps settle."""
+    pieces, covered = turn.settled or ([question_part(turn)], 0)
+    for step in turn.steps[covered:len(turn.steps) - last]:
+        pieces += step_parts(step)
+        covered += 1
+    turn.settled = (pieces, covered)
     return pieces
 
 

@@ -50,7 +50,8 @@ class Loopback:
         self._server.daemon_threads = True  # a handler still sleeping (a slow fake) must not hold up the test's end
         self._server.block_on_close = False
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever to look at its flag, which it does once per poll: poll often, stop at once
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def handle(self, request: dict) -> tuple[int, object]:
         raise NotImplementedError

@@ -11,7 +11,7 @@ import pytest
 
 import cli as agent
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
-from traces import read_trace
+from traces import read_trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "sk-test-SECRET-4242"
@@ -185,20 +185,24 @@ def test_unwritable_trace_file_exits_2(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("error: cannot write the trace file")
 
 
-def test_piped_output_is_plain_text(world, tmp_path):
-    gemini = world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
-    done = cli("40 + 2?", env={"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": gemini.url}, cwd=tmp_path)
-    assert done.returncode == 0 and "\x1b" not in done.stdout
-    assert "Thought1: easy\nAction1: add_numbers(40, 2)\nObservation1: 42\nAnswer: 42\n" in done.stdout
-    assert KEY not in done.stdout + done.stderr
+def test_piped_output_is_plain_text(world, capsys):
+    world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
+    assert agent.main(["40 + 2?"]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out
+    assert "Thought1: easy\nAction1: add_numbers(40, 2)\nObservation1: 42\nAnswer: 42\n" in captured.out
+    assert KEY not in captured.out + captured.err
 
 
-def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, tmp_path):
+def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, capsys, monkeypatch):
     gemini = world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
-    env = {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": gemini.url, "FORCE_COLOR": "1"}
-    coloured = cli("40 + 2?", env=env, cwd=tmp_path).stdout
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert agent.main(["40 + 2?"]) == 0
+    coloured = capsys.readouterr().out
     gemini.replies = ["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"]
-    plain = cli("40 + 2?", env={**env, "NO_COLOR": "1"}, cwd=tmp_path).stdout
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert agent.main(["40 + 2?"]) == 0
+    plain = capsys.readouterr().out
     colour_code = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7])m")
     assert colour_code.search(coloured) and not colour_code.search(plain)
 
@@ -282,3 +286,51 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     assert (code, result["answer"], result["stop_reason"]) == (0, "47", "answer")
     assert result["summary_calls"] == (1 if policy.startswith("compact") else 0)
     assert result["context"]["counter"] == "Gemma 3 tokenizer, local"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["hi", "--expect", "47"], "--expect only works with --compare"),
+    (["hi", "--repeat", "2"], "--repeat only works with --compare"),
+    (["hi", "--policies", "full"], "--policies only works with --replay"),
+    (["hi", "--probe"], "--probe only works with --replay"),
+    (["hi", "--plot", "p.svg"], "--plot only works with --replay"),
+    (["hi", "--csv", "p.csv"], "--csv only works with --replay"),
+    (["hi", "--compare", "full", "-q"], "--compare does not go with -q"),
+    (["hi", "--compare", "full", "--show-context"], "--compare does not go with --show-context"),
+    (["hi", "--compare", "full", "--policy", "window:2"], "--compare does not go with --policy"),
+    (["--replay", "t.jsonl", "hi"], "--replay does not go with a question"),
+    (["--replay", "t.jsonl", "--trace", "t2.jsonl"], "--replay does not go with --trace"),
+    (["--replay", "t.jsonl", "--model", "gemma-3-270m"], "--model with --replay is for --probe"),
+    (["--chat", "--json"], "--chat does not go with --json"),
+    (["hi", "--show-prompt"], "--show-prompt prints the prompt and exits"),
+    (["hi", "--compare", ""], "no policies given"),
+    (["hi", "--compare", "bogus,full"], "unknown policy 'bogus'"),
+])
+def test_options_that_cannot_work_together_are_refused_in_one_line(args, message, capsys):
+    assert agent.main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"error: {captured.err[7:]}" and message in captured.err
+    assert captured.err.count("\n") == 1
+
+
+def test_a_usage_error_is_one_line_pointing_to_help(capsys):
+    with pytest.raises(SystemExit) as stop:
+        agent.main(["--ttl"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "error: argument --ttl: expected one argument (see --help)\n"
+
+
+def test_compare_with_trace_writes_one_replayable_file_per_run(world, tmp_path, capsys):
+    world(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"])
+    trace = tmp_path / "t.jsonl"
+    code = agent.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--json", "--trace", str(trace)])
+    assert code == 0
+    files = sorted(path.name for path in tmp_path.glob("t.*.jsonl"))
+    assert files == ["t.full.run1.jsonl", "t.full.run2.jsonl", "t.window-2.run1.jsonl", "t.window-2.run2.jsonl"]
+    header, events = read_trace_file(str(tmp_path / "t.window-2.run2.jsonl"))
+    assert header["policy"] == "window:2" and header["model"] == "gemini-flash-latest"
+    assert [e["text"] for e in events if e["type"] == "answer"] == ["47"]
+    capsys.readouterr()
+    assert agent.main(["--replay", str(tmp_path / "t.full.run1.jsonl"), "--policies", "full", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == 1

@@ -5,6 +5,7 @@ To add a tool, write a typed function with an honest docstring and pass it in th
 """
 import inspect
 import math
+from functools import lru_cache
 from typing import Callable
 
 from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
@@ -23,11 +24,17 @@ DEFAULT_TOOLS: list[Callable] = [
 ]
 
 
+@lru_cache(maxsize=1024)  # a tool's signature does not change; reading it is most of a step's cost otherwise
+def signature(tool: Callable) -> inspect.Signature:
+    return inspect.signature(tool)
+
+
+@lru_cache(maxsize=1024)
 def describe(tool: Callable) -> str:
     """`name(params) -> return` and the docstring indented below it, as the prompt shows it."""
-    signature = str(inspect.signature(tool)).replace("'", "")
+    signature_text = str(signature(tool)).replace("'", "")
     doc = inspect.getdoc(tool) or "(no description)"
-    return f"{tool.__name__}{signature}\n" + "\n".join(f"    {line}" for line in doc.splitlines() if line.strip())
+    return f"{tool.__name__}{signature_text}\n" + "\n".join(f"    {line}" for line in doc.splitlines() if line.strip())
 
 
 def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
@@ -35,14 +42,14 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
 
     Raises TypeError with a message meant for the model when the call does not fit the signature.
     """
-    signature = inspect.signature(tool)
+    parameters = signature(tool)
     try:
-        bound = signature.bind(*args, **kwargs)
+        bound = parameters.bind(*args, **kwargs)
     except TypeError as error:
-        raise TypeError(f"{error}; the signature is {tool.__name__}{signature}".replace("'", "")) from None
+        raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
     bound.apply_defaults()
     for name, value in bound.arguments.items():
-        bound.arguments[name] = _coerce(name, value, signature.parameters[name].annotation)
+        bound.arguments[name] = _coerce(name, value, parameters.parameters[name].annotation)
     return bound.arguments
 
 
