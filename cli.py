@@ -6,6 +6,7 @@ This is the top layer. It reads the arguments and the `.env` files, loads the mo
 """
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import asdict
@@ -113,7 +114,21 @@ def conflict(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; Ctrl-C anywhere is one line and exit 130, and a closed stdout stops output, not the run."""
+    sys.stdout = PipeGuard(sys.stdout)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before a run began, or between runs: nothing to keep
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = sys.stdout.stream if isinstance(sys.stdout, PipeGuard) else sys.stdout
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
+    if args.question is not None:
+        args.question = readable(args.question)
     problem = conflict(args)
     if problem:
         return fail(problem)
@@ -158,15 +173,20 @@ def main(argv: list[str] | None = None) -> int:
             return _chat(agent, display, args)
         return _answer(agent, display, args, args.question.strip())
     except KeyboardInterrupt:
-        trace.add("error", message="interrupted")
-        display.close()
+        _interrupted(agent, display, args)
         if args.json:
-            print(json.dumps({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)}))
-        print("interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else ""), file=sys.stderr)
+            print(json.dumps({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)}, ensure_ascii=False))
         return EXIT_INTERRUPTED
     finally:
         display.close()
         trace.close()
+
+
+def _interrupted(agent: TinyReAct, display, args) -> None:
+    """Ctrl-C during a question: recorded in the trace, said in one line."""
+    agent.trace.add("error", message="interrupted")
+    display.close()
+    print("interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else ""), file=sys.stderr)
 
 
 def _answer(agent: TinyReAct, display, args, question: str) -> int:
@@ -188,8 +208,11 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
 
 
 def _chat(agent: TinyReAct, display, args) -> int:
-    """A conversation in one trace: each line is a question; a few /commands look inside."""
+    """A conversation in one trace: each line is a question; a few /commands look inside. Ctrl-C during a question
+    cancels it and returns to the prompt; Ctrl-C at the prompt, or Ctrl-D, leaves."""
     display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
+    if hasattr(sys.stdin, "reconfigure"):
+        sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, as in a question argument
     code = EXIT_ANSWERED
     while True:
         try:
@@ -213,7 +236,12 @@ def _chat(agent: TinyReAct, display, args) -> int:
         elif command.startswith("/"):
             display.note(f"unknown command {command}: {CHAT_HELP}")
         else:
-            code = _answer(agent, display, args, line)
+            try:
+                code = _answer(agent, display, args, line)
+            except KeyboardInterrupt:
+                _interrupted(agent, display, args)
+                display.note("the question was cancelled; ask another, or Ctrl-D to leave")
+                continue
             if code == EXIT_USAGE:
                 return code
 
@@ -223,23 +251,30 @@ def _compare(args, specs: list[str], model: Model) -> int:
     from display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
 
     question = (args.question or "").strip()
-    counter = local_counter()
+    counter, runs, interrupted = local_counter(), [], False
     try:
         with spinner("starting…") as update:
-            runs = compare_live(question, specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8, finish=args.finish,
-                                expect=args.expect, repeat=args.repeat or 1, counter=counter,
-                                trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, args.repeat or 1),
-                                progress=lambda text: update(f"running {text}"))
+            for run in compare_live(question, specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8, finish=args.finish,
+                                    expect=args.expect, repeat=args.repeat or 1, counter=counter,
+                                    trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, args.repeat or 1),
+                                    progress=lambda text: update(f"running {text}")):
+                runs.append(run)
     except ModelConfigError as problem:
         return fail(str(problem))
     except OSError as problem:
         return fail(f"cannot write the trace file: {problem.strerror}: {problem.filename}")
+    except KeyboardInterrupt:  # the runs that ended are still reported
+        interrupted = True
     rows = summarise_runs(runs)
     if args.json:
         print(json.dumps({"question": question, "model": model.name, "expect": args.expect, "counter": counter.name,
-                          "rows": rows, "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
-    else:
+                          "interrupted": interrupted, "rows": rows, "runs": [asdict(run) for run in runs]},
+                         ensure_ascii=False))
+    elif runs:
         live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
+    if interrupted:
+        print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
 
 
@@ -264,27 +299,35 @@ def _replay(args, specs: list[str]) -> int:
         return fail(f"{problem.strerror}: {problem.filename}")
     counter = local_counter()
     reports = replay(header, events, specs, counter)
-    scores, model_name = None, None
+    scores, model_name, interrupted = None, None, False
     if args.probe:
         load_env_files()
         try:
             model = _load_model(args.model)
         except (ModelConfigError, ValueError) as problem:
             return fail(str(problem))
-        model_name = model.name
-        with spinner("probing…") as update:
-            scores = probe(header, events, specs, model, progress=update)
-    try:
-        if args.plot:
-            Path(args.plot).write_text(svg_plot(reports, f"Context size per call: {args.replay}", counter.name), encoding="utf-8")
-        if args.csv:
-            Path(args.csv).write_text(replay_csv(reports), encoding="utf-8")
-    except OSError as problem:
-        return fail(f"cannot write {problem.filename}: {problem.strerror}")
+        model_name, scores = model.name, {}
+        try:
+            with spinner("probing…") as update:
+                probe(header, events, specs, model, progress=update, scores=scores)
+        except KeyboardInterrupt:  # the answers so far are still reported
+            interrupted = True
+    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name)),
+               (args.csv, lambda: replay_csv(reports))]
+    for path, text in outputs:
+        try:
+            if path:
+                Path(path).write_text(text(), encoding="utf-8")
+        except OSError as problem:  # a write that fails has no file name of its own (disk full): name it here
+            return fail(f"cannot write {path}: {problem.strerror or problem}")
     if args.json:
-        print(json.dumps(replay_json(header, reports, counter.name, scores, model_name), ensure_ascii=False))
+        print(json.dumps({**replay_json(header, reports, counter.name, scores, model_name), "interrupted": interrupted},
+                         ensure_ascii=False))
     else:
         replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay, counter.name)
+    if interrupted:
+        print("interrupted: the probe table holds the answers asked so far", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
 
 
@@ -321,6 +364,44 @@ def load_env_files() -> list[str]:
 def fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def readable(text: str) -> str:
+    """A command-line argument as text: bytes that were not UTF-8 (kept by Python as surrogates) become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class PipeGuard:
+    """stdout that a closed pipe (`| head -1`) silences instead of breaking: the run goes on and keeps its trace
+    and exit code, as a Unix tool's output would simply stop."""
+
+    def __init__(self, stream):
+        self.stream, self.broken = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._silence()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    def _silence(self) -> None:
+        self.broken = True
+        try:  # the interpreter flushes stdout once more at exit: point the descriptor at nothing so that it is quiet
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,11 @@ import json
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from agent import TinyReAct
 from models import Model, ModelConfigError
-from policies import make_policy, measure
+from policies import Meter, make_policy
 from policies.full import FullHistory
 from policies.invariants import violations
 from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
@@ -74,12 +74,11 @@ class LiveRun:
 def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
                  finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
                  trace_path: Callable[[str, int], str | None] = lambda spec, attempt: None,
-                 progress: Callable[[str], None] = lambda text: None) -> list[LiveRun]:
-    """Run `question` once per policy (`repeat` times each) with the same model and the same tool results.
-    `trace_path(spec, attempt)` names a trace file for each run, or None for none."""
+                 progress: Callable[[str], None] = lambda text: None) -> Iterator[LiveRun]:
+    """Run `question` once per policy (`repeat` times each) with the same model and the same tool results,
+    yielding each run as it ends. `trace_path(spec, attempt)` names a trace file for each run, or None for none."""
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
-    runs = []
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
         progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
         before = tape.live_calls
@@ -91,11 +90,10 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
             trace.close()
         if isinstance(result.error, ModelConfigError):
             raise result.error  # a rejected key fails every run the same way: stop at the first
-        runs.append(LiveRun(
-            make_policy(spec).name, result.answer, result.stop_reason.value, result.steps, result.model_calls,
+        yield LiveRun(
+            agent.policy.name, result.answer, result.stop_reason.value, result.steps, result.model_calls,
             result.usage.input_tokens, result.usage.output_tokens, result.context.peak, round(result.seconds, 2),
-            tape.live_calls - before if number > 1 else 0, matches(result.answer, expect) if expect else None))
-    return runs
+            tape.live_calls - before if number > 1 else 0, matches(result.answer, expect) if expect else None)
 
 
 def summarise_runs(runs: list[LiveRun]) -> list[dict]:
@@ -168,11 +166,12 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             report.measured, report.note = False, "not measured: needs a model to write its summaries, and the trace has none"
             reports.append(report)
             continue
+        measure = Meter(counter.count)
         for number, index in enumerate(points, 1):
             prefix = events[:index]
             messages = policy.render(prefix)
             docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
-            counts = measure(messages, docs, counter.count)
+            counts = measure(messages, docs)
             report.sizes.append(sum(counts.values()))
             for bucket, count in counts.items():
                 report.buckets[bucket] = report.buckets.get(bucket, 0) + count
@@ -186,14 +185,16 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
 
 
 def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Model,
-          progress: Callable[[str], None] = lambda text: None) -> dict:
+          progress: Callable[[str], None] = lambda text: None, scores: dict | None = None) -> dict:
     """Ask every phrasing of every probe at every probe point where its fact has been stated, against each policy's
-    context and against no history ("closed book"). Returns {policy: {probe id: [correct, asked]}}."""
+    context and against no history ("closed book"). Returns {policy: {probe id: [correct, asked]}}, filled into
+    `scores` as the answers come, so that a caller interrupted midway keeps what was asked."""
     points = call_points(events)
     facts = {fact["id"]: fact for fact in header.get("facts", [])}
     instructions = next(e for e in events if e["type"] == "instructions")
     contexts = {policy.name: policy for policy in map(make_policy, specs)}
-    scores = {name: {} for name in ["closed book", *contexts]}
+    scores = scores if scores is not None else {}
+    scores.update({name: {} for name in ["closed book", *contexts]})
     for number in probe_points(header, points):
         prefix = events[: points[number - 1]] if number <= len(points) else list(events)
         for item in header.get("probes", []):

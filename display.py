@@ -17,13 +17,18 @@ from rich.text import Text
 from policies import BUCKET_NAMES as BUCKETS
 from tokens import TokenCounter, local_counter
 
-# C0 and C1 control characters, less newline and tab: ESC, BEL, CSI and the rest start terminal commands.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Terminal commands, removed whole: OSC strings (window title, clipboard, hyperlinks) up to BEL or ST, CSI
+# sequences (cursor, colours, clearing), other escapes (character sets, modes); then any C0 or C1 control character left,
+# except newline and tab.
+ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+                     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+                     r"|\x1b[ -/]*[0-~]?"
+                     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def clean(text: object) -> str:
-    """Text made safe to print on a terminal: control characters dropped, newlines and tabs kept."""
-    return CONTROL.sub("", str(text))
+    """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs kept."""
+    return ESCAPES.sub("", str(text))
 
 
 def plain(text: object, style: str = "") -> Text:

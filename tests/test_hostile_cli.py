@@ -1,0 +1,109 @@
+"""The command line against hostile text, terminals, signals and pipes: nothing executes, nothing leaks to the
+terminal, nothing is lost, and every ending is one line with a meaningful exit code."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import cli
+from servers import FakeGemini
+from test_cli import KEY, ROOT, world  # noqa: F401  (world is a fixture)
+from traces import read_trace
+
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m"
+
+
+def environment(gemini, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    env.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url, **extra)
+    return env
+
+
+def test_escape_sequences_from_the_model_never_reach_the_terminal(world, capsys, tmp_path):
+    world([f"Thought: {ESCAPES}hi\nAction: add_numbers(1, 1)", f"Answer: 2{ESCAPES} done"])
+    trace = tmp_path / "t.jsonl"
+    assert cli.main(["1 + 1?", "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b]" not in out and "\x07" not in out and "\x9b" not in out and "\x1b[2J" not in out
+    assert "Answer: 2 done" in out
+    answer = next(e for e in read_trace(str(trace)) if e["type"] == "answer")
+    assert answer["text"] == f"2{ESCAPES} done"  # the trace keeps what the model wrote
+
+
+def test_rich_markup_in_answers_is_shown_as_text_and_loses_no_table(world, capsys, monkeypatch):
+    world(["Answer: [link=https://evil.example]click[/link]", "Answer: [/bold] x"])
+    monkeypatch.setenv("COLUMNS", "200")
+    assert cli.main(["q?", "--compare", "full,window:1"]) == 0
+    out = capsys.readouterr().out
+    assert "[link=https://evil.example]click[/link]" in out and "[/bold] x" in out
+    assert "\x1b]8;" not in out  # no hyperlink escape
+
+
+def test_csv_to_a_full_disk_names_the_file(tmp_path, capsys):
+    code = cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--policies", "full",
+                     "--csv", "/dev/full"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "error: cannot write /dev/full: No space left on device\n"
+
+
+def test_a_closed_pipe_ends_output_quietly_and_keeps_the_exit_code(world, tmp_path):
+    gemini = world(["Thought: add\nAction: add_numbers(40, 2)", "Answer: 42"])
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "40 + 2?", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(gemini), cwd=tmp_path)
+    process.stdout.close()  # the reader is gone before anything is written, as with `| head -c 0`
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 0 and err == ""
+
+
+def test_bytes_that_are_not_utf8_in_the_question_and_on_stdin(world, tmp_path):
+    gemini = world(["Answer: 5", "Answer: 6"])
+    trace = tmp_path / "t.jsonl"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), b"what is \xff\xfe 2+3?", "-q",
+                           "--trace", str(trace)], capture_output=True, env=environment(gemini), cwd=tmp_path, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"5\n", b"")
+    assert read_trace(str(trace))[1]["text"] == "what is \ufffd\ufffd 2+3?"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat"], input=b"what is \xff 3+3?\n",
+                          capture_output=True, env=environment(gemini), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0 and b"Answer: 6" in done.stdout and b"Traceback" not in done.stderr
+
+
+def wait_for(condition, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert condition()
+
+
+def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path):
+    with FakeGemini(["Answer: 4", "Answer: 4"], key=KEY) as gemini:
+        trace = tmp_path / "chat.jsonl"
+        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", "--trace", str(trace)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=environment(gemini), cwd=tmp_path)
+        gemini.delay = 30  # the first question "thinks" until it is interrupted
+        process.stdin.write("a slow question\n")
+        process.stdin.flush()
+        wait_for(lambda: gemini.requests)
+        gemini.delay = 0
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate("2 + 2?\n", timeout=60)
+    assert process.returncode == 0 and "Traceback" not in err
+    assert "Answer: 4" in out and "cancelled" in out and err.startswith("interrupted")
+    types = [e["type"] for e in read_trace(str(trace))]
+    assert types.count("question") == 2 and "error" in types
+
+
+def test_ctrl_c_in_compare_reports_the_runs_that_ended(world, tmp_path):
+    gemini = world(["Answer: 47"])
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "q?", "--compare", "full,window:2",
+                                "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=environment(gemini), cwd=tmp_path)
+    wait_for(lambda: len(gemini.requests) >= 2)  # the second run is waiting on a fake with no reply left
+    gemini.delay = 30
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err
+    report = json.loads(out)
+    assert report["interrupted"] is True and [run["answer"] for run in report["runs"]] == ["47"]
