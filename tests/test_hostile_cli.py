@@ -107,3 +107,15 @@ def test_ctrl_c_in_compare_reports_the_runs_that_ended(world, tmp_path):
     assert process.returncode == 130 and "Traceback" not in err
     report = json.loads(out)
     assert report["interrupted"] is True and [run["answer"] for run in report["runs"]] == ["47"]
+
+
+def test_a_dotenv_in_a_parent_folder_is_never_read(tmp_path, world):
+    gemini = world(["Answer: 47"])
+    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={KEY}\nGOOGLE_GEMINI_BASE_URL={gemini.url}\n")
+    below = tmp_path / "project" / "sub"
+    below.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "q?", "--model", "gemini-flash-latest"],
+                          capture_output=True, text=True, env=env, cwd=below, timeout=60)
+    assert done.returncode == 2 and "no Gemini API key" in done.stderr
+    assert gemini.requests == []  # the key in the folder above went nowhere
