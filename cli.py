@@ -53,8 +53,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                         "with --compare, one file per run, named FILE.POLICY.jsonl")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
     parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
-    parser.add_argument("--show-context", action="store_true",
-                        help="before every model call, print exactly what the model is sent, part by part, with sizes")
+    parser.add_argument("--show-context", nargs="?", const="auto", type=_context_choice, metavar="full|changes",
+                        help="before every model call, print what the model is sent, part by part, with sizes: "
+                             "every part (full), or only what changed since the previous call (changes, the default "
+                             "on a terminal)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
     parser.add_argument("--finish", action="store_true",
                         help="when the TTL runs out, make one more call asking for the best answer so far")
@@ -69,6 +71,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--plot", metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
     group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes as CSV")
     return parser.parse_args(argv)
+
+
+def _context_choice(text: str) -> str:
+    if text not in ("auto", "changes", "full"):  # auto: the const when the flag comes alone
+        raise argparse.ArgumentTypeError(f"takes full or changes, got {text!r} (write the question before --show-context)")
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -159,7 +167,7 @@ def _main(argv: list[str] | None) -> int:
         return _compare(args, specs, model)
     from display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
 
-    display = LiveDisplay(events=not (args.json or args.quiet), context=args.show_context,
+    display = LiveDisplay(events=not (args.json or args.quiet), context=_context_view(args),
                           stderr=args.json or args.quiet)
     try:
         trace = Trace(args.trace, on_event=display.show)
@@ -180,6 +188,14 @@ def _main(argv: list[str] | None) -> int:
     finally:
         display.close()
         trace.close()
+
+
+def _context_view(args) -> str | None:
+    """--show-context's view: as asked, else only the changes when the output is a terminal someone reads."""
+    if args.show_context != "auto":
+        return args.show_context
+    stream = sys.stderr if args.json or args.quiet else sys.stdout
+    return "changes" if stream.isatty() else "full"
 
 
 def _interrupted(agent: TinyReAct, display, args) -> None:

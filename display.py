@@ -49,20 +49,22 @@ SHOWN_CHARS = 600  # of a long observation; the trace keeps all of it
 
 
 class LiveDisplay:
-    def __init__(self, events: bool = True, context: bool = False, stderr: bool = False,
+    def __init__(self, events: bool = True, context: str | None = None, stderr: bool = False,
                  counter: TokenCounter | None = None):
+        """`context`: None, "full" (every part of every call) or "changes" (only what changed since the last call)."""
         self.console = Console(highlight=False, stderr=stderr)
         self.events, self.context = events, context
         self.counter = counter
         self.render_context = None  # set by the caller: renders the context the model is about to see
         self._status = None
+        self._shown: list | None = None  # the parts of the context shown last, for "changes"
 
     def show(self, event: dict) -> None:
         """Print one trace event; start the spinner when the model is about to be called."""
         self._stop_spinner()
         kind = event["type"]
         if kind == "context" and self.context and self.render_context:
-            self.show_context(self.render_context(), event["policy"])
+            self.show_context(self.render_context(), event["policy"], changes=self.context == "changes")
         if not self.events:
             return
         if kind in STYLES:
@@ -80,17 +82,32 @@ class LiveDisplay:
             self._status = self.console.status("thinking…", spinner="dots")
             self._status.start()
 
-    def show_context(self, messages, policy: str = "") -> None:
-        """Exactly the messages a call sends, each part labelled with its role, kind and local token count."""
+    def show_context(self, messages, policy: str = "", changes: bool = False) -> None:
+        """Exactly the messages a call sends, each part labelled with its role, kind and local token count; with
+        `changes`, after the first call only the parts added since the previous call, and one line for each part
+        the policy dropped."""
         counter = self.counter or local_counter()
-        total = sum(counter.count(part.text) for message in messages for part in message.parts)
+        parts = [(message.role, part) for message in messages for part in message.parts]
+        total = sum(counter.count(part.text) for _, part in parts)
         title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {counter.name}"
-        self.console.rule(plain(title, "bold magenta"))
-        for message in messages:
-            for part in message.parts:
-                self.console.print(Text(f"[{message.role} · {part.kind} · {counter.count(part.text):,} tokens]",
-                                        style="magenta"))
-                self.console.print(plain(part.text))
+        previous, self._shown = self._shown, parts
+        if changes and previous is not None:
+            before, now = set(previous), set(parts)
+            kept = [item for item in parts if item in before]
+            self.console.rule(plain(title, "bold magenta"))
+            self.console.print(plain(f"= {len(kept)} parts as before ({sum(counter.count(p.text) for _, p in kept):,} "
+                                     "tokens)", "dim"))
+            for role, part in previous:
+                if (role, part) not in now:
+                    self.console.print(plain(f"− dropped [{role} · {part.kind} · {counter.count(part.text):,} tokens] "
+                                             f"{_first_line(part.text)}", "red"))
+            parts = [item for item in parts if item not in before]
+        else:
+            self.console.rule(plain(title, "bold magenta"))
+        for role, part in parts:
+            mark = "+ " if changes and previous is not None else ""
+            self.console.print(Text(f"{mark}[{role} · {part.kind} · {counter.count(part.text):,} tokens]", style="magenta"))
+            self.console.print(plain(part.text))
         self.console.rule(style="magenta")
 
     def note(self, text: str) -> None:
@@ -218,6 +235,11 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
             cells = [f"{tallies[i['id']][0]}/{tallies[i['id']][1]}" if i["id"] in tallies else "–" for i in probes]
             table.add_row(*map(plain, [name, *cells]))
         console.print(table)
+
+
+def _first_line(text: str, limit: int = 70) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit] + "…"
 
 
 def sparkline(values: Sequence[int], top: int) -> str:

@@ -334,3 +334,20 @@ def test_compare_with_trace_writes_one_replayable_file_per_run(world, tmp_path, 
     capsys.readouterr()
     assert agent.main(["--replay", str(tmp_path / "t.full.run1.jsonl"), "--policies", "full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calls"] == 1
+
+
+def test_show_context_changes_prints_only_what_each_call_added(world, capsys):
+    world(["Thought: multiply\nAction: multiply_numbers(7, 6)", "Thought: add\nAction: add_numbers(42, 5)",
+           "Answer: 47"])
+    assert agent.main(["What is 7 * 6 + 5?", "--show-context=changes", "--policy", "window:1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[system · instructions · ") == 1  # shown once, on the first call
+    assert out.count("+ [model · reply · ") == 2 and "parts as before" in out
+    assert "− dropped [model · reply · " in out and "Thought: multiply" in out  # window:1 let the first step go
+    assert out.count("+ [user · observation · ") == 2
+
+
+def test_show_context_before_the_question_says_how_to_fix_it(capsys):
+    with pytest.raises(SystemExit):
+        agent.main(["--show-context", "What is 7 * 6 + 5?"])
+    assert "write the question before --show-context" in capsys.readouterr().err
