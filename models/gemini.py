@@ -165,25 +165,26 @@ class GeminiModel:
     def _stream(self, contents, config, stop: list[str], channel: retry.Channel) -> ModelReply:
         """generateContent as server-sent events, cut as models/streaming.py says; usage from the last chunk."""
         cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
-        last = None
-        finish = None
-        for chunk in self._connect().models.generate_content_stream(model=self.name, contents=contents, config=config):
-            if retry.abandoned():
-                break
-            last = chunk if chunk.usage_metadata else last
-            candidate = chunk.candidates[0] if chunk.candidates else None
-            if candidate is None:
-                if chunk.prompt_feedback and chunk.prompt_feedback.block_reason:
-                    return _reply(chunk)  # the prompt was blocked: no text will come
-                continue
-            finish = candidate.finish_reason or finish
-            for part in (candidate.content.parts if candidate.content and candidate.content.parts else []):
-                if part.text and part.thought:
-                    channel.event("reasoning", backend=self.backend, text=part.text)
-                elif part.text and cut.feed(part.text):
+        last = finish = None
+        chunks = self._connect().models.generate_content_stream(model=self.name, contents=contents, config=config)
+        try:
+            for chunk in chunks:
+                last = chunk if chunk.usage_metadata else last
+                candidate = chunk.candidates[0] if chunk.candidates else None
+                if candidate is None:
+                    if chunk.prompt_feedback and chunk.prompt_feedback.block_reason:
+                        return _reply(chunk)  # the prompt was blocked: no text will come
+                    continue
+                finish = candidate.finish_reason or finish
+                for part in (candidate.content.parts if candidate.content and candidate.content.parts else []):
+                    if part.text and part.thought:
+                        channel.event("reasoning", backend=self.backend, text=part.text)
+                    elif part.text and cut.feed(part.text):
+                        break
+                if cut.done or retry.abandoned():
                     break
-            if cut.done:
-                break
+        finally:
+            chunks.close()  # at the cut: the rest of the reply is not read
         text = cut.finish()
         counts = _counts(last.usage_metadata if last else None)
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None

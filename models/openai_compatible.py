@@ -133,7 +133,7 @@ class OpenAICompatibleModel:
                         raise self._explain(response)
                     self.dropped.add(refused)
                     channel.event("config_fallback", backend=self.backend, model=self.name, field=refused,
-                                  variable="--model", message=_error_message(response, self._api_key))
+                                  variable=None, message=_error_message(response, self._api_key))
 
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)

@@ -214,8 +214,9 @@ def describe(event: dict) -> str:
         line = f"{name} {what} — attempt {fields['attempt']}/{fields['attempts']} in {fields['wait']:.1f} s"
         return line + (" (the reply starts over)" if fields.get("restart_stream") else "")
     if type == "config_fallback":
-        return (f"{name} did not accept {fields['field']} for {fields.get('model', 'this model')}: trying again without it "
-                f"(set {fields['variable']} to choose) — {fields['message']}")
+        choose = f" (set {fields['variable']} to choose)" if fields.get("variable") else ""
+        return (f"{name} did not accept {fields['field']} for {fields.get('model', 'this model')}: trying again "
+                f"without it{choose} — {fields['message']}")
     if type == "reasoning":
         return fields.get("text", "")
     return f"{name}: {type} {fields}"

@@ -6,11 +6,17 @@ import pytest
 from models import Message, ModelConfigError, ModelError
 from models import retry
 from models.gemini import GeminiModel
-from model_servers import (Answer, GeminiStandIn, gemini_error, gemini_response, quota_failure, retry_info, sse)
+from model_servers import (MODEL_VARIABLES, Answer, GeminiStandIn, gemini_error, gemini_response, quota_failure, retry_info, sse)
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),
             Message.of("model", "Action: add_numbers(2, 2)"), Message.of("user", "Observation1: 4")]
 STOP = ["\nObservation"]
+
+
+@pytest.fixture(autouse=True)
+def no_model_settings(monkeypatch):
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -273,3 +279,14 @@ def test_unknown_model_is_a_configuration_error(gemini):
     gemini([gemini_error(404, "NOT_FOUND", "models/gemini-nope is not found for API version v1beta")])
     with pytest.raises(ModelConfigError, match="no model 'gemini-nope'"):
         GeminiModel("gemini-nope").generate(MESSAGES, STOP)
+
+
+def test_the_shared_fake_gemini_streams_too(monkeypatch):
+    """tests/servers.py's FakeGemini, which the CLI tests use, answers streamed calls the same way."""
+    from servers import FakeGemini
+    with FakeGemini(["Thought: x\nAnswer: 4", "Thought: x\nAnswer: 4"]) as fake:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        model = GeminiModel(api_key="test-key")
+        shown = []
+        assert model.generate(MESSAGES, STOP, on_text=shown.append) == model.generate(MESSAGES, STOP)
+        assert "".join(shown) == "Thought: x\nAnswer: 4" and len(shown) > 2
