@@ -64,7 +64,8 @@ class StreamCut:
         self.shown = 0  # how much of `received` has been shown
         self.done = False  # the cut was reached: close the stream
         self._head = ""  # the start of the stream, until it is known whether it opens a <think> block
-        self._thinking: bool | None = None
+        self._thinking: bool | None = None  # None until the start of the stream shows whether it opens <think>
+        self._after_think = False
 
     def feed(self, piece: str) -> bool:
         """Take one piece; True once the reply is complete (a stop sequence or an Observation line came)."""
@@ -112,11 +113,14 @@ class StreamCut:
     def _without_reasoning(self, piece: str) -> str:
         """The part of `piece` that is reply text; a leading <think> block goes to on_reasoning."""
         if self._thinking is False:
+            if self._after_think:  # the reply proper starts at its first non-blank character, as in split_reasoning
+                piece = piece.lstrip()
+                self._after_think = not piece
             return piece
         self._head += piece
         if self._thinking is None:
             opening = self._head.lstrip()
-            if THINK_OPEN.startswith(opening):  # still could be "<think>": wait for more
+            if len(opening) < len(THINK_OPEN) and THINK_OPEN.startswith(opening):  # may become "<think>": wait
                 return ""
             if not opening.startswith(THINK_OPEN):
                 self._thinking = False
@@ -133,5 +137,5 @@ class StreamCut:
             return ""
         if inside:
             self.on_reasoning(inside)
-        self._thinking, self._head = False, ""
-        return rest.lstrip()
+        self._thinking, self._head, self._after_think = False, "", True
+        return self._without_reasoning(rest)
