@@ -244,9 +244,10 @@ class GeminiModel:
                                         f"{redact(headers.get('location', 'an unnamed place'), self._api_key)}: not followed, "
                                         "so the key stays with the configured host; check GOOGLE_GEMINI_BASE_URL")
             if code in (401, 403) or (code == 400 and "api key" in message.lower()):
-                return ModelConfigError(f"Gemini rejected the API key ({code}): check GEMINI_API_KEY. {message}")
+                return ModelConfigError(f"Gemini rejected the API key ({code} at {self.url}): check GEMINI_API_KEY. {message}")
             if code == 404:
-                return ModelConfigError(f"Gemini has no model {self.name!r} ({message}): check --model or GEMINI_MODEL")
+                return ModelConfigError(f"Gemini has no model {self.name!r} at {self.url} ({message}): "
+                                        "check --model, TINYREACT_MODEL or GEMINI_MODEL")
             if code == 429 and _daily_quota(error.details):
                 return ModelError(f"Gemini ({where}): the daily quota is used up ({_daily_quota(error.details)}); "
                                   f"it is not retried — try again tomorrow or use another model. {message}")

@@ -6,7 +6,7 @@ import pytest
 
 from models import Message, ModelConfigError, ModelError, load_model
 from models import retry
-from models.openai_compatible import COUNTED_LOCALLY, OpenAICompatibleModel
+from models.openai_compatible import COUNTED_LOCALLY
 from model_servers import (MODEL_VARIABLES, Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
                            openai_error, sse)
 
