@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Sequence
 
-from models import Model, ModelError, ModelReply
+from models import COUNTED_LOCALLY, Message, Model, ModelError, ModelReply
 from policies import Meter, Policy
 from policies.full import FullHistory
 from prompts import render_instructions, tool_docs
@@ -78,12 +78,14 @@ class Result:
     trace: list[dict]  # this query's events, from its question on; the session's trace is the agent's
     seconds: float
     model: str = ""
+    backend: str = ""  # gemini, openai, ollama, llamacpp, local, scripted
     usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
     error: Exception | None = None
 
     def to_dict(self) -> dict:
         return {
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
+            "backend": self.backend,
             "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
             "usage_source": self.usage_source, "context": vars(self.context), "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
@@ -92,11 +94,12 @@ class Result:
 
 def summarise(events: Sequence[dict]) -> dict:
     """The counts of a query, read from its events: the one place they are computed."""
-    usage, context, steps, calls, summaries, acted = Usage(), Context(), 0, 0, 0, set()
+    usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
     for event in events:
         kind = event["type"]
         if kind == "usage":
             calls += 1
+            local = local or event.get("counted_locally", False)
             summaries += event["purpose"] == "summary"
             usage.input_tokens += event["input_tokens"]
             usage.output_tokens += event["output_tokens"]
@@ -109,15 +112,18 @@ def summarise(events: Sequence[dict]) -> dict:
             acted.add(event["step"])
         elif kind == "observation" and event["step"] in acted:  # not the answer to an unreadable reply
             steps += 1
-    return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context)
+    return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context,
+                counted_locally=local)
 
 
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
-                 policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None):
+                 policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
+                 on_text: Callable[[str], None] | None = None):
+        """`on_text`, when given, receives each reply's text as the model writes it (streaming)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
-        self.model, self.ttl, self.base_tools = model, ttl, list(tools)
+        self.model, self.ttl, self.base_tools, self.on_text = model, ttl, list(tools), on_text
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
         self._measure = Meter(self.counter.count)
@@ -143,8 +149,9 @@ class TinyReAct:
         try:
             for step in range(1, self.ttl + 1):
                 messages = self._context()  # the policy renders what the model sees from the trace
-                reply = self.model.generate(messages, STOP_SEQUENCES)  # <- the model is called here
-                parsed = self._read(step, reply)  # recorded in the trace, then parsed
+                reply = self.model.generate(messages, STOP_SEQUENCES, on_text=self.on_text,
+                                            on_event=self._model_event)  # <- the model is called here
+                parsed = self._read(step, reply, messages)  # recorded in the trace, then parsed
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, parsed.answer)
                 try:
@@ -164,8 +171,10 @@ class TinyReAct:
             self.trace.add("error", message=str(failure))
             answer, reason, error = None, StopReason.ERROR, failure
         events = list(self.trace.events[first:])
-        return Result(answer, reason, **summarise(events), trace=events, seconds=time.monotonic() - started,
-                      model=self.model.name, usage_source=getattr(self.model, "usage_source", ""), error=error)
+        counts = summarise(events)
+        usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
+        return Result(answer, reason, **counts, trace=events, seconds=time.monotonic() - started, model=self.model.name,
+                      backend=self.model.backend, usage_source=usage_source, error=error)
 
     def _context(self):
         """Fold old steps into a summary if the policy asks, then render and measure what the model will see."""
@@ -175,9 +184,9 @@ class TinyReAct:
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
         return messages
 
-    def _read(self, step: int, reply: ModelReply):
+    def _read(self, step: int, reply: ModelReply, messages: list[Message]):
         """Record the reply (cut at any Observation the model wrote itself) and its parts; return them parsed."""
-        self._count(reply, "step")
+        self._count(reply, "step", messages)
         text = cut_at_observation(reply.text)
         self.trace.add("reply", step=step, text=text, raw=reply.text, blocked=reply.blocked)
         parsed = parse_reply(text)
@@ -216,7 +225,9 @@ class TinyReAct:
     def _finish(self) -> str | None:
         """One more call, past the TTL, asking for the best answer from what was observed."""
         self.trace.add("finish", text=FINISH_REQUEST)
-        return self._read(self.ttl + 1, self.model.generate(self._context(), STOP_SEQUENCES)).answer
+        messages = self._context()
+        reply = self.model.generate(messages, STOP_SEQUENCES, on_text=self.on_text, on_event=self._model_event)
+        return self._read(self.ttl + 1, reply, messages).answer
 
     def _summarise_if_asked(self) -> None:
         """The compact policy asks for a model-written summary of older steps when the context is too big."""
@@ -224,13 +235,25 @@ class TinyReAct:
         if request is None:
             return
         upto, messages = request
-        summary = self.model.generate(messages, [])
-        self._count(summary, "summary")
+        summary = self.model.generate(messages, [], on_event=self._model_event)
+        self._count(summary, "summary", messages)
         self.trace.add("summary", upto=upto, text=summary.text.strip(), policy=self.policy.name)
 
-    def _count(self, reply: ModelReply, purpose: str) -> None:
+    def _count(self, reply: ModelReply, purpose: str, messages: list[Message]) -> None:
+        """Record a call's usage: the model's own numbers, or, when the server gave none, the local counter's."""
+        if reply.usage_source == COUNTED_LOCALLY:
+            sent = sum(self.counter.count(part.text) for message in messages for part in message.parts)
+            self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
+                           thoughts_tokens=0, counted_locally=True)
+            return
         self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
                        thoughts_tokens=reply.thoughts_tokens)
+
+    def _model_event(self, type: str, **fields) -> None:
+        """What a backend reports during a call: retries and dropped settings are recorded (and so shown as they
+        happen); reasoning text that some servers stream apart from the reply is not kept."""
+        if type != "reasoning":
+            self.trace.add(type, **fields)
 
     def _instruct(self) -> None:
         text = render_instructions(self.tools.values())
@@ -271,6 +294,10 @@ class TinyReAct:
 
 
 def _format_error(reply: ModelReply) -> str:
+    if reply.finish == "length":
+        thinking = f", {reply.thoughts_tokens:,} of them thinking" if reply.thoughts_tokens else ""
+        return (f"Error: your reply was cut at the output limit ({reply.output_tokens:,} tokens{thinking}) before an "
+                "Action or Answer. Think less; write a short Thought, then an Action or an Answer.")
     if reply.blocked:
         return f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a Thought and an Action or an Answer."
     if not reply.text.strip():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent import TinyReAct
 from compare import compare_live, replay, summarise_runs, probe
-from models import Model, ModelConfigError, load_model
+from models import Model, ModelConfigError, available_models, describe_models, load_model
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
 from reports import replay_csv, replay_json, svg_plot
@@ -38,13 +38,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = Parser(
         prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers. "
                                      "With no question on a terminal, or with --chat, it opens a conversation.",
-        epilog="Environment: GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_TEMPERATURE, GEMINI_THINKING, "
-               "GOOGLE_GEMINI_BASE_URL, WIKIPEDIA_API_URL, OPEN_METEO_URL, NO_COLOR; also read from ./.env and the .env "
-               "beside agent.py (never from a folder above). "
-               "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
+        epilog="Environment (also read from ./.env and the .env beside agent.py, never from a folder above; the real "
+               "environment wins): TINYREACT_MODEL; GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_THINKING "
+               "(none|minimal|low|medium|high|<budget>), GEMINI_TEMPERATURE, GEMINI_MAX_OUTPUT_TOKENS (8192), "
+               "GOOGLE_GEMINI_BASE_URL; OPENAI_API_KEY, OPENAI_BASE_URL; OLLAMA_HOST (http://localhost:11434); "
+               "LLAMACPP_BASE_URL (http://localhost:8080/v1); TINYREACT_CALL_DEADLINE (seconds for a whole model call, "
+               "retries included: 120); TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; "
+               "NO_COLOR. Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
-    parser.add_argument("--model", help="gemma-3-270m (offline), or a Gemini model (default: $GEMINI_MODEL, else "
-                                        "gemini-flash-latest with a key, gemma-3-270m without)")
+    parser.add_argument("--model", metavar="SPEC",
+                        help="gemini:NAME (or a bare gemini-… name), openai:NAME, ollama:NAME, llamacpp:NAME, or "
+                             "local:NAME for an embedded model (default: $TINYREACT_MODEL, else $GEMINI_MODEL, else "
+                             "gemini-flash-latest with a key, the embedded model without)")
+    parser.add_argument("--models", action="store_true", help="list the models that can run here, and why others cannot")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="show each reply when it is complete, not as it is written (replies stream only to a terminal)")
     parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
     parser.add_argument("--policy", metavar="NAME",
                         help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
@@ -116,6 +124,8 @@ def conflict(args: argparse.Namespace) -> str | None:
             return f"--{mode} does not go with {flag}"
     if args.replay and args.model and not args.probe:
         return "--model with --replay is for --probe, which asks a model the probe questions"
+    if args.models and (args.question or args.chat or args.compare is not None or args.replay or args.show_prompt):
+        return "--models lists the models and exits; it takes no question or other mode"
     if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
         return "--show-prompt prints the prompt and exits; it takes no question, --chat, --compare or --replay"
     return None
@@ -151,6 +161,10 @@ def _main(argv: list[str] | None) -> int:
     if args.show_prompt:
         print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace())))
         return EXIT_ANSWERED
+    if args.models:
+        read = load_env_files()
+        print(describe_models(available_models(read)))
+        return EXIT_ANSWERED
     if args.replay:
         return _replay(args, specs)
     if args.compare is not None and not (args.question or "").strip():
@@ -170,10 +184,12 @@ def _main(argv: list[str] | None) -> int:
     display = LiveDisplay(events=not (args.json or args.quiet), context=_context_view(args),
                           stderr=args.json or args.quiet)
     try:
-        trace = Trace(args.trace, on_event=display.show)
+        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend})
     except OSError as problem:
         return fail(f"cannot write the trace file: {problem.strerror}: {args.trace}")
-    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter())
+    stream = not (args.no_stream or args.json or args.quiet) and sys.stdout.isatty()
+    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
+                      on_text=display.stream if stream else None)
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
     try:

@@ -82,7 +82,7 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
         progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
         before = tape.live_calls
-        trace = Trace(trace_path(spec, attempt), meta={"policy": spec, "model": model.name})
+        trace = Trace(trace_path(spec, attempt), meta={"policy": spec, "model": model.name, "backend": model.backend})
         try:
             agent = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec), trace=trace, counter=counter)
             result = agent.query(question, finish=finish)

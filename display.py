@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from models.retry import describe
 from policies import BUCKET_NAMES as BUCKETS
 from tokens import TokenCounter, local_counter
 
@@ -58,6 +59,8 @@ class LiveDisplay:
         self.render_context = None  # set by the caller: renders the context the model is about to see
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
+        self._streamed = ""  # the text of the reply being streamed, shown as it came
+        self._replied = None  # the step whose reply was streamed: its parts are not printed again
 
     def show(self, event: dict) -> None:
         """Print one trace event; start the spinner when the model is about to be called."""
@@ -65,7 +68,17 @@ class LiveDisplay:
         kind = event["type"]
         if kind == "context" and self.context and self.render_context:
             self.show_context(self.render_context(), event["policy"], changes=self.context == "changes")
+        if kind in ("retry", "config_fallback"):  # on stderr whatever the output, as it happens
+            if kind == "retry" and event.get("restart_stream") and self._streamed:
+                self._end_stream()
+            Console(stderr=True, highlight=False).print(plain(describe(event), "yellow"))
         if not self.events:
+            return
+        if kind == "reply":
+            self._replied = event["step"] if self._streamed else None  # streamed: its parts were shown as they came
+            if self._streamed:
+                self._end_stream()
+        if kind in ("thought", "action", "answer") and self._replied == event.get("step"):
             return
         if kind in STYLES:
             label, style = STYLES[kind]
@@ -110,6 +123,17 @@ class LiveDisplay:
             self.console.print(plain(part.text))
         self.console.rule(style="magenta")
 
+    def stream(self, piece: str) -> None:
+        """Show a piece of the reply as the model writes it (only text that will not be cut)."""
+        self._stop_spinner()
+        self._streamed += piece
+        self.console.print(plain(piece, "cyan"), end="")
+
+    def _end_stream(self) -> None:
+        if not self._streamed.endswith("\n"):
+            self.console.print()
+        self._streamed = ""
+
     def note(self, text: str) -> None:
         self._stop_spinner()
         self.console.print(plain(text, "dim"))
@@ -122,7 +146,7 @@ class LiveDisplay:
         calls = f"{result.model_calls} model call{'s' if result.model_calls != 1 else ''}"
         if result.summary_calls:
             calls += f" ({result.summary_calls} for summaries)"
-        parts = [f"{result.steps} step{'s' if result.steps != 1 else ''}", calls,
+        parts = [f"{result.model} ({result.backend})", f"{result.steps} step{'s' if result.steps != 1 else ''}", calls,
                  f"{usage.input_tokens:,} tokens in / {usage.output_tokens:,} out ({result.usage_source})",
                  f"{result.seconds:.1f} s"]
         if result.stop_reason.value != "answer":

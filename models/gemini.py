@@ -1,113 +1,348 @@
-"""Gemini through the official google-genai SDK.
+"""Gemini through the official google-genai SDK, configured by model family.
 
 Configuration, each a constructor argument or else an environment variable (also read from `.env`):
-GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_TEMPERATURE (default 0), GEMINI_THINKING
-(default "minimal"; "none" sends no thinking setting, for models that do not take one), and the SDK's
-own GOOGLE_GEMINI_BASE_URL for a proxy or a test server, which is left for the SDK to apply.
+GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, GEMINI_THINKING (none, minimal, low, medium, high, or a
+token budget), GEMINI_TEMPERATURE, GEMINI_MAX_OUTPUT_TOKENS (default 8192), TINYREACT_CALL_DEADLINE, and
+the SDK's own GOOGLE_GEMINI_BASE_URL for a proxy or a test server.
+
+What a model accepts depends on its family (FAMILIES below): Gemini 3 and later take a thinking level,
+2.5 models a thinking budget. If the API still rejects the thinking setting or the temperature (400 naming
+it), the call is repeated once without that field, and a `config_fallback` event says so.
+
+The SDK's own retries are off: models/retry.py retries, waits what the server asks, and bounds the call by
+the deadline. Redirects are not followed, so the key is never sent to a host other than the configured one.
 """
+import json
+import math
 import os
+import re
 
 from models import DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelReply
+from models import retry
+from models.keys import check_key, redact
+from models.streaming import StreamCut
 
 API_VERSION = "v1beta"  # the -latest aliases are served on v1beta
-RETRY_STATUS = [429, 500, 503]
-RETRY_ATTEMPTS = 4  # the first try and three retries: about 1 + 2 + 4 s of backoff, plus jitter
-TIMEOUT_SECONDS = 60
-MAX_OUTPUT_TOKENS = 2048
-THINKING_LEVELS = ("none", "minimal", "low", "medium", "high")
+PUBLIC_URL = "https://generativelanguage.googleapis.com"
+MAX_OUTPUT_TOKENS = 8192  # thinking tokens count against it too: 2048 left thinking models with no text
+THINKING_LEVELS = ("minimal", "low", "medium", "high")
+
+# What each family accepts, first match wins: (name pattern, thinking setting, send temperature 0 by default).
+# - Gemini 3 and later take `thinkingLevel`; LOW is the lowest level every 3.x Flash, Flash-Lite and Pro takes
+#   (MINIMAL is Flash-only and refused by newer Flash), and Google advises leaving temperature at its default
+#   for them: https://ai.google.dev/gemini-api/docs/gemini-3 and https://ai.google.dev/gemini-api/docs/thinking
+# - Gemini 2.5 takes `thinkingBudget` instead and rejects thinkingLevel. 0 turns thinking off on 2.5 Flash and
+#   Flash-Lite; 2.5 Pro cannot turn it off and takes 128 to 32768, so 128: https://ai.google.dev/gemini-api/docs/thinking
+# - The -latest aliases point at the newest Flash / Pro, Gemini 3 or later today.
+FAMILIES = [
+    (re.compile(r"(models/)?gemini-([3-9]|\d\d)|.*-latest$"), ("level", "LOW"), False),
+    (re.compile(r"(models/)?gemini-2\.5-flash"), ("budget", 0), True),
+    (re.compile(r"(models/)?gemini-2\.5-pro"), ("budget", 128), True),
+]
+UNKNOWN_FAMILY = (None, True)  # no thinking field, temperature 0 as before families existed
+
+# A 400 naming one of these fields is answered by sending the request again without it, once.
+FALLBACK_FIELDS = {"thinking": (re.compile(r"thinking", re.I), "GEMINI_THINKING"),
+                   "temperature": (re.compile(r"temperature", re.I), "GEMINI_TEMPERATURE")}
+
+# finishReason values, https://ai.google.dev/api/generate-content#FinishReason, in the backend-neutral words
+# of ModelReply.finish.
+FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
+          "BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
+          "IMAGE_SAFETY": "content_filter"}
+
+
+def family(name: str) -> tuple[tuple[str, object] | None, bool]:
+    """(thinking setting, whether to send temperature 0) for a model name."""
+    for pattern, thinking, temperature in FAMILIES:
+        if pattern.match(name):
+            return thinking, temperature
+    return UNKNOWN_FAMILY
+
+
+def parse_thinking(value: str) -> tuple[str, object] | None:
+    """GEMINI_THINKING: none, minimal, low, medium, high, or a token budget (an integer, -1 for dynamic)."""
+    text = value.strip().lower()
+    if text == "none":
+        return None
+    if text in THINKING_LEVELS:
+        return ("level", text.upper())
+    if re.fullmatch(r"-1|\d+", text):
+        return ("budget", int(text))
+    raise ModelConfigError(f"GEMINI_THINKING must be none, {', '.join(THINKING_LEVELS)} or a token budget "
+                           f"(an integer, -1 for dynamic), got {value!r}")
+
+
+def parse_temperature(value: str) -> float:
+    """GEMINI_TEMPERATURE: a number from 0 to 2, the range the API takes."""
+    try:
+        temperature = float(value)
+    except ValueError:
+        temperature = math.nan
+    if not (math.isfinite(temperature) and 0 <= temperature <= 2):
+        raise ModelConfigError(f"GEMINI_TEMPERATURE must be a number from 0 to 2, got {value!r}")
+    return temperature
+
+
+def parse_max_output_tokens(value: str) -> int:
+    if not re.fullmatch(r"\d+", value.strip()) or int(value) < 1:
+        raise ModelConfigError(f"GEMINI_MAX_OUTPUT_TOKENS must be a whole number above 0, got {value!r}")
+    return int(value)
 
 
 class GeminiModel:
+    backend = "gemini"
     usage_source = "billed, from the API"
-    def __init__(
-        self,
-        name: str | None = None,
-        api_key: str | None = None,
-        temperature: float | None = None,
-        thinking: str | None = None,
-        retry_delay: float = 1.0,
-    ):
+
+    def __init__(self, name: str | None = None, api_key: str | None = None, temperature: float | None = None,
+                 thinking: str | None = None, max_output_tokens: int | None = None):
         self.name = name or os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL
-        self._api_key = (api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip()
-        if not self._api_key:
+        raw_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or ""
+        if not raw_key.strip():
             raise ModelConfigError("no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)")
-        self.temperature = temperature if temperature is not None else _float_env("GEMINI_TEMPERATURE", 0.0)
-        self.thinking = (thinking or os.environ.get("GEMINI_THINKING") or "minimal").lower()
-        if self.thinking not in THINKING_LEVELS:
-            raise ModelConfigError(f"GEMINI_THINKING must be one of {', '.join(THINKING_LEVELS)}, got {self.thinking!r}")
-        self._retry_delay = retry_delay
+        from_google = not api_key and not os.environ.get("GEMINI_API_KEY")
+        self._api_key = check_key(raw_key, "GOOGLE_API_KEY" if from_google else "GEMINI_API_KEY")
+        self.url = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or PUBLIC_URL).rstrip("/")
+        default_thinking, sends_temperature = family(self.name)
+        thinking = thinking if thinking is not None else os.environ.get("GEMINI_THINKING")
+        self.thinking = parse_thinking(thinking) if thinking else default_thinking
+        if temperature is None and os.environ.get("GEMINI_TEMPERATURE", "").strip():
+            temperature = parse_temperature(os.environ["GEMINI_TEMPERATURE"])
+        elif temperature is not None:
+            temperature = parse_temperature(str(temperature))
+        self.temperature = temperature if temperature is not None else (0.0 if sends_temperature else None)
+        if max_output_tokens is None and os.environ.get("GEMINI_MAX_OUTPUT_TOKENS", "").strip():
+            max_output_tokens = parse_max_output_tokens(os.environ["GEMINI_MAX_OUTPUT_TOKENS"])
+        self.max_output_tokens = max_output_tokens or MAX_OUTPUT_TOKENS
+        retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
+        self.dropped: set[str] = set()  # fields the API refused for this model and that are no longer sent
         self._client = None
 
     def __repr__(self) -> str:  # never show the key
         return f"GeminiModel({self.name!r})"
 
-    def generate(self, messages: list[Message], stop: list[str]) -> ModelReply:
-        from google.genai import errors, types
+    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py."""
+        from google.genai import types
 
         system = "\n\n".join(m.text for m in messages if m.role == "system") or None
         contents = [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
-        config = types.GenerateContentConfig(
+
+        def attempt(channel: retry.Channel) -> ModelReply:
+            while True:
+                config = self._config(system, stop)
+                try:
+                    if on_text is None:
+                        response = self._connect().models.generate_content(model=self.name, contents=contents, config=config)
+                        return self._reply(response)
+                    return self._stream(contents, config, stop, channel)
+                except Exception as error:
+                    field = self._refused_field(error)
+                    if field is None:
+                        raise self._explain(error) from None
+                    self.dropped.add(field)
+                    channel.event("config_fallback", backend=self.backend, model=self.name, field=field,
+                                  variable=FALLBACK_FIELDS[field][1], message=self._message(error))
+
+        return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
+                         on_text=on_text, on_event=on_event)
+
+    def _config(self, system: str | None, stop: list[str]):
+        from google.genai import types
+
+        thinking = None
+        if self.thinking and "thinking" not in self.dropped:
+            kind, value = self.thinking
+            thinking = types.ThinkingConfig(thinking_level=value) if kind == "level" else types.ThinkingConfig(thinking_budget=value)
+        return types.GenerateContentConfig(
             system_instruction=system,
-            temperature=self.temperature,
+            temperature=None if "temperature" in self.dropped else self.temperature,
             stop_sequences=stop[:5] or None,  # the API takes at most five
-            max_output_tokens=MAX_OUTPUT_TOKENS,
-            thinking_config=None if self.thinking == "none" else types.ThinkingConfig(thinking_level=self.thinking.upper()),
+            max_output_tokens=self.max_output_tokens,
+            thinking_config=thinking,
         )
+
+    def _stream(self, contents, config, stop: list[str], channel: retry.Channel) -> ModelReply:
+        """generateContent as server-sent events, cut as models/streaming.py says; usage from the last chunk."""
+        cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
+        last = finish = None
+        chunks = self._connect().models.generate_content_stream(model=self.name, contents=contents, config=config)
         try:
-            response = self._connect().models.generate_content(model=self.name, contents=contents, config=config)
-        except errors.APIError as error:
-            raise self._explain(error) from None
-        except Exception as error:  # the SDK's transport raises httpx errors once its retries are used up
-            raise ModelError(f"could not reach Gemini: {type(error).__name__}: {error}") from None
-        return _reply(response)
+            for chunk in chunks:
+                last = chunk if chunk.usage_metadata else last
+                candidate = chunk.candidates[0] if chunk.candidates else None
+                if candidate is None:
+                    if chunk.prompt_feedback and chunk.prompt_feedback.block_reason:
+                        return _reply(chunk)  # the prompt was blocked: no text will come
+                    continue
+                finish = candidate.finish_reason or finish
+                for part in (candidate.content.parts if candidate.content and candidate.content.parts else []):
+                    if part.text and part.thought:
+                        channel.event("reasoning", backend=self.backend, text=part.text)
+                    elif part.text and cut.feed(part.text):
+                        break
+                if cut.done or retry.abandoned():
+                    break
+        finally:
+            chunks.close()  # at the cut: the rest of the reply is not read
+        text = cut.finish()
+        counts = _counts(last.usage_metadata if last else None)
+        finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
+        blocked = None if text or finish_word in (None, "stop", "length") else f"finish reason {getattr(finish, 'value', finish)}"
+        return ModelReply(text, finish="stop" if cut.done and not finish_word else finish_word, blocked=blocked, **counts)
 
     def _connect(self):
         if self._client is None:
             from google import genai
             from google.genai import types
 
-            retry = types.HttpRetryOptions(
-                attempts=RETRY_ATTEMPTS, initial_delay=self._retry_delay, max_delay=8 * self._retry_delay,
-                jitter=self._retry_delay,
-                http_status_codes=RETRY_STATUS,
+            options = types.HttpOptions(
+                base_url=self.url, api_version=API_VERSION,
+                timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
+                retry_options=None,  # no SDK retries: models/retry.py owns them
+                client_args={"follow_redirects": False,
+                             "event_hooks": {"request": [_bound_by_deadline], "response": [_read_until_abandoned]}},
             )
-            options = types.HttpOptions(api_version=API_VERSION, timeout=TIMEOUT_SECONDS * 1000, retry_options=retry)
             self._client = genai.Client(api_key=self._api_key, vertexai=False, http_options=options)
         return self._client
 
-    def _explain(self, error) -> ModelError:
-        message = (error.message or str(error)).replace(self._api_key, "***")
-        if error.code in (401, 403) or (error.code == 400 and "API key" in message):
-            return ModelConfigError(f"Gemini rejected the API key ({error.code}): check GEMINI_API_KEY. {message}")
-        if error.code == 404:
-            return ModelConfigError(f"Gemini has no model {self.name!r} ({message}): check --model or GEMINI_MODEL")
-        return ModelError(f"Gemini answered {error.code} {error.status or ''}: {message}")
+    def _reply(self, response) -> ModelReply:
+        if not response.candidates and not (response.prompt_feedback and response.prompt_feedback.block_reason):
+            raise ModelError(f"Gemini (model {self.name} at {self.url}) answered 200 with no candidates and no block "
+                             "reason: an empty response, not a refusal")
+        return _reply(response)
+
+    def _refused_field(self, error: Exception) -> str | None:
+        """The field a 400 names, if it is one that can be left out and has not been left out yet."""
+        from google.genai import errors
+
+        if not isinstance(error, errors.ClientError) or error.code != 400:
+            return None
+        message = self._message(error)
+        for field, (pattern, _) in FALLBACK_FIELDS.items():
+            sent = self.thinking if field == "thinking" else self.temperature
+            if sent is not None and field not in self.dropped and pattern.search(message):
+                return field
+        return None
+
+    def _message(self, error: Exception) -> str:
+        return redact(str(getattr(error, "message", None) or error), self._api_key)
+
+    def _explain(self, error: Exception) -> Exception:
+        """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/retry.py."""
+        import httpx2
+        from google.genai import errors
+
+        where = f"model {self.name} at {self.url}"
+        if isinstance(error, (ModelError, retry.Retryable)):
+            return error
+        if isinstance(error, errors.APIError):
+            message, code, status = self._message(error), error.code, error.status or ""
+            headers = error.response.headers if error.response is not None else {}
+            if 300 <= code < 400:
+                return ModelConfigError(f"Gemini at {self.url} answered {code}, redirecting to "
+                                        f"{redact(headers.get('location', 'an unnamed place'), self._api_key)}: not followed, "
+                                        "so the key stays with the configured host; check GOOGLE_GEMINI_BASE_URL")
+            if code in (401, 403) or (code == 400 and "api key" in message.lower()):
+                return ModelConfigError(f"Gemini rejected the API key ({code} at {self.url}): check GEMINI_API_KEY. {message}")
+            if code == 404:
+                return ModelConfigError(f"Gemini has no model {self.name!r} at {self.url} ({message}): "
+                                        "check --model, TINYREACT_MODEL or GEMINI_MODEL")
+            if code == 429 and _daily_quota(error.details):
+                return ModelError(f"Gemini ({where}): the daily quota is used up ({_daily_quota(error.details)}); "
+                                  f"it is not retried — try again tomorrow or use another model. {message}")
+            if code in retry.RETRY_STATUSES:
+                return retry.Retryable(code, status, message, _server_wait(error.details, headers))
+            if code == 400 and self.dropped:
+                variables = " or ".join(FALLBACK_FIELDS[field][1] for field in sorted(self.dropped))
+                return ModelConfigError(f"Gemini ({where}) still refuses the request after leaving out "
+                                        f"{', '.join(sorted(self.dropped))}: {message} — set {variables}, or choose "
+                                        "another model with --model")
+            return ModelError(f"Gemini ({where}) answered {code} {status}: {message}")
+        if isinstance(error, json.JSONDecodeError):  # the SDK parses a 200 body with json.loads
+            return ModelError(f"Gemini ({where}) answered 200 with a body that is not JSON: "
+                              f"{redact(error.doc[:80], self._api_key)!r} — is GOOGLE_GEMINI_BASE_URL a Gemini API?")
+        if isinstance(error, errors.UnknownApiResponseError):  # the same, in a stream
+            return ModelError(f"Gemini ({where}) sent a stream event that is not JSON: {self._message(error)[:120]}")
+        if isinstance(error, httpx2.TransportError):
+            reason = "connection refused" if isinstance(error, httpx2.ConnectError) else "connection failed"
+            return retry.Retryable(None, reason, self._message(error) or type(error).__name__)
+        return ModelError(f"Gemini ({where}) failed: {type(error).__name__}: {self._message(error)}")
 
 
-def _reply(response) -> ModelReply:
-    """Text and usage from a GenerateContentResponse; no text and a reason when it was blocked."""
-    usage = response.usage_metadata
+def _bound_by_deadline(request) -> None:
+    """httpx request hook: no socket wait (connect, read, write) may reach past the call's deadline."""
+    timeouts = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {name: retry.read_timeout(value or retry.DEFAULT_DEADLINE)
+                                     for name, value in timeouts.items()}
+
+
+def _read_until_abandoned(response) -> None:
+    """httpx response hook: the body is read chunk by chunk and stops once the caller stopped waiting, so a
+    server that sends one byte every few seconds does not keep an abandoned worker busy."""
+    import httpx2
+
+    class Checked(httpx2.SyncByteStream):
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __iter__(self):
+            for chunk in self.stream:
+                if retry.abandoned():
+                    raise httpx2.ReadError("the caller stopped waiting for this reply")
+                yield chunk
+
+        def close(self):
+            self.stream.close()
+
+    response.stream = Checked(response.stream)
+
+
+def _daily_quota(details) -> str | None:
+    """The quota id of a per-day quota in a 429's QuotaFailure detail, e.g. GenerateRequestsPerDayPerProjectPerModel-FreeTier.
+    Such a quota comes back the next day, not in seconds: https://ai.google.dev/gemini-api/docs/rate-limits"""
+    for detail in _details(details):
+        if detail.get("@type", "").endswith("google.rpc.QuotaFailure"):
+            for violation in detail.get("violations") or []:
+                quota = str(violation.get("quotaId", ""))
+                if "PerDay" in quota:
+                    return quota
+    return None
+
+
+def _server_wait(details, headers) -> float | None:
+    """Seconds the server asks to wait: google.rpc.RetryInfo's retryDelay (a protobuf Duration such as "37s",
+    https://cloud.google.com/apis/design/errors#retryinfo), else an HTTP Retry-After header."""
+    for detail in _details(details):
+        if detail.get("@type", "").endswith("google.rpc.RetryInfo"):
+            delay = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", str(detail.get("retryDelay", "")))
+            if delay:
+                return float(delay.group(1))
+    return retry.retry_after(headers.get("retry-after"))
+
+
+def _details(details) -> list[dict]:
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    found = error.get("details") if isinstance(error, dict) else None
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
+
+
+def _counts(usage) -> dict:
     prompt = (usage.prompt_token_count or 0) if usage else 0
     output = (usage.candidates_token_count or 0) if usage else 0
     thoughts = (usage.thoughts_token_count or 0) if usage else 0
-    counts = dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts)
+    return dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts)
+
+
+def _reply(response) -> ModelReply:
+    """Text, usage and how the reply ended, from a GenerateContentResponse; no text and a reason when blocked."""
+    counts = _counts(response.usage_metadata)
     if not response.candidates:
-        feedback = response.prompt_feedback
-        reason = feedback.block_reason if feedback and feedback.block_reason else "no candidates"
-        return ModelReply("", blocked=f"prompt blocked: {getattr(reason, 'value', reason)}", **counts)
+        reason = response.prompt_feedback.block_reason  # GeminiModel._reply makes sure there is one
+        return ModelReply("", blocked=f"prompt blocked: {getattr(reason, 'value', reason)}", finish="blocked", **counts)
     candidate = response.candidates[0]
     parts = candidate.content.parts if candidate.content and candidate.content.parts else []
     text = "".join(part.text for part in parts if part.text and not part.thought)
     finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
     blocked = None if text or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
-    return ModelReply(text, blocked=blocked, **counts)
-
-
-def _float_env(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ModelConfigError(f"{name} must be a number, got {value!r}") from None
+    return ModelReply(text, blocked=blocked, finish=FINISH.get(finish), **counts)

@@ -12,7 +12,9 @@ KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEM
                  "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
                  "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_API_VERSION",
                  "WIKIPEDIA_API_URL", "OPEN_METEO_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy"]
+                 "http_proxy", "https_proxy", "all_proxy", "TINYREACT_MODEL", "TINYREACT_CALL_DEADLINE",
+                 "GEMINI_MAX_OUTPUT_TOKENS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL",
+                 ]
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,7 @@
 """Loopback HTTP servers that speak the shapes of the real APIs, so the real client code runs in tests.
 
-- FakeGemini: `POST /v1beta/models/{model}:generateContent`, as google-genai sends it.
+- FakeGemini: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, as google-genai
+  sends them (tests/model_servers.py has a stand-in that also drips, redirects and refuses settings).
 - FakeWikipedia: the MediaWiki `api.php` queries the `wikipedia` package makes.
 - FakeOpenMeteo: `GET /v1/forecast?latitude=..&longitude=..&current=temperature_2m`.
 Each records the requests it was sent.
@@ -93,6 +94,7 @@ class FakeGemini(Loopback):
     """Answers generateContent calls from a queue: a reply text, a response dict, or a (status, body) pair.
 
     Like the real API it stops text at the request's stop sequences, unless `honour_stops` is False.
+    A streamed request gets the same reply as server-sent events, a few characters per event, in one body.
     """
 
     def __init__(self, replies: list, key: str = "test-key", honour_stops: bool = True, delay: float = 0):
@@ -104,7 +106,7 @@ class FakeGemini(Loopback):
         return [r["body"] for r in self.requests if r["method"] == "POST"]
 
     def handle(self, request):
-        match = re.fullmatch(r"/(v1beta|v1)/models/([^/:]+):generateContent", request["path"])
+        match = re.fullmatch(r"/(v1beta|v1)/models/([^/:]+):(generateContent|streamGenerateContent)", request["path"])
         if not match:
             return 404, {"error": {"code": 404, "message": f"no route {request['path']}", "status": "NOT_FOUND"}}
         if request["headers"].get("x-goog-api-key") != self.key:
@@ -121,7 +123,20 @@ class FakeGemini(Loopback):
                 for stop in stops:
                     reply = reply.split(stop)[0]
             reply = gemini_text(reply)
+        if match.group(3) == "streamGenerateContent" and reply.get("candidates"):
+            return 200, gemini_events(reply)
         return 200, reply
+
+
+def gemini_events(reply: dict, size: int = 5) -> bytes:
+    """A generateContent response as streamGenerateContent sends it: `data: <json>` events, each with the next
+    piece of text; the last one carries the finish reason and the usage."""
+    candidate = reply["candidates"][0]
+    text = "".join(part.get("text", "") for part in candidate["content"]["parts"])
+    texts = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]} for piece in texts]
+    events[-1] = {**reply, "candidates": [{**candidate, "content": events[-1]["candidates"][0]["content"]}]}
+    return b"".join(f"data: {json.dumps(event)}\r\n\r\n".encode() for event in events)
 
 
 # ------------------------------------------------------------------ Wikipedia (MediaWiki api.php)

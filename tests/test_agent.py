@@ -141,7 +141,7 @@ def test_usage_is_summed_from_every_call():
 
 def test_model_failure_ends_the_run_with_error_and_keeps_the_trace():
     class Flaky(ScriptedModel):
-        def generate(self, messages, stop):
+        def generate(self, messages, stop, **options):
             if len(self.calls) == 1:
                 raise ModelError("Gemini answered 503 UNAVAILABLE")
             return super().generate(messages, stop)
@@ -161,7 +161,7 @@ def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path)
     seen_on_disk = []
 
     class Peeking(ScriptedModel):
-        def generate(self, messages, stop):
+        def generate(self, messages, stop, **options):
             seen_on_disk.append(len(path.read_text().splitlines()))
             return super().generate(messages, stop)
     agent = TinyReAct(Peeking(["Action: multiply_numbers(7, 6)", "Answer: 42"]), trace=Trace(str(path)))

@@ -99,12 +99,12 @@ def test_compact_with_recorded_summaries_is_measured(tmp_path):
 
 class Reader:
     """A stand-in model that answers a probe only if the gold fact is in the context it was sent."""
-    name = "reader"
+    name, backend, usage_source = "reader", "test", "none"
 
     def __init__(self, fact, answer):
         self.fact, self.answer, self.calls = fact, answer, 0
 
-    def generate(self, messages, stop):
+    def generate(self, messages, stop, **options):
         self.calls += 1
         context = "\n".join(m.text for m in messages)
         return ModelReply(f"Thought: looking\nAnswer: {self.answer if self.fact in context else 'I do not know'}")

@@ -45,12 +45,12 @@ REPLIES = st.one_of(
 
 class DrawingModel:
     """A model whose replies hypothesis draws; it records each call with the trace length at that moment."""
-    name = "drawing"
+    name, backend, usage_source = "drawing", "test", "drawn by hypothesis"
 
     def __init__(self, data):
         self.data, self.agent, self.calls = data, None, []
 
-    def generate(self, messages, stop):
+    def generate(self, messages, stop, **options):
         self.calls.append((len(self.agent.trace), messages))
         if messages[-1].parts[-1].kind == "request" and len(messages) == 1:  # a compact summary request
             return ModelReply(self.data.draw(st.sampled_from(["Summary: code 4471, name Ada.", "", "x" * 500])))

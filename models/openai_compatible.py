@@ -1,0 +1,309 @@
+"""Any OpenAI-compatible chat server: OpenAI itself, Ollama, llama.cpp's llama-server, vLLM, LM Studio,
+OpenRouter. One POST to `{base}/chat/completions`, written with `requests`, the same ReAct text protocol
+as Gemini (no native function calling), streamed as server-sent events when the caller streams.
+
+    openai:NAME    OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY required
+    ollama:NAME    OLLAMA_HOST (default http://localhost:11434; /v1 is added), no key
+    llamacpp:NAME  LLAMACPP_BASE_URL (default http://localhost:8080/v1), no key
+
+The request and the stream follow https://platform.openai.com/docs/api-reference/chat/create and
+https://platform.openai.com/docs/api-reference/chat/streaming; Ollama's subset is listed at
+https://docs.ollama.com/api/openai-compatibility (stop, stream, stream_options.include_usage are among it).
+Servers that think aloud send that text apart (`reasoning_content` in llama.cpp and DeepSeek, `reasoning`
+in Ollama) or inline as `<think>…</think>`; it never becomes reply text. A server that reports no usage
+gets its tokens counted here (tokens.py), and the reply says "counted locally".
+
+Retries, waits and the call deadline are models/retry.py's. Redirects are never followed: the key goes to
+the configured host only.
+"""
+import json
+import os
+from urllib.parse import urlsplit
+
+from models import COUNTED_LOCALLY, Message, ModelConfigError, ModelError, ModelReply
+from models import retry
+from models.keys import check_key, redact
+from models.streaming import StreamCut, split_reasoning
+
+# backend: (variable naming the base URL, its default, variable naming the key or None, hint when no server answers)
+ENDPOINTS = {
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY", "check OPENAI_BASE_URL"),
+    "ollama": ("OLLAMA_HOST", "http://localhost:11434", None, "is Ollama running? `ollama serve`"),
+    "llamacpp": ("LLAMACPP_BASE_URL", "http://localhost:8080/v1", None,
+                 "is llama-server running? `llama-server -m MODEL.gguf --port 8080`"),
+}
+MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
+MAX_REPLY_BYTES = 4_000_000  # a reply larger than this is a broken server, not a ReAct step
+CONNECT_SECONDS = 10
+ROLES = {"system": "system", "user": "user", "model": "assistant"}
+# finish_reason values: stop, length, content_filter, tool_calls (https://platform.openai.com/docs/api-reference/chat/object)
+FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
+
+
+def endpoint(backend: str) -> tuple[str, str | None]:
+    """(base URL, key variable) for a backend, from the environment or the defaults."""
+    variable, default, key_variable, _ = ENDPOINTS[backend]
+    url = (os.environ.get(variable) or "").strip() or default
+    if backend == "ollama":
+        url = _ollama_base(url) + "/v1"
+    return url.rstrip("/"), key_variable
+
+
+def _ollama_base(host: str) -> str:
+    """OLLAMA_HOST as Ollama itself reads it: `host`, `host:port` or a URL; port 11434 unless a scheme says otherwise."""
+    scheme, found, rest = host.partition("://")
+    if not found:
+        scheme, rest = "http", host
+    hostport = rest.split("/")[0]
+    if ":" not in hostport.rsplit("]", 1)[-1]:
+        hostport += ":11434" if not found else (":443" if scheme == "https" else ":80")
+    return f"{scheme}://{hostport}"
+
+
+def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None, api_key: str | None = None) -> list[str]:
+    """The model ids a server lists at GET {base}/models; ModelError when it cannot be asked."""
+    import requests
+
+    url, key_variable = endpoint(backend)
+    url = (base_url or url).rstrip("/")
+    key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
+    headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
+    hint = ENDPOINTS[backend][3]
+    try:
+        response = requests.get(url + "/models", headers=headers, timeout=timeout, allow_redirects=False)
+    except requests.ConnectionError:
+        raise ModelError(f"no server at {url} — {hint}") from None
+    except requests.RequestException as error:
+        raise ModelError(f"{url} did not answer in {timeout:g} s ({type(error).__name__})") from None
+    if response.status_code != 200:
+        raise ModelError(f"{url}/models answered {response.status_code}")
+    try:
+        return sorted(str(item["id"]) for item in response.json().get("data", []) if isinstance(item, dict) and "id" in item)
+    except (ValueError, AttributeError, TypeError):
+        raise ModelError(f"{url}/models answered with something other than a model list") from None
+
+
+class OpenAICompatibleModel:
+    usage_source = "reported by the server"
+
+    def __init__(self, name: str, base_url: str, *, backend: str = "openai", api_key: str | None = None,
+                 key_variable: str | None = None):
+        self.name, self.backend, self.url = name, backend, base_url.rstrip("/")
+        self._key_variable = key_variable or "the API key"
+        self._api_key = check_key(api_key, self._key_variable) if api_key and api_key.strip() else None
+        scheme = urlsplit(self.url).scheme
+        if scheme not in ("http", "https"):
+            raise ModelConfigError(f"{ENDPOINTS[backend][0]} must be an http:// or https:// URL, got {self.url!r}")
+        self.dropped: set[str] = set()  # request fields the server refused, no longer sent
+        retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
+        self._session = None
+
+    @classmethod
+    def for_backend(cls, backend: str, name: str) -> "OpenAICompatibleModel":
+        """The model for `openai:`, `ollama:` or `llamacpp:` as the environment configures it."""
+        url, key_variable = endpoint(backend)
+        key = os.environ.get(key_variable, "") if key_variable else ""
+        if key_variable and not key.strip():
+            raise ModelConfigError(f"no {key_variable}: set it in the environment or in .env for {backend}:{name} "
+                                   f"(the server at {url})")
+        return cls(name, url, backend=backend, api_key=key, key_variable=key_variable)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAICompatibleModel({self.backend}:{self.name} at {self.url})"
+
+    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py."""
+        chat = [{"role": ROLES[m.role], "content": m.text} for m in messages]
+
+        def attempt(channel: retry.Channel) -> ModelReply:
+            while True:
+                body = {"model": self.name, "messages": chat, "stream": on_text is not None}
+                if stop and "stop" not in self.dropped:
+                    body["stop"] = stop[:MAX_STOPS]
+                if on_text is not None:
+                    body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
+                response = self._post(body)
+                with response:
+                    if response.status_code == 200:
+                        reply = self._stream(response, stop, channel) if on_text is not None else self._whole(response)
+                        return reply
+                    refused = self._refused_field(response)
+                    if refused is None:
+                        raise self._explain(response)
+                    self.dropped.add(refused)
+                    channel.event("config_fallback", backend=self.backend, model=self.name, field=refused,
+                                  variable=None, message=_error_message(response, self._api_key))
+
+        return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
+                         on_text=on_text, on_event=on_event)
+
+    def _post(self, body: dict):
+        import requests
+
+        if self._session is None:
+            self._session = requests.Session()
+            self._session.trust_env = True  # proxies from the environment, as curl would
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            return self._session.post(self.url + "/chat/completions", json=body, headers=headers, stream=True,
+                                      allow_redirects=False,
+                                      timeout=(retry.read_timeout(CONNECT_SECONDS), retry.read_timeout(retry.DEFAULT_DEADLINE)))
+        except requests.ConnectionError as error:
+            if _refused(error):
+                raise ModelConfigError(f"no server at {self.url} — {ENDPOINTS[self.backend][3]}") from None
+            raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
+        except requests.Timeout:
+            raise retry.Retryable(None, "timed out", f"no answer from {self.url}") from None
+
+    def _chunks(self, response):
+        """The body as it arrives, chunk by chunk, stopping when the caller stopped waiting or it grows too big."""
+        import requests
+
+        import urllib3.exceptions
+
+        size = 0
+        while not retry.abandoned():
+            try:
+                chunk = response.raw.read1(65536)
+            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
+                raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
+            if not chunk:
+                return
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                raise ModelError(f"{self._where()} sent more than {MAX_REPLY_BYTES:,} bytes: stopped reading")
+            yield chunk
+
+    def _whole(self, response) -> ModelReply:
+        data = b"".join(self._chunks(response))
+        try:
+            answer = json.loads(data)
+            choice = answer["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise ModelError(f"{self._where()} answered 200 with something other than a chat completion: "
+                             f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
+        reasoning, text = split_reasoning(message.get("content") or "")
+        return _reply(text, choice.get("finish_reason"), answer.get("usage"))
+
+    def _stream(self, response, stop: list[str], channel: retry.Channel) -> ModelReply:
+        """Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end; usage in the last chunk."""
+        cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
+        finish, usage, buffer = None, None, b""
+        for chunk in self._chunks(response):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                line = line.strip()
+                if not line.startswith(b"data:"):
+                    continue  # blank separators, `: keep-alive` comments, `event:` names
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    return self._streamed(cut, finish, usage)
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    raise ModelError(f"{self._where()} sent a stream event that is not JSON: "
+                                     f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
+                if isinstance(event.get("error"), dict):
+                    raise ModelError(f"{self._where()} failed in the middle of the reply: "
+                                     f"{redact(str(event['error'].get('message')), self._api_key)}")
+                usage = event.get("usage") or usage
+                for choice in event.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    thinking = delta.get("reasoning_content") or delta.get("reasoning")
+                    if thinking:
+                        channel.event("reasoning", backend=self.backend, text=thinking)
+                    if delta.get("content") and cut.feed(delta["content"]):
+                        return self._streamed(cut, "stop", usage)
+                    finish = choice.get("finish_reason") or finish
+        if not cut.done and finish is None:
+            raise retry.Retryable(None, "stream ended early", "the connection closed before the reply was complete")
+        return self._streamed(cut, finish, usage)
+
+    def _streamed(self, cut: StreamCut, finish: str | None, usage: dict | None) -> ModelReply:
+        return _reply(cut.finish(), finish, usage)
+
+    def _refused_field(self, response) -> str | None:
+        """`stop` when a 400 says the model does not take stop sequences (some reasoning models do not):
+        the request is sent again without them, and the loop's own cut at Observation still applies."""
+        if response.status_code != 400 or "stop" in self.dropped:
+            return None
+        message = _error_message(response, self._api_key)
+        error = _error_object(response)
+        return "stop" if error.get("param") == "stop" or "'stop'" in message or "`stop`" in message else None
+
+    def _explain(self, response) -> Exception:
+        """A non-200 answer as the user should read it: ModelConfigError, ModelError, or Retryable."""
+        code = response.status_code
+        message = _error_message(response, self._api_key)
+        if 300 <= code < 400:
+            target = redact(response.headers.get("location", "an unnamed place"), self._api_key)
+            return ModelConfigError(f"{self._where()} answered {code}, redirecting to {target}: not followed, so the "
+                                    f"key stays with the configured host; set {ENDPOINTS[self.backend][0]} to the "
+                                    "final URL")
+        if code in (401, 403):
+            return ModelConfigError(f"{self._where()} rejected the API key ({code}): check {self._key_variable}. {message}")
+        if code == 404:
+            return ModelConfigError(self._unknown_model(message))
+        error = _error_object(response)
+        if code == 429 and error.get("code") == "insufficient_quota":
+            # Not a rate limit: the account is out of credit, https://platform.openai.com/docs/guides/error-codes
+            return ModelError(f"{self._where()}: {message} (insufficient_quota; not retried)")
+        if code in retry.RETRY_STATUSES:
+            return retry.Retryable(code, response.reason or "", message, retry.retry_after(response.headers.get("retry-after")))
+        return ModelError(f"{self._where()} answered {code} {response.reason or ''}: {message}")
+
+    def _unknown_model(self, message: str) -> str:
+        """404: name the models the server has when it lists them, else say the URL may be wrong."""
+        try:
+            names = list_models(self.backend, timeout=2.0, base_url=self.url, api_key=self._api_key or "")
+        except ModelError:
+            names = None
+        if names is None:
+            return (f"{self._where()} answered 404 ({message}): no such model, or {ENDPOINTS[self.backend][0]} "
+                    "is not an OpenAI-compatible /v1 URL")
+        if self.name in names:
+            return f"{self._where()} answered 404 for a model it lists ({message}): check {ENDPOINTS[self.backend][0]}"
+        shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "") if names else "none"
+        return f"{self._where()} has no model {self.name!r}; it has: {shown}"
+
+    def _where(self) -> str:
+        return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"
+
+
+def _reply(text: str, finish: str | None, usage: dict | None) -> ModelReply:
+    word = FINISH.get(finish) if finish else None
+    blocked = "content filter" if word == "content_filter" and not text else None
+    if not isinstance(usage, dict):
+        return ModelReply(text, finish=word, blocked=blocked, usage_source=COUNTED_LOCALLY)
+    details = usage.get("completion_tokens_details") or {}
+    return ModelReply(text, input_tokens=int(usage.get("prompt_tokens") or 0),
+                      output_tokens=int(usage.get("completion_tokens") or 0),
+                      thoughts_tokens=int(details.get("reasoning_tokens") or 0), finish=word, blocked=blocked)
+
+
+def _error_object(response) -> dict:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return {}
+    return error if isinstance(error, dict) else {"message": str(error)} if error else {}
+
+
+def _error_message(response, key: str | None) -> str:
+    """The server's own words for an error, redacted and kept to one line."""
+    try:
+        text = response.content[:2000].decode("utf-8", "replace")
+    except Exception:  # the body could not be read at all
+        text = ""
+    error = _error_object(response)
+    message = str(error.get("message") or text.strip() or response.reason or "")
+    return redact(" ".join(message.split())[:300], key)
+
+
+def _refused(error: Exception) -> bool:
+    """Whether a requests ConnectionError is a refused connection: nothing listens at the URL.
+    requests wraps urllib3's MaxRetryError, whose `reason` was raised from the socket's ConnectionRefusedError."""
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    return isinstance(getattr(reason, "__cause__", None), ConnectionRefusedError)

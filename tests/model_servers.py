@@ -1,0 +1,320 @@
+"""Loopback stand-ins for model APIs that behave like the real ones, so the real clients (google-genai,
+requests) run in the tests: streamed answers, slow drips, redirects and refusals included.
+
+- GeminiStandIn: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`, with
+  the per-family rules of today's models for thinking settings and temperature.
+- OpenAIStandIn: `POST /v1/chat/completions` (whole or as server-sent events) and `GET /v1/models`, as
+  OpenAI, Ollama and llama.cpp's server answer them.
+
+Each rule is written from the provider's documentation, cited beside it. Answers come from a queue; an
+`Answer` in the queue is sent exactly as given (any status, headers, a body dripped in chunks).
+"""
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+# Settings the model layer reads; tests start without them, so a developer's own setup cannot leak in.
+MODEL_VARIABLES = ["TINYREACT_MODEL", "TINYREACT_CALL_DEADLINE", "GEMINI_MAX_OUTPUT_TOKENS", "OPENAI_API_KEY",
+                   "OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL"]
+
+
+@dataclass
+class Answer:
+    """One HTTP answer: `chunks` are written one by one, `pause` seconds apart (a stream, or a slow drip)."""
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)
+    pause: float = 0.0
+
+    @classmethod
+    def json(cls, status: int, payload) -> "Answer":
+        return cls(status, [json.dumps(payload).encode()], {"Content-Type": "application/json; charset=UTF-8"})
+
+
+class StandIn:
+    """An HTTP/1.0 server on 127.0.0.1 in a background thread; subclasses implement `handle(request) -> Answer`.
+    It records every request; a slow answer stops dripping when the server is closed."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.closing = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._serve(b"")
+
+            def do_POST(self):
+                self._serve(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def _serve(self, body: bytes):
+                url = urlparse(self.path)
+                try:
+                    parsed = json.loads(body) if body else None
+                except ValueError:
+                    parsed = body
+                request = {"method": self.command, "path": url.path, "headers": dict(self.headers),
+                           "query": {k: v[-1] for k, v in parse_qs(url.query).items()}, "body": parsed}
+                owner.requests.append(request)
+                answer = owner.handle(request)
+                try:
+                    self.send_response(answer.status)
+                    headers = {"Content-Type": "application/json; charset=UTF-8", **answer.headers}
+                    headers.setdefault("Content-Length", str(sum(len(c) for c in answer.chunks)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    for number, chunk in enumerate(answer.chunks):
+                        if number and answer.pause and owner.closing.wait(answer.pause):
+                            return
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client closed the stream at its cut, or gave up: as a real server sees it
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    def handle(self, request: dict) -> Answer:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def sse(events: list) -> list[bytes]:
+    """Server-sent events, one chunk each: `data: <json>` and a blank line (https://html.spec.whatwg.org/multipage/server-sent-events.html)."""
+    return [f"data: {e if isinstance(e, str) else json.dumps(e)}\r\n\r\n".encode() for e in events]
+
+
+def pieces(text: str, size: int = 5) -> list[str]:
+    """A reply as a model streams it: a few characters at a time."""
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def cut_at_stops(text: str, stops: list[str]) -> str:
+    """The text a server returns for a request with stop sequences: everything before the first one."""
+    for stop in stops:
+        text = text.split(stop)[0]
+    return text
+
+
+# ------------------------------------------------------------------ Gemini
+
+def gemini_response(text: str, finish: str = "STOP", prompt_tokens: int = 100, output_tokens: int = 10,
+                    thoughts_tokens: int = 0) -> dict:
+    """A GenerateContentResponse, https://ai.google.dev/api/generate-content#generatecontentresponse"""
+    usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+             "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens}
+    if thoughts_tokens:
+        usage["thoughtsTokenCount"] = thoughts_tokens
+    content = {"parts": [{"text": text}] if text else [], "role": "model"}
+    return {"candidates": [{"content": content, "finishReason": finish, "index": 0}], "usageMetadata": usage,
+            "modelVersion": "stand-in", "responseId": "stand-in"}
+
+
+def gemini_error(code: int, status: str, message: str, *details: dict, headers: dict | None = None) -> Answer:
+    """An error as the API sends it: google.rpc.Status in JSON, https://cloud.google.com/apis/design/errors#http_mapping"""
+    error = {"code": code, "message": message, "status": status}
+    if details:
+        error["details"] = list(details)
+    answer = Answer.json(code, {"error": error})
+    answer.headers.update(headers or {})
+    return answer
+
+
+def retry_info(delay: str) -> dict:
+    return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+
+
+def quota_failure(quota_id: str) -> dict:
+    """How a spent quota is named in a 429 (ids seen in the wild: GenerateRequestsPerDayPerProjectPerModel-FreeTier,
+    GenerateRequestsPerMinutePerProjectPerModel-FreeTier), https://ai.google.dev/gemini-api/docs/rate-limits"""
+    return {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                            "quotaId": quota_id}]}
+
+
+def thinking_rule(model: str, generation: dict) -> str | None:
+    """Why today's API refuses a generationConfig for this model, or None. The rules, from
+    https://ai.google.dev/gemini-api/docs/thinking and https://ai.google.dev/gemini-api/docs/gemini-3:
+    - Gemini 3+ takes thinkingLevel; Pro takes LOW or HIGH; Flash from 3.7 on and the -latest aliases take
+      LOW, MEDIUM or HIGH (MINIMAL was accepted by early 3.x Flash only); temperature is refused by 3.7+ Flash
+      (Google advises leaving it at its default for Gemini 3).
+    - Gemini 2.5 takes thinkingBudget and refuses thinkingLevel; 2.5 Pro cannot turn thinking off and takes
+      128 to 32768; 2.5 Flash takes 0 to 24576.
+    - thinkingLevel and thinkingBudget together are refused.
+    Field names are accepted in both spellings, as proto3 JSON parsers do (https://protobuf.dev/programming-guides/json/):
+    the SDK sends `thinking_level` inside thinkingConfig, the REST docs write `thinkingLevel`."""
+    thinking = generation.get("thinkingConfig") or generation.get("thinking_config") or {}
+    level = thinking.get("thinkingLevel", thinking.get("thinking_level"))
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    if level is not None and budget is not None:
+        return "You can only set one of thinking level and thinking budget."
+    new_flash = re.fullmatch(r"gemini-(3\.[7-9]|[4-9](\.\d+)?)-flash.*|gemini-flash-latest", model)
+    pro3 = re.fullmatch(r"gemini-([3-9](\.\d+)?)-pro.*|gemini-pro-latest", model)
+    if model.startswith("gemini-2.5"):
+        if level is not None:
+            return "Thinking level is not supported for this model."
+        low = 128 if "pro" in model else 0
+        high = 32768 if "pro" in model else 24576
+        if budget is not None and budget != -1 and not low <= budget <= high:
+            return f"The thinking budget {budget} is invalid. Please choose a value between {low} and {high}."
+    elif new_flash or pro3:
+        allowed = ("LOW", "HIGH") if pro3 else ("LOW", "MEDIUM", "HIGH")
+        if level is not None and str(level).upper() not in allowed:
+            return f"Thinking level {level} is not supported for this model. Supported levels: {', '.join(allowed)}."
+        if new_flash and "temperature" in generation:
+            return "temperature is not supported for this model; leave it unset."
+    return None
+
+
+class GeminiStandIn(StandIn):
+    """generateContent and streamGenerateContent from a queue of replies: a text (stopped at the request's
+    stop sequences, as the API does), a response dict, or an Answer sent as it is.
+    `pause` spaces the events of a streamed reply."""
+
+    def __init__(self, replies: list, key: str = "test-key", pause: float = 0.0):
+        super().__init__()
+        self.replies, self.key, self.pause = list(replies), key, pause
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["method"] == "POST"]
+
+    def handle(self, request):
+        match = re.fullmatch(r"/v1beta/models/([^/:]+):(generateContent|streamGenerateContent)", request["path"])
+        if not match:
+            return gemini_error(404, "NOT_FOUND", f"no route {request['path']}")
+        model, method = match.groups()
+        if request["headers"].get("x-goog-api-key") != self.key:
+            # An invalid key is a 400, https://ai.google.dev/gemini-api/docs/troubleshooting
+            return gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
+                                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"})
+        generation = request["body"].get("generationConfig") or {}
+        refusal = thinking_rule(model, generation)
+        if refusal:
+            return gemini_error(400, "INVALID_ARGUMENT", refusal)
+        if not self.replies:
+            return gemini_error(500, "INTERNAL", "the stand-in has no replies left")
+        reply = self.replies.pop(0)
+        if isinstance(reply, Answer):
+            return reply
+        if isinstance(reply, str):
+            reply = gemini_response(cut_at_stops(reply, generation.get("stopSequences") or []))
+        if method == "generateContent":
+            return Answer.json(200, reply)
+        # Streamed: each event is a GenerateContentResponse with the next piece of text; the last carries the
+        # finish reason and the usage, https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent
+        candidate = (reply.get("candidates") or [{}])[0]
+        text = "".join(p.get("text", "") for p in (candidate.get("content") or {}).get("parts", []))
+        events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]}
+                  for piece in pieces(text)]
+        last = json.loads(json.dumps(reply))
+        if "candidates" in last:
+            events[-1] = {**last, "candidates": [{**last["candidates"][0], "content": events[-1]["candidates"][0]["content"]}]}
+        else:
+            events = [last]
+        return Answer(200, sse(events), {"Content-Type": "text/event-stream"}, self.pause)
+
+
+# ------------------------------------------------------------------ OpenAI-compatible
+
+def completion(text: str, finish: str = "stop", usage: bool = True, reasoning: str | None = None, model: str = "m") -> dict:
+    """A chat.completion object, https://platform.openai.com/docs/api-reference/chat/object"""
+    message = {"role": "assistant", "content": text}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    answer = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+              "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    if usage:
+        answer["usage"] = {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
+    return answer
+
+
+def openai_error(status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None, headers: dict | None = None) -> Answer:
+    """An error object, https://platform.openai.com/docs/guides/error-codes"""
+    answer = Answer.json(status, {"error": {"message": message, "type": type, "param": param, "code": code}})
+    answer.headers.update(headers or {})
+    return answer
+
+
+class OpenAIStandIn(StandIn):
+    """chat/completions from a queue of replies: a text (stopped at the request's stop sequences), a
+    chat.completion dict, or an Answer. `key`: the bearer token required (None: any). `models`: the ids
+    listed at /v1/models; another model is a 404 model_not_found. `usage`: whether answers carry usage.
+    `reasoning`: text sent apart as `reasoning_content`, as llama.cpp does. `echo_key`: a careless server
+    that quotes the key it was sent in its 401."""
+
+    def __init__(self, replies: list, key: str | None = None, models: tuple = ("qwen3:8b",), usage: bool = True,
+                 reasoning: str | None = None, echo_key: bool = False, pause: float = 0.0, refuse_stop: bool = False):
+        super().__init__()
+        self.replies, self.key, self.models, self.usage = list(replies), key, list(models), usage
+        self.reasoning, self.echo_key, self.pause, self.refuse_stop = reasoning, echo_key, pause, refuse_stop
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def handle(self, request):
+        sent_key = request["headers"].get("Authorization", "").removeprefix("Bearer ")
+        if self.key is not None and sent_key != self.key:
+            shown = sent_key if self.echo_key else sent_key[:3] + "****"
+            return openai_error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
+        if request["method"] == "GET" and request["path"] == "/v1/models":
+            return Answer.json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                                 "owned_by": "library"} for m in self.models]})
+        if request["path"] != "/v1/chat/completions":
+            return Answer(404, [b"404 page not found"], {"Content-Type": "text/plain"})
+        body = request["body"]
+        if body["model"] not in self.models:
+            # Ollama: `model "x" not found, try pulling it first`; OpenAI: code model_not_found.
+            return openai_error(404, f"The model `{body['model']}` does not exist or you do not have access to it.",
+                                code="model_not_found")
+        if self.refuse_stop and "stop" in body:
+            # Reasoning models refuse stop sequences: https://platform.openai.com/docs/guides/reasoning
+            return openai_error(400, "Unsupported parameter: 'stop' is not supported with this model.",
+                                code="unsupported_parameter", param="stop")
+        if not self.replies:
+            return openai_error(500, "the stand-in has no replies left", type="server_error")
+        reply = self.replies.pop(0)
+        if isinstance(reply, Answer):
+            return reply
+        if isinstance(reply, str):
+            stop = body.get("stop") or []
+            reply = completion(cut_at_stops(reply, [stop] if isinstance(stop, str) else stop), usage=self.usage,
+                               reasoning=self.reasoning, model=body["model"])
+        if not body.get("stream"):
+            return Answer.json(200, reply)
+        return Answer(200, sse(self._chunks(reply, body)), {"Content-Type": "text/event-stream"}, self.pause)
+
+    def _chunks(self, reply: dict, body: dict) -> list:
+        """A completion as chat.completion.chunk events: reasoning and content deltas, the finish reason, then
+        (with stream_options.include_usage) a last chunk with empty choices and the usage, then [DONE]:
+        https://platform.openai.com/docs/api-reference/chat/streaming"""
+        choice = reply["choices"][0]
+        base = {"id": reply["id"], "object": "chat.completion.chunk", "created": 0, "model": reply["model"]}
+        deltas = [{"reasoning_content": piece} for piece in pieces(choice["message"].get("reasoning_content") or "")
+                  if piece] + [{"content": piece} for piece in pieces(choice["message"].get("content") or "")]
+        events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        if (body.get("stream_options") or {}).get("include_usage") and reply.get("usage"):
+            events.append({**base, "choices": [], "usage": reply["usage"]})
+        return events + ["[DONE]"]

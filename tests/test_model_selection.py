@@ -1,0 +1,104 @@
+"""One grammar names every model: --model over TINYREACT_MODEL over GEMINI_MODEL; `--models` says what can run."""
+import socket
+
+import pytest
+
+import models
+from models import LocalModel, ModelConfigError, available_models, describe_models, load_model, parse_spec
+from model_servers import MODEL_VARIABLES, OpenAIStandIn
+
+
+@pytest.fixture(autouse=True)
+def no_model_settings(monkeypatch):
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+class TinyLocal:
+    """An embedded model for these tests, so that choosing `local:` loads nothing heavy."""
+    backend = "local"
+    usage_source = "counted locally"
+
+    def __init__(self, progress):
+        self.name = "tiny"
+        progress("loading tiny")
+
+
+@pytest.fixture
+def tiny_local(monkeypatch):
+    monkeypatch.setitem(models.LOCAL_MODELS, "gemma-3-270m", LocalModel(__name__, "TinyLocal", "json"))
+
+
+@pytest.mark.parametrize("spec, parsed", [
+    ("gemini:gemini-2.5-flash", ("gemini", "gemini-2.5-flash")),
+    ("gemini-3.8-flash", ("gemini", "gemini-3.8-flash")),
+    ("openai:gpt-test", ("openai", "gpt-test")),
+    ("ollama:qwen3:8b", ("ollama", "qwen3:8b")),  # Ollama tags contain a colon themselves
+    ("llamacpp:any", ("llamacpp", "any")),
+    ("local:gemma-270m", ("local", "gemma-3-270m")),
+    ("gemma-3-270m", ("local", "gemma-3-270m")),
+])
+def test_specs(spec, parsed):
+    assert parse_spec(spec) == parsed
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("olama:qwen3", "unknown backend 'olama'"), ("ollama:", "names no model"), ("local:gpt-5", "no embedded model 'gpt-5'"),
+])
+def test_bad_specs_are_one_line_errors(spec, message):
+    with pytest.raises(ModelConfigError, match=message):
+        parse_spec(spec)
+
+
+def test_model_flag_over_tinyreact_model_over_gemini_model(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GEMINI_MODEL", "gemini-2.5-pro")
+    assert (load_model().backend, load_model().name) == ("gemini", "gemini-2.5-pro")
+    monkeypatch.setenv("TINYREACT_MODEL", "ollama:qwen3:8b")
+    assert (load_model().backend, load_model().name) == ("ollama", "qwen3:8b")
+    flagged = load_model("llamacpp:any")
+    assert (flagged.backend, flagged.name, flagged.url) == ("llamacpp", "any", "http://localhost:8080/v1")
+
+
+def test_default_is_gemini_with_a_key_else_the_embedded_model(monkeypatch, tiny_local):
+    notices, progress = [], []
+    model = load_model(None, progress.append, notices.append)
+    assert (model.backend, model.name) == ("local", "tiny") and progress == ["loading tiny"]
+    assert notices == [models.OFFLINE_NOTICE]
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    model = load_model(None, progress.append, notices.append)
+    assert (model.backend, model.name) == ("gemini", "gemini-flash-latest") and len(notices) == 1
+
+
+def test_an_embedded_model_without_its_package_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(models.LOCAL_MODELS, "gemma-3-270m", LocalModel("no_such_module_here", "X", "no_such_package"))
+    with pytest.raises(ModelConfigError, match="not installed .*pip install -r requirements.txt"):
+        load_model("local:gemma-3-270m")
+
+
+def test_ollama_host_forms(monkeypatch):
+    for host, url in [("localhost:11434", "http://localhost:11434/v1"), ("0.0.0.0", "http://0.0.0.0:11434/v1"),
+                      ("https://ollama.example", "https://ollama.example:443/v1"), ("", "http://localhost:11434/v1")]:
+        monkeypatch.setenv("OLLAMA_HOST", host)
+        assert load_model("ollama:x").url == url
+
+
+def test_the_listing_says_what_runs_here_and_why_not(monkeypatch, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LLAMACPP_BASE_URL", f"http://127.0.0.1:{closed_port}/v1")
+    with OpenAIStandIn([], models=("qwen3:8b", "llama3.2")) as ollama:
+        monkeypatch.setenv("OLLAMA_HOST", ollama.url)
+        rows = available_models(["/home/me/project/.env"], probe_seconds=0.5)
+    by_spec = {row["spec"]: row for row in rows}
+    assert not by_spec["gemini:gemini-flash-latest"]["ready"] and "GEMINI_API_KEY" in by_spec["gemini:gemini-flash-latest"]["why"]
+    assert "no OPENAI_API_KEY" in by_spec["openai:MODEL"]["why"]
+    assert by_spec["ollama:qwen3:8b"]["ready"] and by_spec["ollama:llama3.2"]["ready"]
+    assert not by_spec["llamacpp:MODEL"]["ready"] and "no server at" in by_spec["llamacpp:MODEL"]["why"]
+    local = by_spec["local:gemma-3-270m"]
+    assert local["ready"] and "not unpacked yet" in local["why"]
+    text = describe_models(rows)
+    assert "✓ ollama:qwen3:8b" in text and "✗ gemini:gemini-flash-latest" in text
+    assert text.endswith(".env read: /home/me/project/.env")
