@@ -127,7 +127,7 @@ def test_wikipedia_errors_are_messages(monkeypatch):
 
 
 def test_wikipedia_timeout(monkeypatch):
-    monkeypatch.setattr("tools.wiki.TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("tools.web.DEADLINE_SECONDS", 0.2)
     with FakeWikipedia(PAGES, delay=1.0) as slow:
         monkeypatch.setenv("WIKIPEDIA_API_URL", slow.url + "/w/api.php")
         assert wikipedia_coordinates("Caesars Superdome") == "Error: Wikipedia did not answer within 0.2 seconds."
