@@ -20,7 +20,7 @@ from prompts import render_instructions
 from reports import replay_csv, replay_json, svg_plot
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
-from traces import Trace, read_trace_file
+from traces import Trace, load_trace
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
@@ -184,7 +184,8 @@ def _main(argv: list[str] | None) -> int:
     display = LiveDisplay(events=not (args.json or args.quiet), context=_context_view(args),
                           stderr=args.json or args.quiet)
     try:
-        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend})
+        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend},
+                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
     except OSError as problem:
         return fail(f"cannot write the trace file: {problem.strerror}: {args.trace}")
     stream = not (args.no_stream or args.json or args.quiet) and sys.stdout.isatty()
@@ -324,11 +325,14 @@ def _replay(args, specs: list[str]) -> int:
     from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
 
     try:
-        header, events = read_trace_file(args.replay)
+        recorded = load_trace(args.replay)
     except ValueError as problem:
         return fail(str(problem))
     except OSError as problem:
         return fail(f"{problem.strerror}: {problem.filename}")
+    header, events = recorded.header, recorded.events
+    if recorded.warning:
+        print(f"warning: {args.replay}: {recorded.warning}", file=sys.stderr)
     counter = local_counter()
     reports = replay(header, events, specs, counter)
     scores, model_name, interrupted = None, None, False

@@ -196,7 +196,7 @@ def probe(header: dict, events: Sequence[dict], specs: Sequence[str], model: Mod
     scores = scores if scores is not None else {}
     scores.update({name: {} for name in ["closed book", *contexts]})
     for number in probe_points(header, points):
-        prefix = events[: points[number - 1]] if number <= len(points) else list(events)
+        prefix = events[: points[number - 1]] if 1 <= number <= len(points) else list(events)
         for item in header.get("probes", []):
             fact = facts.get(item["fact"])
             if fact and not stated(fact, prefix):

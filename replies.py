@@ -75,6 +75,8 @@ def parse_action(text: str) -> ActionCall:
     for keyword in call.keywords:
         if keyword.arg is None:
             raise ActionError(f"{call.func.id}(): **arguments are not allowed; name each argument")
+        if keyword.arg in kwargs:  # Python's compiler refuses this, but `ast.parse` lets it through
+            raise ActionError(f"{call.func.id}(): keyword argument repeated: {keyword.arg}")
         kwargs[keyword.arg] = _literal(keyword.value, call.func.id)
     return ActionCall(call.func.id, args, kwargs)
 

@@ -4,21 +4,68 @@ Each event is a small JSON-ready dict with a `type` (question, reply, thought, a
 answer, usage, error, ...). Context policies render what the model sees from it; nothing edits it.
 With a path, every event is also written to a JSON Lines file and flushed at once, so a crash or
 Ctrl-C loses nothing already seen. The file's first line names the format and its version.
+
+A failed write (a full disk, a file size limit) never stops the run: it is reported once, through
+`on_error` and `Trace.write_error`, and the events go on being kept in memory. Reading a file back
+(`load_trace`) checks every event it knows against EVENT_FIELDS, skips over event types it does not
+know, accepts every older version, and drops a last line cut off mid-write, saying so.
 """
 import json
+import re
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 FORMAT = "tinyreact-trace"
 VERSION = 1
 
+# What changed in each version. Bump VERSION when an event's meaning changes (a field renamed, retyped or
+# read differently), say what changed here, and add to UPGRADES the function that turns one line (the header
+# or an event) of the version before into the new form, so that every older file still loads. New event
+# types and new optional fields need no bump: readers skip what they do not know.
+HISTORY = {
+    1: "the first version: the events in EVENT_FIELDS",
+}
+# version -> a function (record) -> record that brings one line of a file of that version up to the next.
+# It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
+UPGRADES: dict[int, Callable[[dict], dict]] = {}
+
+TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "a table of whole numbers"
+FACTS, PROBES, CALLS = "a list of {id, text}", "a list of {id, fact, answer, questions}", "a list of call numbers from 1"
+# The header fields a reader uses (replay's planted facts, probe questions and the calls to probe at), if present.
+HEADER_FIELDS = {"title": TEXT, "created": TEXT, "recorded": TEXT, "facts": FACTS, "probes": PROBES, "probe_points": CALLS}
+# Every event type a reader knows: the fields it must have and their kinds, then the ones it may have.
+EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
+    "instructions": ({"text": TEXT}, {"tools": TEXT}),
+    "question": ({"text": TEXT}, {}),
+    "reply": ({"step": WHOLE, "text": TEXT}, {"raw": TEXT, "blocked": OPTIONAL_TEXT}),
+    "thought": ({"step": WHOLE, "text": TEXT}, {}),
+    "action": ({"step": WHOLE, "text": TEXT}, {}),
+    "answer": ({"step": WHOLE, "text": TEXT}, {}),
+    "observation": ({"step": WHOLE, "text": TEXT}, {}),
+    "finish": ({"text": TEXT}, {}),
+    "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
+    "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
+    "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT}),
+    "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),
+    "error": ({"message": TEXT}, {}),
+    "reset": ({}, {}),
+}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a JSON escape like \ud800 can smuggle one in; no text may hold it
+
 
 class Trace:
-    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None, meta: dict | None = None):
+    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None, meta: dict | None = None,
+                 on_error: Callable[[str], None] | None = None):
+        """With a path, write every event to it as JSON Lines (opening it may raise OSError). If a write fails,
+        now or later, `on_error` is called once with a one-line message, which `write_error` keeps too."""
         self._events: list[dict] = []
-        self._on_event = on_event
+        self._on_event, self._on_error = on_event, on_error
         self._start = time.monotonic()
-        self._file = open(path, "w", encoding="utf-8") if path else None
+        self.path = path
+        self.write_error: str | None = None
+        # backslashreplace: a lone surrogate in some text is written as its JSON escape instead of failing the write
+        self._file = open(path, "w", encoding="utf-8", errors="backslashreplace") if path else None
         if self._file:
             created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self._write({"format": FORMAT, "version": VERSION, "created": created, **(meta or {})})
@@ -44,37 +91,171 @@ class Trace:
 
     def close(self) -> None:
         if self._file:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except (OSError, ValueError) as error:
+                self._failed(error)
 
     def _write(self, record: dict) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except (OSError, OverflowError, ValueError) as error:  # a full disk, `ulimit -f`, a file closed under us
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except (OSError, ValueError):
+                pass  # the data it would flush is what just failed to write
+            self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        self.write_error = f"could not write the trace file {self.path} ({reason}); the file ends there, and the run goes on"
+        if self._on_error:
+            self._on_error(self.write_error)
+
+
+@dataclass
+class TraceFile:
+    header: dict
+    events: list[dict]
+    warning: str | None = None  # "line N was cut off and skipped", when the writer was killed mid-line
 
 
 def read_trace(path: str) -> list[dict]:
     """Read a trace file's events back; raises ValueError when it is not one."""
-    return read_trace_file(path)[1]
+    return load_trace(path).events
 
 
 def read_trace_file(path: str) -> tuple[dict, list[dict]]:
-    """A trace file's header and events; raises ValueError (with the line number) when it is not a trace."""
-    with open(path, encoding="utf-8") as file:
-        lines = [(number, line) for number, line in enumerate(file, 1) if line.strip()]
-    if not lines:
-        raise ValueError(f"{path} is empty")
+    """A trace file's header and events; raises ValueError (with the line number) when it is not a trace.
+    A last line cut off mid-write is skipped; `load_trace` also says so."""
+    trace = load_trace(path)
+    return trace.header, trace.events
+
+
+def load_trace(path: str) -> TraceFile:
+    """Read, upgrade and check a trace file. Raises ValueError, one line naming the line and the field, for a file
+    that is not a trace or holds a known event of the wrong shape; OSError when it cannot be read."""
+    with open(path, "rb") as file:
+        data = file.read()
+    lines = data.split(b"\n")
+    warning = None
+    if lines[-1].strip() and _parse(lines[-1]) is None:  # no newline after it and not JSON: the write was cut short
+        warning = f"line {len(lines)} was cut off and skipped"
+        lines[-1] = b""
     records = []
-    for number, line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as problem:
-            raise ValueError(f"{path}, line {number}: not JSON ({problem.msg})") from None
-        if not isinstance(record, dict) or (records and not isinstance(record.get("type"), str)):
-            raise ValueError(f"{path}, line {number}: not a trace event")
-        records.append(record)
-    header = records[0]
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = _parse(line)
+        if record is None:
+            raise ValueError(f"{path}, line {number}: not JSON in UTF-8")
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: not a trace event (a JSON object)")
+        records.append((number, record))
+    if not records:
+        raise ValueError(f"{path} is empty" + (f" ({warning})" if warning else ""))
+    header = records[0][1]
     if header.get("format") != FORMAT:
         raise ValueError(f"{path} is not a TinyReAct trace (its first line names no {FORMAT!r} format)")
-    if header.get("version") != VERSION:
-        raise ValueError(f"{path} is trace version {header.get('version')}; this TinyReAct reads version {VERSION}")
-    return header, records[1:]
+    version = header.get("version")
+    if type(version) is not int or version < 1:
+        raise ValueError(f"{path}, line {records[0][0]}: header: version must be a whole number from 1, got {_show(version)}")
+    if version > VERSION:
+        raise ValueError(f"{path} is trace version {version}, from a newer TinyReAct; this one reads versions 1 to {VERSION}")
+    for older in range(version, VERSION):
+        records = [(number, UPGRADES[older](record)) for number, record in records]
+    _check_header(path, records[0][0], records[0][1])
+    _check_events(path, records[1:])
+    return TraceFile(records[0][1], [event for _, event in records[1:]], warning)
+
+
+def _parse(line: bytes):
+    """The JSON value on one line, or None when it is not JSON in UTF-8."""
+    try:
+        return json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # bad UTF-8, bad JSON, an integer too long to read, nesting too deep
+        return None
+
+
+def _check_header(path: str, number: int, header: dict) -> None:
+    for field, want in HEADER_FIELDS.items():
+        if field in header and not _is(header[field], want):
+            raise ValueError(f"{path}, line {number}: header: {field} must be {want}, got {_show(header[field])}")
+
+
+def _check_events(path: str, records: list[tuple[int, dict]]) -> None:
+    """Every known event against EVENT_FIELDS, and the order policies rely on: instructions before a reply,
+    pins before the unpins that name them."""
+    notes, instructed = 0, False  # since the last reset
+    for number, event in records:
+        where = f"{path}, line {number}"
+        kind = event.get("type")
+        if not _is(kind, TEXT):
+            raise ValueError(f"{where}: event: type must be text, got {_show(kind)}")
+        if kind not in EVENT_FIELDS:
+            continue  # from a newer writer, or a tool of its own: not ours to judge
+        required, optional = EVENT_FIELDS[kind]
+        for field, want in [*required.items(), *optional.items()]:
+            if field not in event and field not in required:
+                continue
+            if field not in event:
+                raise ValueError(f"{where}: {kind} event: {field} ({want}) is missing")
+            if not _is(event[field], want):
+                raise ValueError(f"{where}: {kind} event: {field} must be {want}, got {_show(event[field])}")
+        if "t" in event and (type(event["t"]) not in (int, float)):
+            raise ValueError(f"{where}: {kind} event: t must be a number of seconds, got {_show(event['t'])}")
+        if kind == "reset":
+            notes, instructed = 0, False
+        elif kind == "instructions":
+            instructed = True
+        elif kind == "reply" and not instructed:
+            raise ValueError(f"{where}: reply event: no instructions event comes before it (since the last reset)")
+        elif kind == "note":
+            notes = _check_note(where, event, notes)
+
+
+def _check_note(where: str, event: dict, notes: int) -> int:
+    """A pin needs its text and an unpin the number of a note in force; returns the notes in force after it."""
+    if event["op"] == "pin":
+        if not _is(event.get("text"), TEXT):
+            raise ValueError(f"{where}: note event: a pin needs its text, got {_show(event.get('text'))}")
+        return notes + 1
+    if event["op"] == "unpin":
+        index = event.get("index")
+        if not _is(index, WHOLE) or not 1 <= index <= notes:
+            raise ValueError(f"{where}: note event: an unpin needs the index of a pinned note (1 to {notes}), "
+                             f"got {_show(index)}")
+        return notes - 1
+    raise ValueError(f"{where}: note event: op must be pin or unpin, got {_show(event['op'])}")
+
+
+def _is(value, kind: str) -> bool:
+    if kind == TEXT:
+        return isinstance(value, str) and not _SURROGATE.search(value)
+    if kind == OPTIONAL_TEXT:
+        return value is None or _is(value, TEXT)
+    if kind == WHOLE:
+        return type(value) is int  # not bool, which JSON's true would give
+    if kind == COUNTS:
+        return isinstance(value, dict) and all(type(count) is int for count in value.values())
+    if kind == FACTS:
+        return _is_list_of(value, lambda fact: _is(fact.get("id"), TEXT) and _is(fact.get("text"), TEXT))
+    if kind == PROBES:
+        return _is_list_of(value, lambda probe: all(_is(probe.get(key), TEXT) for key in ("id", "fact", "answer"))
+                           and isinstance(probe.get("questions"), list) and all(_is(q, TEXT) for q in probe["questions"]))
+    if kind == CALLS:
+        return isinstance(value, list) and all(_is(call, WHOLE) and call >= 1 for call in value)
+    raise AssertionError(f"unknown kind {kind}")
+
+
+def _is_list_of(value, check: Callable[[dict], bool]) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) and check(item) for item in value)
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"

@@ -119,3 +119,22 @@ def test_a_dotenv_in_a_parent_folder_is_never_read(tmp_path, world):
                           capture_output=True, text=True, env=env, cwd=below, timeout=60)
     assert done.returncode == 2 and "no Gemini API key" in done.stderr
     assert gemini.requests == []  # the key in the folder above went nowhere
+
+
+def test_a_trace_cut_by_kill_replays_its_complete_lines_and_says_one_was_dropped(tmp_path, capsys):
+    source = open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), encoding="utf-8").read()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(source[: source.rindex("\n", 0, len(source) - 1) + 40], encoding="utf-8")  # mid-way into the last line
+    assert cli.main(["--replay", str(cut), "--policies", "full", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["calls"] == 7
+    assert captured.err == f"warning: {cut}: line {source.count(chr(10))} was cut off and skipped\n"
+
+
+def test_a_trace_that_cannot_be_written_is_reported_once_and_the_answer_still_printed(world, capsys):
+    world(["Thought: add\nAction: add_numbers(40, 2)", "Answer: 42"])
+    assert cli.main(["40 + 2?", "-q", "--trace", "/dev/full"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "42\n"
+    assert captured.err == ("warning: could not write the trace file /dev/full (No space left on device); "
+                            "the file ends there, and the run goes on\n")

@@ -95,3 +95,8 @@ def test_action_like_text_only_ever_raises_action_error(text):
     except ActionError:
         return
     assert call.name.isidentifier()
+
+
+def test_a_repeated_keyword_is_refused_as_python_refuses_it():
+    with pytest.raises(ActionError, match="keyword argument repeated: y"):
+        parse_action("add_numbers(x=1, y=2, y=100)")

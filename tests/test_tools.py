@@ -43,6 +43,7 @@ def test_arithmetic():
 
 def test_binding_coerces_numeric_strings_and_reports_bad_calls():
     assert bind_arguments(add_numbers, ("7", " 1,000.5"), {}) == {"x": 7.0, "y": 1000.5}
+    assert bind_arguments(add_numbers, ("12,345.6", "-1,000,000"), {}) == {"x": 12345.6, "y": -1000000.0}
     assert bind_arguments(wikipedia_summary, ("Paris",), {"sentences": "3"}) == {"query": "Paris", "sentences": 3}
     assert bind_arguments(search_wikipedia_page, (2025,), {}) == {"query": "2025"}
     with pytest.raises(TypeError, match="missing a required argument"):
@@ -55,6 +56,33 @@ def test_binding_coerces_numeric_strings_and_reports_bad_calls():
         bind_arguments(add_numbers, (True, 1), {})
     with pytest.raises(TypeError, match="whole number"):
         bind_arguments(wikipedia_summary, ("Paris", 2.5), {})
+
+
+@pytest.mark.parametrize("ambiguous", ["2,5", "1,00", "1,0000", "12,34,567", ",100", "1,000,", "1,,000", "0,5e3"])
+def test_a_comma_that_may_be_a_decimal_comma_is_refused(ambiguous):
+    with pytest.raises(TypeError, match=f"y must be a number, got '{ambiguous}'"):
+        bind_arguments(add_numbers, ("1,000", ambiguous), {})
+
+
+def test_numbers_too_large_for_a_float_are_refused_not_raised():
+    huge = 10**400
+    with pytest.raises(TypeError, match="x is too large"):
+        bind_arguments(multiply_numbers, (huge, 2), {})
+    with pytest.raises(TypeError, match="sentences is too large"):
+        bind_arguments(wikipedia_summary, ("x", huge), {})
+    with pytest.raises(TypeError, match="y is too large"):
+        bind_arguments(add_numbers, (1, -huge), {})
+    assert bind_arguments(multiply_numbers, (10**300, 2), {}) == {"x": 10**300, "y": 2}
+
+
+def test_arithmetic_on_huge_integers_returns_an_error_message():
+    too_large = "Error: the result is too large to represent."
+    assert multiply_numbers(10**400, 2.0) == too_large
+    assert divide_numbers(10**400, 3) == too_large
+    assert multiply_numbers(10**2200, 10**2200) == too_large  # its digits could not even be printed
+    assert add_numbers(10**400, 1) == too_large
+    assert multiply_numbers(10**300, 10**300) == too_large  # as 1e300 * 1e300 is
+    assert add_numbers(10**20, 1) == 100000000000000000001  # integers that fit stay exact
 
 
 def test_temperature_from_open_meteo(monkeypatch):
@@ -99,7 +127,7 @@ def test_wikipedia_errors_are_messages(monkeypatch):
 
 
 def test_wikipedia_timeout(monkeypatch):
-    monkeypatch.setattr("tools.wiki.TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr("tools.web.DEADLINE_SECONDS", 0.2)
     with FakeWikipedia(PAGES, delay=1.0) as slow:
         monkeypatch.setenv("WIKIPEDIA_API_URL", slow.url + "/w/api.php")
         assert wikipedia_coordinates("Caesars Superdome") == "Error: Wikipedia did not answer within 0.2 seconds."

@@ -5,6 +5,8 @@ To add a tool, write a typed function with an honest docstring and pass it in th
 """
 import inspect
 import math
+import re
+import sys
 from functools import lru_cache
 from typing import Callable
 
@@ -40,7 +42,8 @@ def describe(tool: Callable) -> str:
 def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
     """Match literal arguments to the tool's parameters, converting numeric strings where a number is expected.
 
-    Raises TypeError with a message meant for the model when the call does not fit the signature.
+    Raises TypeError with a message meant for the model when the call does not fit the signature or an
+    argument cannot be converted; nothing else escapes, whatever the model wrote.
     """
     parameters = signature(tool)
     try:
@@ -49,20 +52,21 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
         raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
     bound.apply_defaults()
     for name, value in bound.arguments.items():
-        bound.arguments[name] = _coerce(name, value, parameters.parameters[name].annotation)
+        try:
+            bound.arguments[name] = _coerce(name, value, parameters.parameters[name].annotation)
+        except (ValueError, ArithmeticError) as error:  # a case _coerce did not foresee is still a bad argument
+            raise TypeError(f"{name} could not be read: {error}") from None
     return bound.arguments
+
+
+# Commas are accepted only between groups of three digits ("1,000", "12,345.6"): in "2,5" or "1,00" the comma
+# may be a decimal comma, and guessing would silently change the number.
+_GROUPED_NUMBER = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
 
 
 def _coerce(name: str, value, annotation):
     if annotation in (int, float):
-        number = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip().replace(",", ""))
-            except ValueError:
-                raise TypeError(f"{name} must be a number, got {value!r}") from None
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
-            raise TypeError(f"{name} must be a number, got {value!r}")
+        number = _number(name, value)
         if annotation is int:
             if number != int(number):
                 raise TypeError(f"{name} must be a whole number, got {value!r}")
@@ -73,3 +77,26 @@ def _coerce(name: str, value, annotation):
     if annotation is str and not isinstance(value, str):
         raise TypeError(f"{name} must be text in quotes, got {value!r}")
     return value
+
+
+def _number(name: str, value) -> int | float:
+    """A number the model wrote, or wrote as text, that a float can hold; TypeError for anything else."""
+    number = value
+    if isinstance(value, str):
+        text = value.strip()
+        if "," in text:
+            if not _GROUPED_NUMBER.fullmatch(text):
+                raise TypeError(f"{name} must be a number, got {value!r}; write 2.5 for a decimal, "
+                                "and 2500 or 2,500 for a thousands separator")
+            text = text.replace(",", "")
+        try:
+            number = float(text)
+        except ValueError:
+            raise TypeError(f"{name} must be a number, got {value!r}") from None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if isinstance(number, float) and math.isnan(number):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if abs(number) > sys.float_info.max:  # exact for integers of any size, and true for infinities
+        raise TypeError(f"{name} is too large: the tools take numbers up to about 1.8e308")
+    return number

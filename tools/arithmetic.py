@@ -1,5 +1,9 @@
 """Arithmetic tools: exact, instant, and a good first test of whether a model can follow the format."""
 import math
+import operator
+import sys
+
+TOO_LARGE = "Error: the result is too large to represent."
 
 
 def add_numbers(x: float, y: float) -> float:
@@ -7,7 +11,7 @@ def add_numbers(x: float, y: float) -> float:
 
     Example: add_numbers(2.5, 4) returns 6.5.
     """
-    return _finite(x + y)
+    return _calculate(operator.add, x, y)
 
 
 def subtract_numbers(x: float, y: float) -> float:
@@ -15,7 +19,7 @@ def subtract_numbers(x: float, y: float) -> float:
 
     Example: subtract_numbers(9, 3.5) returns 5.5.
     """
-    return _finite(x - y)
+    return _calculate(operator.sub, x, y)
 
 
 def multiply_numbers(x: float, y: float) -> float:
@@ -23,7 +27,7 @@ def multiply_numbers(x: float, y: float) -> float:
 
     Example: multiply_numbers(3, 4) returns 12.
     """
-    return _finite(x * y)
+    return _calculate(operator.mul, x, y)
 
 
 def divide_numbers(x: float, y: float) -> float:
@@ -33,15 +37,21 @@ def divide_numbers(x: float, y: float) -> float:
     """
     if y == 0:
         return "Error: cannot divide by zero."
-    return _finite(x / y)
+    return _calculate(operator.truediv, x, y)
 
 
-def _finite(value: float) -> float | int | str:
-    """Refuse infinities, drop binary noise (27.9, not 27.900000000000002) and show whole results as integers."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "Error: the result is too large to represent."
-        value = float(f"{value:.12g}")
-        if value.is_integer() and abs(value) < 2**53:
-            return int(value)
-    return value
+def _calculate(operation, x: float, y: float) -> float | int | str:
+    """operation(x, y) as a readable number, or an error message when the result is too large to represent.
+
+    Integers stay exact while a float could hold them; infinities and larger results become the message.
+    """
+    try:
+        value = operation(x, y)
+    except OverflowError:  # a huge integer mixed with a float, or divided: Python cannot make a float of it
+        return TOO_LARGE
+    if isinstance(value, int):
+        return value if abs(value) <= sys.float_info.max else TOO_LARGE
+    if not math.isfinite(value):
+        return TOO_LARGE
+    value = float(f"{value:.12g}")  # drop binary noise: 27.9, not 27.900000000000002
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value

@@ -1,8 +1,9 @@
 """The current temperature at a point on Earth, from the Open-Meteo forecast API (no key needed)."""
 import os
 
+from tools import web
+
 OPEN_METEO_URL = "https://api.open-meteo.com/v1/forecast"
-TIMEOUT_SECONDS = 10
 
 
 def get_temperature(latitude: float, longitude: float) -> str:
@@ -20,18 +21,20 @@ def get_temperature(latitude: float, longitude: float) -> str:
     url = os.environ.get("OPEN_METEO_URL") or OPEN_METEO_URL
     params = {"latitude": latitude, "longitude": longitude, "current": "temperature_2m", "timezone": "auto"}
     try:
-        response = requests.get(url, params=params, timeout=TIMEOUT_SECONDS)
+        response = web.get(url, params=params)
     except requests.Timeout:
-        return f"Error: Open-Meteo did not answer within {TIMEOUT_SECONDS} seconds."
+        return f"Error: Open-Meteo did not answer within {web.DEADLINE_SECONDS:g} seconds."
+    except web.TooLarge as error:
+        return f"Error: Open-Meteo's {error}."
     except requests.RequestException as error:
         return f"Error: could not reach Open-Meteo ({type(error).__name__})."
     try:
         body = response.json()
     except ValueError:
         body = {}
-    if response.status_code != 200:
+    if response.status != 200:
         reason = body.get("reason") if isinstance(body, dict) else None
-        return f"Error: Open-Meteo answered HTTP {response.status_code}" + (f": {reason}" if reason else ".")
+        return f"Error: Open-Meteo answered HTTP {response.status}" + (f": {reason}" if reason else ".")
     try:
         current, units = body["current"], body.get("current_units", {})
         temperature = float(current["temperature_2m"])

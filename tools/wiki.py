@@ -1,14 +1,16 @@
 """Wikipedia tools, built on the `wikipedia` package.
 
-The package sends its requests without a timeout and ignores HTTP errors, so its one request function is
-replaced here with one that has both, and that reads the endpoint from WIKIPEDIA_API_URL (a mirror, or a
-test server). The package's parsing of the MediaWiki answers is kept as it is.
+The package sends its requests without a timeout or a size limit and ignores HTTP errors, so its one request
+function is replaced here with one that goes through `tools.web` (a deadline for the whole call, a cap on the
+answer's size), refuses HTTP errors, and reads the endpoint from WIKIPEDIA_API_URL (a mirror, or a test
+server). The package's parsing of the MediaWiki answers is kept as it is.
 """
 import os
 import warnings
 
+from tools import web
+
 WIKIPEDIA_API_URL = "https://en.wikipedia.org/w/api.php"
-TIMEOUT_SECONDS = 10
 USER_AGENT = "TinyReAct/0.1 (https://github.com/tinyreact/tinyreact)"
 MAX_OPTIONS = 10
 
@@ -81,13 +83,18 @@ def _wikipedia():
     return wikipedia
 
 
-def _request(params: dict) -> dict:
-    import requests
+class HTTPStatusError(Exception):
+    def __init__(self, status: int):
+        super().__init__(f"HTTP {status}")
+        self.status = status
 
+
+def _request(params: dict) -> dict:
     params = {**params, "format": "json", "action": params.get("action", "query")}
     url = os.environ.get("WIKIPEDIA_API_URL") or WIKIPEDIA_API_URL
-    response = requests.get(url, params=params, headers={"User-Agent": USER_AGENT}, timeout=TIMEOUT_SECONDS)
-    response.raise_for_status()
+    response = web.get(url, params=params, headers={"User-Agent": USER_AGENT})
+    if response.status != 200:
+        raise HTTPStatusError(response.status)
     return response.json()
 
 
@@ -101,9 +108,11 @@ def _failure(error: Exception, query: str) -> str:
     if isinstance(error, wikipedia.PageError):
         return f"Error: no Wikipedia page matches {query!r}. Try search_wikipedia_page first."
     if isinstance(error, requests.Timeout):
-        return f"Error: Wikipedia did not answer within {TIMEOUT_SECONDS} seconds."
-    if isinstance(error, requests.HTTPError):
-        return f"Error: Wikipedia answered HTTP {error.response.status_code}."
+        return f"Error: Wikipedia did not answer within {web.DEADLINE_SECONDS:g} seconds."
+    if isinstance(error, HTTPStatusError):
+        return f"Error: Wikipedia answered HTTP {error.status}."
+    if isinstance(error, web.TooLarge):
+        return f"Error: Wikipedia's {error}."
     if isinstance(error, requests.RequestException):
         return f"Error: could not reach Wikipedia ({type(error).__name__})."
     return f"Error: unexpected answer from Wikipedia ({type(error).__name__}: {error})."
