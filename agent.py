@@ -26,6 +26,7 @@ from traces import Trace
 MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 OBSERVATION_LIMIT = 2_000
+REPLY_LIMIT = 20_000  # characters of a reply kept: a runaway reply must not fill every later context and the trace
 FINISH_REQUEST = "You have no steps left. Using only the Observations above, write your best final Answer now, as: Answer: <answer>"
 
 
@@ -187,8 +188,8 @@ class TinyReAct:
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
         """Record the reply (cut at any Observation the model wrote itself) and its parts; return them parsed."""
         self._count(reply, "step", messages)
-        text = cut_at_observation(reply.text)
-        self.trace.add("reply", step=step, text=text, raw=reply.text, blocked=reply.blocked)
+        text = cap(cut_at_observation(reply.text), REPLY_LIMIT)
+        self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT), blocked=reply.blocked)
         parsed = parse_reply(text)
         for kind in ("thought", "action", "answer"):
             if getattr(parsed, kind) is not None:

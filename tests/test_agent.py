@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from agent import OBSERVATION_LIMIT, StopReason, TinyReAct, cap
+from agent import OBSERVATION_LIMIT, REPLY_LIMIT, StopReason, TinyReAct, cap
 from models import ModelError, ModelReply
 from models.scripted import ScriptedModel, ScriptExhausted
 from traces import Trace, read_trace
@@ -190,3 +190,12 @@ def test_instructions_render_under_six_thousand_characters():
 def test_ttl_must_be_positive():
     with pytest.raises(ValueError):
         TinyReAct(ScriptedModel([]), ttl=0)
+
+
+def test_a_runaway_reply_is_kept_to_its_limit():
+    huge = "Thought: " + "blah " * 1_000_000 + "\nAction: add_numbers(1, 1)"
+    result, model = run([huge, huge, "Answer: 2"])
+    replies = [e for e in result.trace if e["type"] == "reply"]
+    assert result.answer == "2" and all(len(e["text"]) <= REPLY_LIMIT and len(e["raw"]) <= REPLY_LIMIT for e in replies)
+    assert "characters cut" in replies[0]["text"]
+    assert sum(len(m.text) for m in model.calls[-1]) < 3 * REPLY_LIMIT  # later contexts carry the kept part only
