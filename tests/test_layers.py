@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYER = {
     "cli": 6,
     "display": 5, "reports": 5,
-    "compare": 4,
+    "compare": 4, "recording": 4,
     "agent": 3,
     "policies": 2,
     "prompts": 1, "tokens": 1,
