@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from models import COUNTED_LOCALLY, Message, Model, ModelError, ModelReply
 from policies import Meter, Policy
 from policies.full import FullHistory
+from policies.rendering import cap
 from prompts import render_instructions, tool_docs
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tokens import TokenCounter, local_counter
@@ -25,7 +26,7 @@ from traces import Trace
 
 MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
-OBSERVATION_LIMIT = 2_000
+RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
 REPLY_LIMIT = 20_000  # characters of a reply kept: a runaway reply must not fill every later context and the trace
 FINISH_REQUEST = "You have no steps left. Using only the Observations above, write your best final Answer now, as: Answer: <answer>"
 
@@ -218,8 +219,10 @@ class TinyReAct:
         return tool, arguments
 
     def _observe(self, step: int, text: str, call: str | None = None) -> None:
-        """Record an observation (with the tool call that made it); three unreadable replies in a row end the run."""
-        self.trace.add("observation", step=step, text=cap(text, OBSERVATION_LIMIT), **({"call": call} if call else {}))
+        """Record an observation whole (with the tool call that made it; past the safety cap, cut and marked with its
+        original length); three unreadable replies in a row end the run."""
+        extra = ({"call": call} if call else {}) | ({"original_chars": len(text)} if len(text) > RECORD_LIMIT else {})
+        self.trace.add("observation", step=step, text=cap(text, RECORD_LIMIT), **extra)
         if self._unreadable_replies() >= MAX_FORMAT_ERRORS:
             raise Stop(StopReason.FORMAT_ERRORS)
 
@@ -304,15 +307,6 @@ def _format_error(reply: ModelReply) -> str:
     if not reply.text.strip():
         return "Error: your reply was empty. Write a Thought, then an Action like add_numbers(2, 3) or an Answer."
     return "Error: your reply had no Action or Answer line. Write a Thought, then either Action: tool(args) or Answer: <answer>."
-
-
-def cap(text: str, limit: int) -> str:
-    """Keep at most `limit` characters: the head and the tail, with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    budget = max(limit - 40, 0)
-    head, tail = text[: budget - budget // 3], text[len(text) - budget // 3:]
-    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"[:limit]
 
 
 if __name__ == "__main__":

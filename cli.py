@@ -13,11 +13,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from agent import TinyReAct
-from compare import compare_live, replay, summarise_runs, probe
-from models import Model, ModelConfigError, available_models, describe_models, load_model
+from compare import (Summaries, compare_live, context_window, cut_on_record, load_facts, probe, probe_points, replay,
+                     summarise_runs)
+from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, describe_models, load_model
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
-from reports import replay_csv, replay_json, svg_plot
+from recording import record_script
+from reports import answers_csv, replay_csv, replay_json, svg_plot
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
 from traces import Trace, load_trace
@@ -77,7 +79,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES})")
     group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
     group.add_argument("--plot", metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
-    group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes as CSV")
+    group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes and buckets as CSV")
+    group.add_argument("--facts", metavar="FILE", help="with --replay: the planted facts, their probes and probe points "
+                                                       "(a facts file, see conversations/README.md); overrides the trace's")
+    group.add_argument("--probe-facts", metavar="IDS", help="with --replay: only these facts, e.g. booking,sintra")
+    group.add_argument("--probe-points", metavar="LIST", help="with --replay: only these probe points, by the number "
+                                                              "in their label (turns, or calls for a trace header's)")
+    group.add_argument("--phrasings", type=_positive_int, metavar="N", help="with --probe: ask only the first N phrasings")
+    group.add_argument("--jobs", type=_positive_int, metavar="N",
+                       help="with --probe: N calls at once, for network models (default: 1)")
+    group.add_argument("--answers", metavar="FILE.csv", help="with --probe: save every answer and its verdict as CSV")
+    group.add_argument("--record", metavar="SCRIPT.json", help="turn a scripted conversation into a trace (--trace FILE, "
+                                                               "default SCRIPT.jsonl), through the real loop")
     return parser.parse_args(argv)
 
 
@@ -99,9 +112,11 @@ def _positive_int(text: str) -> int:
 
 # Options that only mean something in one mode: (option, the mode it needs, what to say).
 ONLY_WITH = [
-    ("expect", "compare", "--expect"), ("repeat", "compare", "--repeat"),
+    ("expect", "compare", "--expect"), ("repeat", ("compare", "probe"), "--repeat"),
     ("policies", "replay", "--policies"), ("probe", "replay", "--probe"), ("plot", "replay", "--plot"),
-    ("csv", "replay", "--csv"),
+    ("csv", "replay", "--csv"), ("facts", "replay", "--facts"), ("probe_facts", "replay", "--probe-facts"),
+    ("probe_points", "replay", "--probe-points"), ("phrasings", "probe", "--phrasings"), ("jobs", "probe", "--jobs"),
+    ("answers", "probe", "--answers"),
 ]
 # Options a mode cannot use: (mode, option, flag).
 NOT_WITH = [
@@ -111,19 +126,24 @@ NOT_WITH = [
     ("replay", "quiet", "-q"), ("replay", "show_context", "--show-context"), ("replay", "policy", "--policy"),
     ("replay", "ttl", "--ttl"), ("replay", "finish", "--finish"),
     ("chat", "json", "--json"),
+    ("record", "question", "a question"), ("record", "chat", "--chat"), ("record", "compare", "--compare"),
+    ("record", "replay", "--replay"), ("record", "show_context", "--show-context"),
 ]
 
 
 def conflict(args: argparse.Namespace) -> str | None:
     """The first combination of options that cannot work together, said in one line; None when they can."""
-    for option, mode, flag in ONLY_WITH:
-        if getattr(args, option) and not getattr(args, mode):
-            return f"{flag} only works with --{mode}"
+    for option, modes, flag in ONLY_WITH:
+        modes = modes if isinstance(modes, tuple) else (modes,)
+        if getattr(args, option) and not any(getattr(args, mode) for mode in modes):
+            return f"{flag} only works with {' or '.join('--' + mode for mode in modes)}"
     for mode, option, flag in NOT_WITH:
         if getattr(args, mode) and getattr(args, option):
             return f"--{mode} does not go with {flag}"
-    if args.replay and args.model and not args.probe:
-        return "--model with --replay is for --probe, which asks a model the probe questions"
+    if args.replay and args.model and not args.probe and "compact" not in (args.policies or DEFAULT_POLICIES):
+        return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
+    if args.jobs and args.jobs > 1 and args.model == OFFLINE_MODEL:
+        return "--jobs runs calls at once against network models; the offline model answers one at a time"
     if args.models and (args.question or args.chat or args.compare is not None or args.replay or args.show_prompt):
         return "--models lists the models and exits; it takes no question or other mode"
     if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
@@ -167,6 +187,8 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_ANSWERED
     if args.replay:
         return _replay(args, specs)
+    if args.record:
+        return _record(args, policy)
     if args.compare is not None and not (args.question or "").strip():
         return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
     chat = args.chat or (args.question is None and sys.stdin.isatty())
@@ -321,50 +343,92 @@ def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -
 
 
 def _replay(args, specs: list[str]) -> int:
-    """`agent.py --replay FILE [--policies LIST] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
+    """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
     from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
 
     try:
         recorded = load_trace(args.replay)
+        header, events = recorded.header, recorded.events
+        facts, declared = load_facts(header, args.facts)
+        points = probe_points(declared, events)
     except ValueError as problem:
         return fail(str(problem))
     except OSError as problem:
         return fail(f"{problem.strerror}: {problem.filename}")
-    header, events = recorded.header, recorded.events
     if recorded.warning:
         print(f"warning: {args.replay}: {recorded.warning}", file=sys.stderr)
-    counter = local_counter()
-    reports = replay(header, events, specs, counter)
-    scores, model_name, interrupted = None, None, False
-    if args.probe:
+    if args.probe_facts:
+        wanted = [name.strip() for name in args.probe_facts.split(",") if name.strip()]
+        unknown = [name for name in wanted if name not in {fact.id for fact in facts}]
+        if unknown:
+            return fail(f"--probe-facts: no fact named {', '.join(unknown)}; the facts are {', '.join(f.id for f in facts)}")
+        facts = [fact for fact in facts if fact.id in wanted]
+    if args.probe_points:
+        try:
+            wanted = {int(number) for number in args.probe_points.split(",") if number.strip()}
+        except ValueError:
+            return fail(f"--probe-points takes numbers separated by commas, got {args.probe_points!r}")
+        points = [point for point in points if point.number in wanted]
+        if not points:
+            return fail(f"--probe-points: none of {args.probe_points} is a probe point of {args.replay}")
+    model, interrupted, answers = None, False, None
+    if args.model or args.probe:
         load_env_files()
         try:
             model = _load_model(args.model)
         except (ModelConfigError, ValueError) as problem:
             return fail(str(problem))
-        model_name, scores = model.name, {}
+        if args.jobs and args.jobs > 1 and model.name == OFFLINE_MODEL:
+            return fail("--jobs runs calls at once against network models; the offline model answers one at a time")
+    counter = local_counter()
+    stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
+    summaries = Summaries(model, stem + ".summaries.json")
+    window_model = model.name if model else OFFLINE_MODEL
+    window = context_window(window_model)
+    try:
+        reports = replay(header, events, specs, counter, facts, points, summaries, window)
+    except OSError as problem:
+        return fail(f"cannot write the summaries: {problem.strerror or problem}: {summaries.path}")
+    if args.probe:
+        answers = []
         try:
             with spinner("probing…") as update:
-                probe(header, events, specs, model, progress=update, scores=scores)
+                probe(events, specs, model, facts, points, phrasings=args.phrasings, repeat=args.repeat or 1,
+                      jobs=args.jobs or 1, summaries=summaries, counter=counter, progress=update, answers=answers)
         except KeyboardInterrupt:  # the answers so far are still reported
             interrupted = True
     outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name)),
-               (args.csv, lambda: replay_csv(reports))]
+               (args.csv, lambda: replay_csv(reports)), (args.answers, lambda: answers_csv(answers or []))]
     for path, text in outputs:
         try:
             if path:
                 Path(path).write_text(text(), encoding="utf-8")
         except OSError as problem:  # a write that fails has no file name of its own (disk full): name it here
             return fail(f"cannot write {path}: {problem.strerror or problem}")
+    model_name = model.name if model else None
     if args.json:
-        print(json.dumps({**replay_json(header, reports, counter.name, scores, model_name), "interrupted": interrupted},
-                         ensure_ascii=False))
+        print(json.dumps({**replay_json(reports, counter.name, facts, points, answers, model_name, window),
+                          "interrupted": interrupted}, ensure_ascii=False))
     else:
-        replay_tables(LiveDisplay().console, header, reports, scores, model_name, args.replay, counter.name)
+        replay_tables(LiveDisplay().console, reports, facts, points, answers, model_name, args.replay, counter.name,
+                      (window, window_model) if window else None, cut_on_record(events))
     if interrupted:
-        print("interrupted: the probe table holds the answers asked so far", file=sys.stderr)
+        print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
+
+
+def _record(args, policy) -> int:
+    """`agent.py --record SCRIPT.json [--trace FILE] [--policy NAME]`: a scripted conversation played through the loop."""
+    path = args.trace or (args.record[:-5] if args.record.endswith(".json") else args.record) + ".jsonl"
+    try:
+        calls = record_script(args.record, path, policy)
+    except ValueError as problem:
+        return fail(str(problem))
+    except OSError as problem:
+        return fail(f"{problem.strerror}: {problem.filename}")
+    print(f"{path}: {calls} model calls, recorded under {policy.name}")
+    return EXIT_ANSWERED
 
 
 def _load_model(name: str | None) -> Model:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from compare import VERDICTS, tally
 from models.retry import describe
 from policies import BUCKET_NAMES as BUCKETS
 from tokens import TokenCounter, local_counter
@@ -192,18 +193,26 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
                        "after the first row are cache misses, which ran the real tool.", style="dim"))
 
 
-def replay_tables(console: Console, header: dict, reports, scores, model: str | None, path: str, counter: str) -> None:
-    """The --replay report: cost per policy against full history, buckets, facts kept at each probe point, a plot."""
+STATE_MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated": "–"}
+
+
+def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
+                  window: tuple[int, str] | None = None, cut_on_record: int = 0) -> None:
+    """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
+    a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
     baseline = next((r.total for r in measured if r.policy == "full"), None)
     calls = max((len(r.sizes) for r in measured), default=0)
     table = Table(title=plain(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies"),
                   title_justify="left")
-    for column in ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations"]:
+    for column in ["policy", "input tokens, all calls", "vs full", "peak context", "summary calls (in / out)",
+                   "over window", "invariant violations"]:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
-        change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
-        table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", report.violations]))
+        change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != "full" else ""
+        summary = f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})" if report.summary_calls else ""
+        table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", summary,
+                                   report.over_window or "", report.violations]))
     console.print(table)
     buckets = Table(title="What the contexts held, summed over all calls", title_justify="left")
     buckets.add_column("policy")
@@ -212,30 +221,40 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
     for report in measured:
         buckets.add_row(*map(plain, [report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]]))
     console.print(buckets)
-    console.print(plain(f"Token counts: {counter}; nothing here was billed.", "dim"))
+    console.print(plain(f"Token counts: {counter}; nothing here was billed. vs full: the share of full history's input "
+                        "tokens, summary calls included.", "dim"))
+    if window:
+        size, whose = window
+        over = [r.policy for r in measured if r.over_window]
+        if over:
+            console.print(plain(f"warning: {', '.join(over)} sent contexts larger than {whose}'s window of {size:,} "
+                                "tokens (the over window column counts the calls); that model could not take them whole.",
+                                "yellow"))
+    if cut_on_record:
+        console.print(plain(f"warning: {cut_on_record} observations were cut when recorded (an older TinyReAct cut at "
+                            "2,000 characters): a fact in a part cut is missing from the trace itself, for every policy.",
+                            "yellow"))
     for report in reports:
-        if not report.measured:
-            console.print(plain(f"{report.policy}: {report.note}.", "yellow"))
-        elif report.policy.startswith("pinned") and not report.buckets.get("notes"):
+        if report.note:
+            console.print(plain(f"{report.policy}: {report.note}.", "yellow" if not report.measured else "dim"))
+        elif report.policy.startswith("pinned") and report.measured and not report.buckets.get("notes"):
             console.print(plain(f"{report.policy}: the recorded replies never pin a note, so here it keeps only the "
-                               "last 4 steps; its notes need a session recorded under pinned.", style="yellow"))
+                               "last 4 steps; its notes need a session recorded under pinned (--record).", style="yellow"))
 
-    facts = header.get("facts", [])
-    if facts and measured:
-        points = sorted({p for r in measured for f in r.facts.values() for p in f})
-        kept = Table(title="Is each planted fact's exact text still in the context? (✓ kept, ✗ gone, – not stated yet)",
-                     title_justify="left")
+    if facts and measured and points:
+        kept = Table(title="Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
+                           "the observation cap, ✗ gone, – not stated yet)", title_justify="left")
         kept.add_column("fact")
         for report in measured:
             kept.add_column(plain(report.policy), justify="center")
         for fact in facts:
-            row = [f"{fact['id']}: {fact['text'][:40]}"]
+            row = [f"{fact.id}: {fact.text[:40]}"]
             for report in measured:
-                marks = report.facts.get(fact["id"], {})
-                row.append(" ".join({True: "✓", False: "✗", None: "–"}[marks.get(p)] for p in points))
+                marks = report.facts.get(fact.id, {})
+                row.append(" ".join(STATE_MARKS[marks[p.label]] for p in points if p.label in marks))
             kept.add_row(*map(plain, row))
         console.print(kept)
-        console.print(Text(f"probe points (model call numbers): {', '.join(map(str, points))}", style="dim"))
+        console.print(plain(f"probe points, left to right: {'; '.join(p.label for p in points)}", "dim"))
 
     top = max((r.peak for r in measured), default=0)
     width = max((len(r.policy) for r in measured), default=0)
@@ -248,17 +267,36 @@ def replay_tables(console: Console, header: dict, reports, scores, model: str | 
                   for i in range(columns)] if report.sizes else []
         console.print(plain(f"{report.policy:<{width}} {sparkline(binned, top)} {report.sizes[-1] if report.sizes else 0:,}"))
 
-    if scores is not None:
-        probes = header.get("probes", [])
-        table = Table(title=plain(f"Probe answers: exact matches of the gold answer, correct/asked · model {model} · "
-                                  f"contexts counted with {counter}"), title_justify="left")
-        table.add_column("policy")
-        for item in probes:
-            table.add_column(plain(f"{item['id']} ({item['answer']})"), justify="center")
-        for name, tallies in scores.items():
-            cells = [f"{tallies[i['id']][0]}/{tallies[i['id']][1]}" if i["id"] in tallies else "–" for i in probes]
-            table.add_row(*map(plain, [name, *cells]))
+    if answers is not None:
+        probe_tables(console, answers, model, counter)
+
+
+def probe_tables(console: Console, answers, model: str | None, counter: str) -> None:
+    """Correct answers k/n with the Wilson 95% interval, by probe point and by fact; then the verdicts of the rest."""
+    for by, heading in (("point", "probe point"), ("fact", "fact")):
+        cells = tally(answers, by)
+        keys = list(dict.fromkeys(getattr(a, by) for a in answers))
+        table = Table(title=plain(f"Probe answers by {heading}: correct/asked [Wilson 95% interval] · model {model}"),
+                      title_justify="left")
+        table.add_column("context")
+        for key in keys:
+            table.add_column(plain(key), justify="center")
+        for condition, row in cells.items():
+            table.add_row(*map(plain, [condition, *[
+                f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]" if k in row else "–" for k in keys]]))
         console.print(table)
+    verdicts = Table(title="Every answer, classified (correct holds the gold value; distractor and stale hold a known "
+                           "wrong one; refusal says it does not know)", title_justify="left")
+    verdicts.add_column("context")
+    for verdict in VERDICTS:
+        verdicts.add_column(verdict, justify="right")
+    for condition, row in tally(answers, "condition").items():
+        cell = row[condition]
+        verdicts.add_row(*map(plain, [condition, *[cell[v] for v in VERDICTS]]))
+    console.print(verdicts)
+    console.print(plain(f"closed book: no history (a lower bound); facts only: a short prompt holding just the facts "
+                        f"stated so far (an upper bound). Contexts counted with {counter}. Every answer is in --answers "
+                        "FILE.csv and --json.", "dim"))
 
 
 def _first_line(text: str, limit: int = 70) -> str:

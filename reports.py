@@ -2,9 +2,12 @@
 
 The terminal tables are display.py's; the experiments that produce the reports are compare.py's.
 """
+import csv
+import io
 from dataclasses import asdict
 
-from compare import PolicyReplay
+from compare import Fact, PolicyReplay, ProbeAnswer, ProbePoint, tally
+from policies import BUCKET_NAMES
 
 def svg_plot(reports: list[PolicyReplay], title: str, counter: str) -> str:
     """A line chart of context size per call, one line per policy, as a standalone SVG file."""
@@ -48,17 +51,36 @@ def _xml(text: str) -> str:
 
 
 def replay_csv(reports: list[PolicyReplay]) -> str:
-    lines = ["policy,call,context_tokens"]
+    """One row per policy and call: the context's size and its buckets, as tokens and as shares of the context."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["policy", "call", "context_tokens", *BUCKET_NAMES, *(f"{b}_share" for b in BUCKET_NAMES)])
     for report in reports:
-        lines += [f"{report.policy},{number},{size}" for number, size in enumerate(report.sizes, 1)]
-    return "\n".join(lines) + "\n"
+        for number, (size, counts) in enumerate(zip(report.sizes, report.calls), 1):
+            writer.writerow([report.policy, number, size, *(counts.get(b, 0) for b in BUCKET_NAMES),
+                             *(f"{counts.get(b, 0) / size:.4f}" if size else "0" for b in BUCKET_NAMES)])
+    return out.getvalue()
 
 
-def replay_json(header: dict, reports: list[PolicyReplay], counter: str, scores: dict | None = None,
-                model_name: str | None = None) -> dict:
+def answers_csv(answers: list[ProbeAnswer]) -> str:
+    """Every probe answer, one row each, with its verdict."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    names = list(ProbeAnswer.__dataclass_fields__)
+    writer.writerow(names)
+    for answer in answers:
+        writer.writerow([getattr(answer, name) for name in names])
+    return out.getvalue()
+
+
+def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
+                answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None) -> dict:
+    """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets),
+    total and peak. With a probe: every answer, and the tallies by probe point and by fact with Wilson intervals."""
     return {
-        "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0),
-        "facts": header.get("facts", []), "probe_points": header.get("probe_points"),
+        "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,
+        "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
         "policies": [{**asdict(r), "total": r.total, "peak": r.peak} for r in reports],
-        "probe": {"model": model_name, "scores": scores} if scores is not None else None,
+        "probe": {"model": model_name, "answers": [asdict(a) for a in answers],
+                  "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")} if answers is not None else None,
     }

@@ -1,9 +1,10 @@
 """Context policies: what the model is shown on each call, rendered from the append-only trace.
 
 The seam is `policies.base.Policy`: a `name`, `render(events) -> list[Message]` (a pure function of the
-trace), and two hooks with defaults, `summary_request` (compact) and `tools` (pinned). Register a new
-policy in POLICIES under a short name; the loop does not change. `make_policy` reads a policy's argument
-from the command line by its constructor's signature.
+trace; by default, the view `choose` makes, laid out), and two hooks with defaults, `summary_request`
+(compact) and `tools` (pinned, forget). Register a new policy in POLICIES under a short name; the loop does
+not change. `make_policy` reads a policy's argument from the command line by its constructor's signature,
+and `A+B` composes policies (policies/composed.py).
 """
 import inspect
 import typing
@@ -11,10 +12,15 @@ from typing import Callable
 
 from models import Message
 from policies.base import Policy
+from policies.budget import Budget
 from policies.compact import CompactHistory
+from policies.composed import Composed
 from policies.elide import ElideObservations
+from policies.facts import KeyFacts
+from policies.forget import Forget
 from policies.full import FullHistory
 from policies.pinned import PinnedNotes
+from policies.retrieve import Retrieve
 from policies.user_only import UserOnly
 from policies.window import SlidingWindow
 
@@ -25,8 +31,13 @@ POLICIES = {
     "elide": ElideObservations,
     "pinned": PinnedNotes,
     "compact": CompactHistory,
+    "facts": KeyFacts,
+    "retrieve": Retrieve,
+    "budget": Budget,
+    "forget": Forget,
 }
-POLICY_HELP = "full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T"
+POLICY_HELP = ("full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T, facts[:top|end], retrieve:K, "
+               "budget:T, forget, or several joined by + (elide:2+pinned)")
 
 BUCKET_NAMES = ["instructions", "tools", "user", "model", "observations", "notes", "markers"]
 BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model", "observation": "observations",
@@ -34,8 +45,10 @@ BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model",
 
 
 def make_policy(spec: str) -> Policy:
-    """A policy from its command-line form: `full`, `window:4`, `pinned:end`, `compact:8000`. The argument is
-    converted to the type of the constructor's first parameter."""
+    """A policy from its command-line form: `full`, `window:4`, `pinned:end`, `compact:8000`, `elide:2+pinned`. The
+    argument is converted to the type of the constructor's first parameter."""
+    if "+" in spec:
+        return Composed([make_policy(part) for part in spec.split("+")])
     name, _, argument = spec.strip().partition(":")
     if name not in POLICIES:
         raise ValueError(f"unknown policy {spec!r}; choose from: {POLICY_HELP}")

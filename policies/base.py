@@ -1,23 +1,35 @@
 """The policy seam: what every context policy is, with the defaults a policy need not write.
 
 A policy is a small class with a `name` and `render(events) -> list[Message]`, a pure function of the trace:
-same events, same messages, and the trace is never changed. Two hooks have defaults that do nothing:
+same events, same messages, and the trace is never changed. Most policies only say what to show: they write
+`choose(conversation, view) -> View` (see rendering.py), and the default `render` reads the trace, asks
+`choose`, and lays the view out. Because a view can be handed on, policies compose: `elide:2+pinned` is
+elide's choice, changed by pinned's (policies/composed.py). Two hooks have defaults that do nothing:
 `summary_request(events, count)` lets a policy ask the loop for a model-written summary before a call
-(compact), and `tools(trace)` lets it add tools while it is active (pinned). Policies subclass this
-Protocol explicitly to inherit those defaults; the loop calls all three on every policy.
+(compact), and `tools(trace)` lets it add tools while it is active (pinned, forget). Policies subclass this
+Protocol explicitly to inherit those defaults; the loop calls them on every policy.
 """
 from typing import Callable, Protocol, Sequence
 
 from models import Message
+from policies.rendering import Conversation, ConversationReader, View, assemble, lay_out
 
 
 class Policy(Protocol):
     name: str
-    needs_summaries = False  # True when render shows model-written summaries, which a replay must find recorded
+    needs_summaries = False  # True when render shows model-written summaries, which a replay must find or write
+    ordered = True  # False when the context may show earlier steps out of the order they happened (budget)
+    composable = True  # False when the policy cannot be part of A+B (compact lays out its own summary)
+    _read: ConversationReader
 
     def render(self, events: Sequence[dict]) -> list[Message]:
         """The messages the model is shown on the call made right after `events`."""
-        ...
+        conversation = self._read(events)
+        return assemble(conversation, lay_out(conversation, self.choose(conversation, View())))
+
+    def choose(self, conversation: Conversation, view: View) -> View:
+        """What to show of `conversation`, starting from `view` (what the policies before this one chose)."""
+        return view
 
     def summary_request(self, events: Sequence[dict], count: Callable[[str], int]) -> tuple[int, list[Message]] | None:
         """None, or (the trace index a new summary will cover up to, the messages asking the model to write it)."""

@@ -19,6 +19,7 @@ KEEP_STEPS = 2  # the most recent steps are never summarised
 class CompactHistory(Policy):
     name = "compact"
     needs_summaries = True
+    composable = False
 
     def __init__(self, tokens: int = 8000):
         if tokens < 1:

@@ -1,13 +1,13 @@
-"""elide:K: every step is kept, but observations older than the last K become a one-line placeholder.
+"""elide:K: every step is kept, but observations older than the last K become a one-line marker.
 
 The model still sees what it did and why, and can call a tool again to re-read an old result. Pick it
 when tool results are long (pages, documents) and the reasoning around them is what matters later.
+The marker is counted as a marker, not as an observation.
 """
-from typing import Sequence
+from dataclasses import replace
 
-from models import Message
 from policies.base import Policy
-from policies.rendering import ConversationReader, assemble, pending_parts, question_part, step_parts
+from policies.rendering import Conversation, ConversationReader, View
 
 
 class ElideObservations(Policy):
@@ -20,22 +20,19 @@ class ElideObservations(Policy):
         self._read = ConversationReader()
         self.name = f"elide:{keep}"
 
-    def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = self._read(events)
+    def choose(self, conversation: Conversation, view: View) -> View:
         observed = [step for step in conversation.steps if step.observation]
-        old = {id(step) for step in observed[: max(len(observed) - self.keep, 0)]}
-        pieces = []
-        for turn in conversation.turns:
-            pieces.append(question_part(turn))
-            for step in turn.steps:
-                pieces += step_parts(step, _placeholder(step) if id(step) in old else None)
-            pieces += pending_parts(turn)
-        return assemble(conversation, pieces)
+        stand_ins = dict(view.stand_ins)
+        for step in observed[: max(len(observed) - self.keep, 0)]:
+            marker = _stand_in(step)
+            if marker is not None:
+                stand_ins.setdefault(step.index, marker)
+        return replace(view, stand_ins=stand_ins)
 
 
-def _placeholder(step) -> str | None:
-    """The one-line stand-in for an old observation, or None to keep one that is shorter than its stand-in."""
+def _stand_in(step) -> str | None:
+    """The one-line marker for an old observation, or None to keep one that is shorter than its marker."""
     text = step.observation["text"]
     call = step.action["text"][:200] if step.action else "the reply"
-    stand_in = f"[elided: {call} returned {len(text):,} characters; call it again to re-read them]"
-    return stand_in if len(stand_in) < len(text) else None
+    marker = f"elided: {call} returned {len(text):,} characters; call it again to re-read them"
+    return marker if len(marker) + 2 < len(text) else None

@@ -1,16 +1,26 @@
 """The promises every policy keeps, checked on a rendered context. Used by the property tests and by replay,
-which reports the number of violations per policy (it must be 0)."""
+which reports the number of violations per policy (it must be 0).
+
+The promises: the instructions in force come first; the current question is there; roles alternate; every
+Action is answered by its Observation or by a marker standing in for it, and no Observation appears without
+its Action; every piece of text comes from the trace (an observation may be cut, with a marker saying how
+much), except markers in brackets and blocks of notes whose every line the trace holds; and, unless the
+policy says it arranges steps by relevance (`ordered = False`), what is shown keeps the order it happened in.
+"""
+import bisect
 import re
 from typing import Sequence
 
 from models import Message
 from replies import parse_reply
 
-ELIDED = re.compile(r"Observation\d+: \[elided: .+ returned [\d,]+ characters; call it again to re-read them\]", re.DOTALL)
+MARKER = re.compile(r"(Observation\d+: )?\[.+\]", re.DOTALL)
 NOT_RUN = re.compile(r"Observation\d+: \[not run: the run had ended\]")
+CUT = re.compile(r"\n\[\.\.\. ([\d,]+) characters cut \.\.\.\]\n")
+KEY_FACTS = "Key facts, extracted by rule from the conversation:"
 
 
-def violations(messages: Sequence[Message], events: Sequence[dict]) -> list[str]:
+def violations(messages: Sequence[Message], events: Sequence[dict], ordered: bool = True) -> list[str]:
     """What is wrong with `messages` as the context for a model call made right after `events`; [] when nothing."""
     since = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
     live = events[since:]
@@ -26,28 +36,90 @@ def violations(messages: Sequence[Message], events: Sequence[dict]) -> list[str]
     if not roles or roles[0] != "user" or roles[-1] != "user" or any(a == b for a, b in zip(roles, roles[1:])):
         problems.append(f"roles do not alternate from user to user: {roles}")
     for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
-        if part.kind == "observation" and (before is None or before.kind != "reply"):
+        if _answers_a_step(part) and (before is None or before.kind != "reply"):
             problems.append(f"an observation without its action: {part.text[:60]!r}")
-        if part.kind == "reply" and parse_reply(part.text).action is not None and (after is None or after.kind != "observation"):
+        if part.kind == "reply" and parse_reply(part.text).action is not None and not (after and _answers_a_step(after)):
             problems.append(f"an action without its observation: {part.text[:60]!r}")
-    allowed = {f"Question: {e['text']}" for e in questions}
-    allowed |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
-    allowed |= {f"Observation{e['step']}: {e['text']}" for e in live if e["type"] == "observation"}
-    allowed |= {e["text"] for e in live if e["type"] == "finish"}
-    pins = {e["text"] for e in live if e["type"] == "note" and e["op"] == "pin"}
-    summaries = {e["text"] for e in live if e["type"] == "summary"}
+    held = _held(live)
+    observations = {}
+    for e in live:
+        if e["type"] == "observation":
+            observations.setdefault(f"Observation{e['step']}: ", []).append(e["text"])
     for part in parts:
         if part.kind == "placeholder":
-            ok = re.fullmatch(r"\[.+\]", part.text) is not None
+            ok = MARKER.fullmatch(part.text) is not None
         elif part.kind == "notes":
-            header, *lines = part.text.split("\n")
-            ok = header == "Pinned notes:" and bool(lines) and all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
+            ok = _notes_held(part.text, live)
         elif part.kind == "summary":
-            ok = part.text.partition("\n")[2] in summaries
-        elif part.kind == "observation" and part.text not in allowed:
-            ok = bool(ELIDED.fullmatch(part.text) or NOT_RUN.fullmatch(part.text))
+            ok = part.text.partition("\n")[2] in {e["text"] for e in live if e["type"] == "summary"}
+        elif part.kind == "observation" and part.text not in held:
+            prefix = part.text[:part.text.index(": ") + 2] if ": " in part.text else ""
+            ok = bool(NOT_RUN.fullmatch(part.text)) or any(
+                _is_cut(part.text[len(prefix):], whole) for whole in observations.get(prefix, []))
         else:
-            ok = part.text in allowed
+            ok = part.text in held
         if not ok:
             problems.append(f"text the trace does not hold: {part.kind} {part.text[:60]!r}")
+    if ordered:
+        problems += _out_of_order(parts, live, since)
     return problems
+
+
+def _answers_a_step(part) -> bool:
+    """An observation, or a marker standing in for one (elide's)."""
+    return part.kind == "observation" or (part.kind == "placeholder" and part.text.startswith("Observation"))
+
+
+def _held(live: Sequence[dict]) -> set[str]:
+    held = {f"Question: {e['text']}" for e in live if e["type"] == "question"}
+    held |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
+    held |= {f"Observation{e['step']}: {e['text']}" for e in live if e["type"] == "observation"}
+    held |= {e["text"] for e in live if e["type"] == "finish"}
+    return held
+
+
+def _is_cut(shown: str, whole: str) -> bool:
+    """True when `shown` is `whole` with a middle stretch replaced by the marker saying how many characters went."""
+    match = CUT.search(shown)
+    if not match:
+        return False
+    head, tail = shown[:match.start()], shown[match.end():]
+    return (whole.startswith(head) and whole.endswith(tail)
+            and len(head) + len(tail) + int(match.group(1).replace(",", "")) == len(whole))
+
+
+def _notes_held(text: str, live: Sequence[dict]) -> bool:
+    """A pinned-notes block holds pinned notes; a key-facts block holds sentences the user wrote and tool results."""
+    header, *lines = text.split("\n")
+    if not lines:
+        return False
+    if header == "Pinned notes:":
+        pins = {e["text"] for e in live if e["type"] == "note" and e["op"] == "pin"}
+        return all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
+    if header == KEY_FACTS:
+        said = [e["text"] for e in live if e["type"] == "question"]
+        results = {f"{e['call']} returned {e['text']}" for e in live if e["type"] == "observation" and e.get("call")}
+        return all(line.startswith("- ") and (line[2:] in results or any(line[2:] in s for s in said)) for line in lines)
+    return False
+
+
+def _out_of_order(parts, live: Sequence[dict], since: int) -> list[str]:
+    """Parts taken from the trace must appear in the order of the events they come from."""
+    where: dict[str, list[int]] = {}
+    for index, e in enumerate(live):
+        if e["type"] == "question":
+            where.setdefault(f"Question: {e['text']}", []).append(index)
+        elif e["type"] == "reply":
+            where.setdefault(e["text"] or "(empty reply)", []).append(index)
+        elif e["type"] == "observation":
+            where.setdefault(f"Observation{e['step']}: {e['text']}", []).append(index)
+    last = -1
+    for part in parts:
+        if part.kind not in ("question", "reply", "observation") or part.text not in where:
+            continue
+        indices = where[part.text]
+        at = bisect.bisect_right(indices, last)
+        if at == len(indices):
+            return [f"shown out of the order it happened: {part.kind} {part.text[:60]!r}"]
+        last = indices[at]
+    return []

@@ -5,11 +5,13 @@ is a trace event, so the notes are part of the record and replay exactly. The no
 the top of the context (`top`, the default) or just before the current question (`end`). Pick it for
 long sessions where the model can tell which facts matter; it forgets what it did not pin.
 """
-from typing import Callable, Sequence
+from dataclasses import replace
+from typing import Callable
 
-from models import Message, Part
+from models import Part
 from policies.base import Policy
-from policies.rendering import ConversationReader, assemble, pinned_notes, recent_pieces
+from policies.rendering import Conversation, ConversationReader, View, pinned_notes
+from policies.window import hide_all_but_recent
 
 MAX_NOTES = 20
 MAX_NOTE_CHARS = 500
@@ -26,15 +28,12 @@ class PinnedNotes(Policy):
         self._read = ConversationReader()
         self.name = "pinned" if where == "top" else "pinned:end"
 
-    def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = self._read(events)
-        pieces = recent_pieces(conversation, RECENT_STEPS, all_questions=False)
-        if conversation.notes:
-            lines = [f"{number}. {note}" for number, note in enumerate(conversation.notes, 1)]
-            block = ("user", Part("notes", "Pinned notes:\n" + "\n".join(lines)))
-            at = 0 if self.where == "top" else max(i for i, (_, part) in enumerate(pieces) if part.kind == "question")
-            pieces.insert(at, block)
-        return assemble(conversation, pieces)
+    def choose(self, conversation: Conversation, view: View) -> View:
+        view = hide_all_but_recent(conversation, view, RECENT_STEPS)
+        if not conversation.notes:
+            return view
+        lines = [f"{number}. {note}" for number, note in enumerate(conversation.notes, 1)]
+        return replace(view, blocks=view.blocks + [(self.where, Part("notes", "Pinned notes:\n" + "\n".join(lines)))])
 
     def tools(self, trace) -> list[Callable]:
         """pin_note and unpin_note, writing their note events into this trace."""

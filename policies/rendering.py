@@ -2,13 +2,31 @@
 
 Every policy starts from `read_conversation(events)`: the instructions in force, the user's questions, and
 the steps under each (a step is one model reply and, when it had an Action or was unreadable, the
-observation that answered it). A policy picks what to show; `assemble` lays the pieces out as messages
-whose roles alternate as the APIs require (system, then user, model, user, ..., ending with user).
+observation that answered it). A policy says what to show as a `View` (steps hidden, observations replaced
+by a marked stand-in, steps brought back, blocks of notes), `lay_out` turns a conversation and a view into
+pieces, and `assemble` lays the pieces out as messages whose roles alternate as the APIs require (system,
+then user, model, user, ..., ending with user). Views compose: each policy of `A+B` changes the view the one
+before it made.
+
+Observations are recorded whole (up to a safety cap, see agent.py) and cut to `OBSERVATION_LIMIT` characters
+here, when they are shown: the cut is part of what a policy chooses, and the trace keeps every character.
 """
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from models import Message, Part
+
+
+OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, unless a policy chooses otherwise
+
+
+def cap(text: str, limit: int) -> str:
+    """Keep at most `limit` characters: the head and the tail, with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    budget = max(limit - 40, 0)
+    head, tail = text[: budget - budget // 3], text[len(text) - budget // 3:]
+    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"[:limit]
 
 
 @dataclass
@@ -19,6 +37,7 @@ class Step:
     observation: dict | None = None
     request: dict | None = None  # the program's request this reply answers (the --finish call)
     parts: list | None = field(default=None, repr=False)  # as rendered once it has its observation: it cannot change
+    terms: dict | None = field(default=None, repr=False)  # its words and their counts, for relevance (retrieve, budget)
 
 
 @dataclass
@@ -29,6 +48,7 @@ class Turn:
     request: dict | None = None  # a request not answered yet
     part: tuple | None = field(default=None, repr=False)  # its question, as rendered
     settled: tuple | None = field(default=None, repr=False)  # see settled_pieces()
+    terms: dict | None = field(default=None, repr=False)  # its question's words and their counts (retrieve, budget)
 
 
 @dataclass
@@ -37,6 +57,7 @@ class Conversation:
     turns: list[Turn]
     notes: list[str]
     summary: dict | None  # the latest summary of earlier steps, if any
+    forgotten: set = field(default_factory=set)  # trace indices of the replies whose steps the model chose to forget
     laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
 
     @property
@@ -78,6 +99,7 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
         conversation.instructions, conversation.summary = None, None
         turns.clear()
         conversation.notes.clear()
+        conversation.forgotten.clear()
     elif kind == "instructions":
         conversation.instructions = event
     elif kind == "question":
@@ -95,6 +117,8 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
         conversation.summary = event
     elif kind == "note":
         _apply_note(conversation.notes, event)
+    elif kind == "forget":
+        conversation.forgotten.update(event["replies"])
 
 
 def pinned_notes(events: Sequence[dict]) -> list[str]:
@@ -123,20 +147,25 @@ def question_part(turn: Turn) -> tuple[str, Part]:
     return turn.part
 
 
-def step_parts(step: Step, observation: str | None = None) -> list[tuple[str, Part]]:
-    """A step as the model saw it; `observation` replaces the observation's text (a placeholder)."""
-    if observation is None and step.parts is not None:
+def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION_LIMIT) -> list[tuple[str, Part]]:
+    """A step as the model saw it, its observation cut to `limit` characters; `stand_in` replaces the observation
+    with a marked placeholder (elide)."""
+    usual = stand_in is None and limit == OBSERVATION_LIMIT
+    if usual and step.parts is not None:
         return step.parts
     parts = []
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
     parts.append(("model", Part("reply", step.reply["text"] or "(empty reply)")))
     if step.observation:
-        text = observation if observation is not None else step.observation["text"]
-        parts.append(("user", Part("observation", f"Observation{step.observation['step']}: {text}")))
+        number = step.observation["step"]
+        if stand_in is not None:
+            parts.append(("user", Part("placeholder", f"Observation{number}: [{stand_in}]")))
+        else:
+            parts.append(("user", Part("observation", f"Observation{number}: {cap(step.observation['text'], limit)}")))
     elif step.action:  # the run ended before the action ran (the --finish call, Ctrl-C): say so, never leave it open
         parts.append(("user", Part("observation", f"Observation{step.reply['step']}: [not run: the run had ended]")))
-    if observation is None and step.observation:
+    if usual and step.observation:
         step.parts = parts
     return parts
 
@@ -191,34 +220,67 @@ def settled_pieces(turn: Turn, last: bool) -> list[tuple[str, Part]]:
     return pieces
 
 
-def recent_pieces(conversation: Conversation, keep: int, all_questions: bool) -> list[tuple[str, Part]]:
-    """The last `keep` steps, each with its question, plus the current question (or every question, when
-    `all_questions`), and a marker wherever something was left out. Shared by window, user-only and pinned."""
-    kept = {id(step) for step in conversation.steps[-keep:]} if keep > 0 else set()
-    pieces, left_out = [], [0, 0]  # questions, steps
+@dataclass
+class View:
+    """What a policy chose to show of a conversation. Steps are named by the trace index of their reply. A view
+    starts empty (everything shown, in order); each policy of `A+B+...` changes the view the one before it made."""
+    hidden: dict[int, str] = field(default_factory=dict)  # step -> why it is not shown: NOT_SHOWN or FORGOTTEN
+    stand_ins: dict[int, str] = field(default_factory=dict)  # step -> the marker shown instead of its observation
+    retrieved: set[int] = field(default_factory=set)  # steps brought back for the current question, marked as such
+    all_questions: bool = False  # every question is shown, even of turns whose steps are all hidden (user-only)
+    blocks: list[tuple[str, Part]] = field(default_factory=list)  # (where: "top" or "end", a block of notes)
+    arrangement: list[int] | None = None  # the order of the earlier turns (their question's index), when not as it happened
+    note: str | None = None  # a marker shown first, saying how the view was made (budget's order)
+    limit: int = OBSERVATION_LIMIT  # characters of each observation shown
 
-    def show(piece_list):
-        if any(left_out):
-            pieces.append(placeholder(_left_out(*left_out)))
-            left_out[:] = [0, 0]
-        pieces.extend(piece_list)
 
-    for number, turn in enumerate(conversation.turns):
-        current = number == len(conversation.turns) - 1
-        if all_questions or current or any(id(step) in kept for step in turn.steps):
+NOT_SHOWN, FORGOTTEN = "not shown", "forgotten"
+
+
+def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
+    """The pieces a view shows: questions and steps in order (or in the view's arrangement), a marker wherever steps
+    or questions were left out, stand-ins for replaced observations, and the view's blocks at the top or before the
+    current question."""
+    pieces, left_out = [], {NOT_SHOWN: [0, 0], FORGOTTEN: [0, 0]}  # why -> [questions, steps]
+
+    def show(new):
+        for why, (questions, steps) in left_out.items():
+            if questions or steps:
+                pieces.append(placeholder(_left_out(questions, steps, why)))
+        left_out[NOT_SHOWN], left_out[FORGOTTEN] = [0, 0], [0, 0]
+        pieces.extend(new)
+
+    turns = conversation.turns
+    if view.arrangement is not None and turns:  # turns left out of the arrangement are all hidden: said first
+        arranged = set(view.arrangement)
+        by_index = {turn.index: turn for turn in turns[:-1]}
+        turns = [t for t in turns[:-1] if t.index not in arranged] + [by_index[i] for i in view.arrangement] + [turns[-1]]
+    if view.note:
+        show([placeholder(view.note)])
+    for number, turn in enumerate(turns):
+        current = number == len(turns) - 1
+        if view.all_questions or current or not turn.steps or any(s.index not in view.hidden for s in turn.steps):
             show([question_part(turn)])
         else:
-            left_out[0] += 1
+            left_out[NOT_SHOWN][0] += 1
         for step in turn.steps:
-            if id(step) in kept:
-                show(step_parts(step))
-            else:
-                left_out[1] += 1
+            if step.index in view.hidden:
+                left_out[view.hidden[step.index]][1] += 1
+                continue
+            marker = [placeholder("brought back: an earlier step relevant to the current question")] \
+                if step.index in view.retrieved else []
+            show(marker + step_parts(step, view.stand_ins.get(step.index), view.limit))
         if current:
             show(pending_parts(turn))
+    show([])  # steps left out at the very end are said too: nothing disappears without a marker
+    for where, part in view.blocks:
+        at = 0 if where == "top" else max(i for i, (_, p) in enumerate(pieces) if p.kind == "question")
+        pieces.insert(at, ("user", part))
     return pieces
 
 
-def _left_out(questions: int, steps: int) -> str:
+def _left_out(questions: int, steps: int, why: str = NOT_SHOWN) -> str:
+    if why == FORGOTTEN:
+        return f"{steps} earlier step{'s' if steps != 1 else ''} forgotten at the model's request"
     counts = [f"{n} earlier {word}{'s' if n != 1 else ''}" for n, word in ((questions, "question"), (steps, "step")) if n]
     return " and ".join(counts) + " not shown"

@@ -3,11 +3,10 @@
 Cheapest as a session grows: the context stops growing. It forgets everything older, including what
 the user said at the start. Pick it for independent questions where old steps are noise.
 """
-from typing import Sequence
+from dataclasses import replace
 
-from models import Message
 from policies.base import Policy
-from policies.rendering import ConversationReader, assemble, recent_pieces
+from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View
 
 
 class SlidingWindow(Policy):
@@ -22,6 +21,13 @@ class SlidingWindow(Policy):
         self._read = ConversationReader()
         self.name = f"{kind}:{steps}"
 
-    def render(self, events: Sequence[dict]) -> list[Message]:
-        conversation = self._read(events)
-        return assemble(conversation, recent_pieces(conversation, self.steps, all_questions=self.all_questions))
+    def choose(self, conversation: Conversation, view: View) -> View:
+        return hide_all_but_recent(conversation, view, self.steps, all_questions=self.all_questions)
+
+
+def hide_all_but_recent(conversation: Conversation, view: View, keep: int, all_questions: bool = False) -> View:
+    """The view with every step but the last `keep` hidden (steps already hidden stay hidden, for their reason)."""
+    steps = conversation.steps
+    old = steps[: max(len(steps) - keep, 0)]
+    hidden = {step.index: NOT_SHOWN for step in old} | view.hidden
+    return replace(view, hidden=hidden, all_questions=view.all_questions or all_questions)

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from agent import OBSERVATION_LIMIT, REPLY_LIMIT, StopReason, TinyReAct, cap
+from agent import RECORD_LIMIT, REPLY_LIMIT, StopReason, TinyReAct
+from policies.rendering import OBSERVATION_LIMIT, cap
 from models import ModelError, ModelReply
 from models.scripted import ScriptedModel, ScriptExhausted
 from traces import Trace, read_trace
@@ -100,15 +101,26 @@ def test_hostile_action_is_not_executed(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
-def test_long_observations_are_capped_keeping_head_and_tail():
+def test_long_observations_are_recorded_whole_and_cut_when_shown():
     def big() -> str:
         """Returns a lot."""
         return "HEAD" + "x" * 10_000 + "TAIL"
-    result, _ = run(["Action: big()", "Answer: ok"], tools=[big])
-    text = observations(result)[0]
-    assert len(text) <= OBSERVATION_LIMIT
-    assert text.startswith("HEAD") and text.endswith("TAIL") and "characters cut" in text
+    result, model = run(["Action: big()", "Answer: ok"], tools=[big])
+    assert observations(result)[0] == "HEAD" + "x" * 10_000 + "TAIL"  # the trace keeps every character
+    shown = model.calls[1][-1].parts[-1].text
+    assert len(shown) <= OBSERVATION_LIMIT + len("Observation1: ")
+    assert shown.startswith("Observation1: HEAD") and shown.endswith("TAIL") and "[... 8,048 characters cut ...]" in shown
     assert cap("short", 10) == "short"
+
+
+def test_a_huge_tool_result_is_cut_at_the_safety_cap_and_marked():
+    def huge() -> str:
+        """Returns far too much."""
+        return "y" * (RECORD_LIMIT * 2)
+    result, _ = run(["Action: huge()", "Answer: ok"], tools=[huge])
+    event = next(e for e in result.trace if e["type"] == "observation")
+    assert RECORD_LIMIT - 100 < len(event["text"]) <= RECORD_LIMIT and "characters cut" in event["text"]
+    assert event["original_chars"] == RECORD_LIMIT * 2
 
 
 def test_fourth_identical_action_in_a_row_gets_a_warning_instead_of_running():

@@ -8,7 +8,8 @@ import pytest
 
 import agent
 import cli as command_line
-from compare import ToolTape, call_points, matches, probe, replay
+from compare import (Fact, ToolTape, call_points, cut_on_record, load_facts, matches, probe, probe_points, replay, stated,
+                     tally, wilson)
 from models import ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
@@ -45,21 +46,21 @@ def test_the_long_conversation_is_what_it_claims(long_replay):
 def test_static_replay_full_keeps_every_fact(long_replay):
     _, _, reports = long_replay
     for fact, marks in reports["full"].facts.items():
-        assert all(kept in (True, None) for kept in marks.values()) and True in marks.values(), fact
+        assert all(state in ("kept", "unstated") for state in marks.values()) and "kept" in marks.values(), fact
 
 
 def test_static_replay_window_loses_the_mid_session_facts(long_replay):
     _, _, reports = long_replay
     window = reports["window:2"].facts
-    assert not any(window["sintra"].values()) and not any(window["booking"].values())
+    assert set(window["sintra"].values()) == set(window["booking"].values()) == {"unstated", "gone"}
 
 
 def test_static_replay_user_only_keeps_what_the_user_said_and_loses_tool_facts(long_replay):
     _, _, reports = long_replay
     user_only = reports["user-only:4"].facts
-    assert all(v in (True, None) for v in user_only["instruction"].values())
-    assert all(v in (True, None) for v in user_only["booking"].values())
-    assert not any(user_only["sintra"].values())
+    assert set(user_only["instruction"].values()) == {"kept"}
+    assert set(user_only["booking"].values()) == {"unstated", "kept"}
+    assert set(user_only["sintra"].values()) == {"unstated", "gone"}
 
 
 def test_static_replay_totals_match_an_independent_sum(long_replay):
@@ -74,9 +75,11 @@ def test_static_replay_totals_match_an_independent_sum(long_replay):
     assert reports["window:2"].total < reports["user-only:4"].total < reports["elide:2"].total < reports["full"].total
 
 
-def test_compact_without_recorded_summaries_is_reported_not_measured(long_replay):
-    _, _, reports = long_replay
-    assert not reports["compact:8000"].measured and "not measured" in reports["compact:8000"].note
+def test_compact_is_measured_when_it_never_asks_and_not_measured_when_it_asks_without_a_model(long_replay):
+    header, events, reports = long_replay
+    assert reports["compact:8000"].measured and reports["compact:8000"].sizes == reports["full"].sizes  # peak < 8,000
+    small = replay(header, events, ["compact:2000"])[0]
+    assert not small.measured and "give --model" in small.note
 
 
 def test_compact_with_recorded_summaries_is_measured(tmp_path):
@@ -92,9 +95,20 @@ def test_compact_with_recorded_summaries_is_measured(tmp_path):
     run.query("fetch three")
     run.trace.close()
     header, events = read_trace_file(path)
-    reports = {r.policy: r for r in replay(header, events, ["full", "compact:300"])}
+    reports = {r.policy: r for r in replay(header, events, ["full", "compact:300", "compact:100000"])}
     assert reports["compact:300"].measured and reports["compact:300"].violations == 0
     assert reports["compact:300"].sizes[-1] < reports["full"].sizes[-1]
+    assert reports["compact:300"].summary_calls == 1 and "recorded" in reports["compact:300"].note
+    assert reports["compact:300"].total == sum(reports["compact:300"].sizes) + reports["compact:300"].summary_input > 0
+    assert reports["compact:100000"].sizes == reports["full"].sizes  # a T never reached asks for nothing
+    # Another T asks at other points: its summaries are written by the model given, and cached for next time.
+    from compare import Summaries
+    writer = ScriptedModel(["Summary: fetched a."])
+    cache = str(tmp_path / "summaries.json")
+    written = replay(header, events, ["compact:200"], summaries=Summaries(writer, cache))[0]
+    assert written.measured and written.summary_calls == 1 and "written by scripted" in written.note
+    again = replay(header, events, ["compact:200"], summaries=Summaries(None, cache))[0]
+    assert again.sizes == written.sizes and "cached, by scripted" in again.note and len(writer.calls) == 1
 
 
 class Reader:
@@ -110,20 +124,86 @@ class Reader:
         return ModelReply(f"Thought: looking\nAnswer: {self.answer if self.fact in context else 'I do not know'}")
 
 
-def test_probe_mode_scores_each_policy_and_a_closed_book_control():
+def scores(answers):
+    return {(a.condition, a.verdict): sum(1 for b in answers if (b.condition, b.verdict) == (a.condition, a.verdict))
+            for a in answers}
+
+
+def test_probe_mode_scores_each_policy_and_both_controls():
     header, events = read_trace_file(SUPER_BOWL)
+    facts, declared = load_facts(header)
     model = Reader("15.5 °C", "It was 15.5 °C.")
-    scores = probe(header, events, ["full", "window:1"], model)
-    assert scores == {"closed book": {"temperature": [0, 6]}, "full": {"temperature": [6, 6]},
-                      "window:1": {"temperature": [0, 6]}}
-    assert model.calls == 18
+    answers = probe(events, ["full", "window:1"], model, facts, probe_points(declared, events))
+    assert scores(answers) == {("closed book", "refusal"): 6, ("facts only", "correct"): 6, ("full", "correct"): 6,
+                               ("window:1", "refusal"): 6}
+    assert model.calls == 24 and answers[0].question == facts[0].phrasings[0] and answers[0].point == "call 7 (turn 1)"
 
 
 def test_probe_mode_asks_only_after_the_fact_was_stated():
     header, events = read_trace_file(LONG)
-    header = {**header, "probes": [p for p in header["probes"] if p["id"] == "booking"], "probe_points": [31, 84]}
-    scores = probe(header, events, ["user-only:4", "window:2"], Reader("KX-4471-B", "KX-4471-B"))
-    assert scores["user-only:4"] == {"booking": [6, 6]} and scores["window:2"] == {"booking": [0, 6]}
+    header = {**header, "probe_points": [31, 84]}
+    facts, declared = load_facts(header)
+    booking = [fact for fact in facts if fact.id == "booking"]
+    answers = probe(events, ["user-only:4", "window:2"], Reader("KX-4471-B", "KX-4471-B"), booking,
+                    probe_points(declared, events), phrasings=2, repeat=2)
+    assert {a.point for a in answers} == {"call 84 (turn 32)"}  # not stated yet at call 31
+    assert scores(answers)[("user-only:4", "correct")] == 4 and scores(answers)[("window:2", "refusal")] == 4
+
+
+def test_a_facts_file_classifies_every_answer_and_tallies_with_wilson_intervals(tmp_path):
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps({"probe_turns": [20, 33], "facts": [
+        {"id": "booking", "text": "KX-4471-B", "gold": "KX-4471-B", "distractors": ["KX-4417-B"], "stale": ["KX-1111-A"],
+         "phrasings": ["What is my booking reference?", "Which reference is mine?"]}]}))
+    header, events = read_trace_file(LONG)
+    facts, declared = load_facts(header, str(facts_file))
+    points = probe_points(declared, events)
+    assert [p.label for p in points] == ["turn 20 (call 55)", "turn 33 (call 85)"]
+
+    class Confused:
+        """Right with the whole history (which holds the Lisbon page); the colleague's reference when it is in a shorter
+        context; the stale value given only the facts; else it does not know."""
+        name = "confused"
+
+        def generate(self, messages, stop):
+            context = "\n".join(m.text for m in messages)
+            if "545,000" in context and "KX-4471-B" in context:
+                return ModelReply("Answer: KX-4471-B")
+            if "KX-4417-B" in context:
+                return ModelReply("Answer: It is KX-4417-B.")
+            return ModelReply("Answer: KX-1111-A" if "Facts from" in context else "Answer: I don't know.")
+
+    answers = probe(events, ["full", "user-only:4"], Confused(), facts, points, jobs=3)
+    by_point = tally(answers, "point")
+    assert by_point["full"]["turn 20 (call 55)"]["k"] == 2 and by_point["full"]["turn 33 (call 85)"]["n"] == 2
+    assert by_point["user-only:4"]["turn 33 (call 85)"]["distractor"] == 2
+    assert by_point["closed book"]["turn 20 (call 55)"]["refusal"] == 2
+    assert by_point["facts only"]["turn 20 (call 55)"]["stale"] == 2
+    low, high = wilson(2, 2)
+    assert by_point["full"]["turn 20 (call 55)"]["low"] == round(low, 3) and high == 1.0 and 0.34 < low < 0.35
+
+
+def test_wilson_interval_matches_the_textbook_values():
+    low, high = wilson(8, 10)
+    assert (round(low, 3), round(high, 3)) == (0.490, 0.943)
+    assert wilson(0, 0) == (0.0, 1.0) and wilson(0, 5)[0] == 0.0
+
+
+def test_a_fact_past_the_observation_cap_is_reported_cut_not_unstated(tmp_path):
+    def listing() -> str:
+        """A long listing."""
+        return "row " * 375 + "VAT GB-99123-45 " + "row " * 400  # past the 1,307 characters of head a 2,000 cut keeps
+    path = str(tmp_path / "cut.jsonl")
+    run = agent.TinyReAct(ScriptedModel(["Action: listing()", "Answer: ok", "Answer: ?"]), tools=[listing],
+                          trace=Trace(path))
+    run.query("list")
+    run.query("what is the VAT number?")
+    run.trace.close()
+    header, events = read_trace_file(path)
+    fact = Fact("vat", "GB-99123-45", "GB-99123-45")
+    report = replay(header, events, ["full"], facts=[fact], points=probe_points({"turns": [2]}, events))[0]
+    assert report.facts == {"vat": {"turn 2 (call 3)": "cut"}}
+    assert stated(fact, events) and cut_on_record(events) == 0
 
 
 def test_matching_is_on_whole_words():
@@ -148,7 +228,7 @@ def test_tool_tape_replays_results_and_counts_misses():
 def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
     _, _, reports = long_replay
     svg = svg_plot(list(reports.values()), "long", "Gemma 3 tokenizer, local")
-    assert svg.startswith("<svg") and svg.count("<polyline") == 5 and "compact" not in svg
+    assert svg.startswith("<svg") and svg.count("<polyline") == 6  # compact:8000 never asks for a summary here
 
 
 def cli(*args, env=None):
@@ -162,9 +242,11 @@ def test_replay_command_line_outputs(tmp_path):
     done = cli("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
                "--csv", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
-    assert "Replay of" in done.stdout and "-74%" in done.stdout and "KX-4471-B" in done.stdout
+    assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
     assert (tmp_path / "p.svg").read_text().count("<polyline") == 3
-    assert (tmp_path / "p.csv").read_text().splitlines()[:2] == ["policy,call,context_tokens", "full,1,945"]
+    rows = (tmp_path / "p.csv").read_text().splitlines()
+    assert rows[0].startswith("policy,call,context_tokens,instructions,tools,user,model,observations,notes,markers,")
+    assert rows[1].startswith("full,1,945,") and rows[1].count(",") == 16
     report = json.loads(cli("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
     assert report["calls"] == 7 and report["policies"][0]["violations"] == 0
 
@@ -227,3 +309,31 @@ def test_shipped_conversations_are_what_the_builder_records(name, tmp_path):
         header, events = read_trace_file(path)
         return {k: v for k, v in header.items() if k != "created"}, [{k: v for k, v in e.items() if k != "t"} for e in events]
     assert without_times(str(tmp_path / name)) == without_times(os.path.join(ROOT, "conversations", name))
+
+
+def test_record_turns_a_script_into_a_trace_that_replays(tmp_path, capsys):
+    out = tmp_path / "example.jsonl"
+    script = os.path.join(ROOT, "conversations", "example.script.json")
+    assert command_line.main(["--record", script, "--trace", str(out)]) == 0
+    header, events = read_trace_file(str(out))
+    observations = [e["text"] for e in events if e["type"] == "observation"]
+    assert observations == ["Order ZQ-5521: 2 items, shipped 3 March from Leeds, carrier ParcelOne, tracking PO-88310.",
+                            "8"]  # the scripted result, then subtract_numbers run for real
+    assert "lookup_order(*args, **kwargs)" in events[0]["text"]  # a tool the project lacks, stood in for by name
+    assert [e["text"] for e in events if e["type"] == "answer"][-1] == "8 days ago."
+    reports = replay(header, events, ["full", "window:0+facts"],
+                     facts=[Fact("tracking", "PO-88310", "PO-88310")], points=probe_points({"turns": [3]}, events))
+    assert reports[0].violations == reports[1].violations == 0
+    assert reports[1].facts == {"tracking": {"turn 3 (call 5)": "kept"}}  # a short tool result: the rule keeps it
+
+
+def test_record_under_pinned_runs_the_policy_tool_and_a_bad_script_is_one_line(tmp_path, capsys):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"user": "Remember 4471.", "steps": [
+        {"thought": "Pin it.", "action": 'pin_note("code 4471")', "result": "ignored"}], "answer": "Pinned."}]}))
+    assert command_line.main(["--record", str(script), "--policy", "pinned"]) == 0
+    _, events = read_trace_file(str(tmp_path / "s.jsonl"))
+    assert [e["text"] for e in events if e["type"] == "note"] == ["code 4471"]
+    script.write_text(json.dumps({"turns": [{"steps": []}]}))
+    assert command_line.main(["--record", str(script)]) == 2
+    assert "is not a conversation script: KeyError" in capsys.readouterr().err

@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYER = {
     "cli": 7,
     "display": 6, "reports": 6,
-    "compare": 5,
+    "compare": 5, "recording": 5,
     "agent": 4,
     "policies": 3,
     "tokens": 2,

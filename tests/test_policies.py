@@ -13,15 +13,22 @@ from models.scripted import ScriptedModel
 from policies import POLICIES, make_policy, measure
 from policies.invariants import violations
 from tokens import count_tokens
+from policies.budget import ORDER_NOTE
 from tools.arithmetic import add_numbers, multiply_numbers
 
-SPECS = st.one_of(
+COMPOSABLE = st.one_of(
     st.just("full"),
     st.integers(0, 6).map(lambda n: f"window:{n}"),
     st.integers(0, 6).map(lambda n: f"user-only:{n}"),
     st.integers(0, 6).map(lambda k: f"elide:{k}"),
-    st.sampled_from(["pinned", "pinned:top", "pinned:end"]),
+    st.sampled_from(["pinned", "pinned:top", "pinned:end", "facts", "facts:end", "forget"]),
+    st.integers(0, 4).map(lambda k: f"retrieve:{k}"),
+    st.integers(1, 3000).map(lambda t: f"budget:{t}"),
+)
+SPECS = st.one_of(
+    COMPOSABLE,
     st.integers(50, 3000).map(lambda t: f"compact:{t}"),
+    st.lists(COMPOSABLE, min_size=2, max_size=3).map("+".join),  # composed: the invariants hold for the result too
 )
 
 
@@ -37,6 +44,7 @@ REPLIES = st.one_of(
     st.builds(lambda p: f'Thought: read\nAction: fetch("{p}")', st.sampled_from(["alpha", "beta"])),
     st.builds(lambda t: f'Action: pin_note("{t}")', st.sampled_from(["code 4471", "name Ada", ""])),
     st.builds(lambda i: f"Action: unpin_note({i})", st.integers(0, 3)),
+    st.builds(lambda w: f'Action: forget("{w}")', st.sampled_from(["fetch", "add_numbers", "alpha", "nothing"])),
     st.sampled_from(["Action: no_such_tool(1)", "Action: add_numbers(", "I am confused.", "",
                      "Thought: x\nAction: add_numbers(1, 1)\nObservation: 3\nAnswer: 3"]),
     st.builds(lambda a: f"Thought: done\nAnswer: {a}", st.text(min_size=1, max_size=20).filter(str.strip)),
@@ -57,8 +65,8 @@ class DrawingModel:
         return ModelReply(self.data.draw(REPLIES), input_tokens=10, output_tokens=3)
 
 
-def check_invariants(messages, events):
-    assert violations(messages, events) == []
+def check_invariants(messages, events, ordered=True):
+    assert violations(messages, events, ordered) == []
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -78,7 +86,7 @@ def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questi
         if len(messages) == 1:  # a summary request, not a context
             continue
         prefix = copy.deepcopy(events[:length])
-        check_invariants(messages, prefix)
+        check_invariants(messages, prefix, agent.policy.ordered)
         # Pure and deterministic: the same trace renders the same messages, and the trace is left untouched.
         assert agent.policy.render(prefix) == messages
         assert prefix == events[:length]
@@ -125,17 +133,21 @@ def test_user_only_keeps_every_question_verbatim_and_the_last_n_steps():
     ]
 
 
-def test_elide_replaces_old_long_observations_with_a_placeholder():
+def test_elide_replaces_old_long_observations_with_a_marker_counted_as_a_marker():
     replies = ['Action: fetch("alpha")', 'Action: fetch("beta")', "Action: add_numbers(1, 2)", "Answer: ok"]
     _, model = session("elide:1", replies, ["read both"])
     assert shown(model) == [
         ("question", "Question: read both"),
         ("reply", 'Action: fetch("alpha")'),
-        ("observation", 'Observation1: [elided: fetch("alpha") returned 1,800 characters; call it again to re-read them]'),
+        ("placeholder", 'Observation1: [elided: fetch("alpha") returned 1,800 characters; call it again to re-read them]'),
         ("reply", 'Action: fetch("beta")'),
-        ("observation", 'Observation2: [elided: fetch("beta") returned 1,500 characters; call it again to re-read them]'),
+        ("placeholder", 'Observation2: [elided: fetch("beta") returned 1,500 characters; call it again to re-read them]'),
         ("reply", "Action: add_numbers(1, 2)"), ("observation", "Observation3: 3"),
     ]
+    counts = measure(model.calls[-1], "", count_tokens)
+    assert counts["observations"] == count_tokens("Observation3: 3")
+    assert counts["markers"] == sum(count_tokens(f'Observation{n}: [elided: fetch("{p}") returned {c} characters; '
+                                                 "call it again to re-read them]") for n, p, c in [(1, "alpha", "1,800"), (2, "beta", "1,500")])
 
 
 def test_elide_keeps_short_observations_that_are_shorter_than_their_placeholder():
@@ -240,15 +252,19 @@ def test_measure_counts_every_bucket():
 
 @pytest.mark.parametrize("spec, message", [("window:x", "takes a whole number"), ("nope", "unknown policy"),
                                            ("full:3", "takes no argument"), ("pinned:middle", "top or end"),
-                                           ("window:-1", "N >= 0"), ("compact:0", "T >= 1")])
+                                           ("window:-1", "N >= 0"), ("compact:0", "T >= 1"),
+                                           ("compact:900+pinned", "cannot be combined"), ("+pinned", "unknown policy"),
+                                           ("budget:0", "T >= 1"), ("retrieve:x", "whole number")])
 def test_bad_policy_specs_are_clear_errors(spec, message):
     with pytest.raises(ValueError, match=message):
         make_policy(spec)
 
 
 def test_every_registered_policy_builds_with_defaults():
-    assert sorted(POLICIES) == ["compact", "elide", "full", "pinned", "user-only", "window"]
-    assert [make_policy(name).name for name in POLICIES] == ["full", "window:4", "user-only:4", "elide:2", "pinned", "compact:8000"]
+    assert sorted(POLICIES) == ["budget", "compact", "elide", "facts", "forget", "full", "pinned", "retrieve", "user-only",
+                                "window"]
+    assert [make_policy(name).name for name in POLICIES] == ["full", "window:4", "user-only:4", "elide:2", "pinned",
+                                                             "compact:8000", "facts", "retrieve:3", "budget:4000", "forget"]
 
 
 def test_an_action_left_unrun_by_the_finish_call_is_closed_in_the_next_context():
@@ -285,3 +301,121 @@ def test_context_growth_follows_the_formulas_the_benchmark_states():
         measured, formula = rows[spec]
         assert abs(measured / formula - 1) < 0.05, spec
     assert rows["window:4"][0] < rows["full"][0] and rows["compact:1200"][0] < rows["full"][0]
+
+
+# ---------------------------------------------------------------- the policies of the context-engineering essays
+
+def lookup(name: str) -> str:
+    """Looks up a name.
+    Example: lookup("ada") returns a line about Ada Lovelace."""
+    return {"ada": "Ada Lovelace, born 1815 in London", "paris": "Paris is the capital of France. " * 20}[name]
+
+
+FOUR_TURNS = ['Action: lookup("ada")', "Answer: 1815", 'Action: lookup("paris")', "Answer: Paris",
+              "Action: add_numbers(2, 3)", "Answer: 5", "Answer: London"]
+QUESTIONS = ["My locker code is 4471. When was Ada born?", "What is the capital of France?", "What is 2 + 3?",
+             "Where was Ada born?"]
+
+
+def essay_session(policy, replies=FOUR_TURNS):
+    model = ScriptedModel(replies)
+    agent = TinyReAct(model, tools=[add_numbers, lookup], policy=make_policy(policy))
+    for question in QUESTIONS:
+        agent.query(question)
+    return agent, model
+
+
+def test_facts_composed_with_a_window_keeps_what_the_user_stated_and_short_results():
+    _, model = essay_session("window:1+facts")
+    assert shown(model) == [
+        ("notes", "Key facts, extracted by rule from the conversation:\n- My locker code is 4471.\n"
+                  "- lookup(name='ada') returned Ada Lovelace, born 1815 in London\n- add_numbers(x=2, y=3) returned 5"),
+        ("placeholder", "[2 earlier questions and 4 earlier steps not shown]"),
+        ("question", "Question: What is 2 + 3?"), ("placeholder", "[1 earlier step not shown]"), ("reply", "Answer: 5"),
+        ("question", "Question: Where was Ada born?"),
+    ]  # the Paris page is a document, not a fact: too long for the rule
+
+
+def test_retrieve_brings_back_the_relevant_earlier_step_marked():
+    _, model = essay_session("retrieve:1", FOUR_TURNS[:-1] + ["Action: add_numbers(1, 1)", "Action: add_numbers(1, 2)",
+                                                              "Action: add_numbers(1, 3)", "Answer: London"])
+    assert shown(model)[:8] == [
+        ("question", "Question: My locker code is 4471. When was Ada born?"),
+        ("placeholder", "[brought back: an earlier step relevant to the current question]"),
+        ("reply", 'Action: lookup("ada")'), ("observation", "Observation1: Ada Lovelace, born 1815 in London"),
+        ("placeholder", "[1 earlier question and 3 earlier steps not shown]"),
+        ("question", "Question: What is 2 + 3?"), ("placeholder", "[1 earlier step not shown]"), ("reply", "Answer: 5"),
+    ]  # the last 4 steps (the one before this turn, and this turn's 3) follow
+
+
+def test_budget_keeps_the_most_relevant_steps_that_fit_and_says_how_they_are_ordered():
+    agent, _ = essay_session("full")
+    events = agent.trace.events[:-2]  # the context of the last call
+    current = count_tokens("Question: Where was Ada born?")
+    ada_turn = sum(map(count_tokens, ["Question: My locker code is 4471. When was Ada born?", 'Action: lookup("ada")',
+                                      "Observation1: Ada Lovelace, born 1815 in London", "Answer: 1815"]))
+    budget = count_tokens(events[0]["text"]) + current + count_tokens(ORDER_NOTE) + ada_turn
+    messages = make_policy(f"budget:{budget}").render(events)
+    parts = [(part.kind, part.text) for message in messages[1:] for part in message.parts]
+    assert parts == [
+        ("placeholder", f"[{ORDER_NOTE}]"), ("placeholder", "[2 earlier questions and 4 earlier steps not shown]"),
+        ("question", "Question: My locker code is 4471. When was Ada born?"),
+        ("reply", 'Action: lookup("ada")'), ("observation", "Observation1: Ada Lovelace, born 1815 in London"),
+        ("reply", "Answer: 1815"), ("question", "Question: Where was Ada born?"),
+    ]  # the steps that name Ada are the most relevant, and exactly fit
+    assert violations(messages, events, ordered=False) == []
+
+
+def test_budget_lays_the_chosen_turns_out_most_relevant_at_both_edges():
+    questions = ["alpha", "beta", "alpha beta gamma delta", "gamma delta", "alpha beta gamma delta?"]
+    agent = TinyReAct(ScriptedModel([f"Answer: {n}" for n in range(5)]), tools=[add_numbers])
+    for question in questions:
+        agent.query(question)
+    messages = make_policy("budget:100000").render(agent.trace.events[:-2])
+    shown_questions = [part.text for message in messages[1:] for part in message.parts if part.kind == "question"]
+    # BM25 ranks the question with all four words first and "gamma delta" second; the one-word questions come last.
+    # Laid out from both edges inward: the first at the top, the second just before the current question.
+    assert shown_questions[0] == "Question: alpha beta gamma delta"
+    assert shown_questions[-2] == "Question: gamma delta" and shown_questions[-1] == "Question: alpha beta gamma delta?"
+    assert sorted(shown_questions[1:3]) == ["Question: alpha", "Question: beta"]
+
+
+def test_forget_drops_the_steps_the_model_chose_and_replay_shows_the_same():
+    agent, model = essay_session("forget", FOUR_TURNS[:-1] + ['Action: forget("paris")', "Answer: London"])
+    forgets = [e for e in agent.trace.events if e["type"] == "forget"]
+    assert len(forgets) == 1 and forgets[0]["what"] == "paris"
+    assert ("placeholder", "[1 earlier step forgotten at the model's request]") in shown(model)
+    assert ("reply", 'Action: lookup("paris")') not in shown(model) and ("reply", "Answer: Paris") in shown(model)
+    assert "Observation1: Forgot 1 earlier step." in [text for _, text in shown(model)]
+    length = len(agent.trace.events) - 4  # just before the last reply: replay renders what the model was sent
+    assert make_policy("forget").render(agent.trace.events[:length]) == model.calls[-1]
+
+
+def test_forget_of_something_never_mentioned_is_an_error_observation():
+    agent, _ = essay_session("forget", FOUR_TURNS[:-1] + ['Action: forget("tokyo")', "Answer: London"])
+    assert not [e for e in agent.trace.events if e["type"] == "forget"]
+    assert "Error: no earlier step mentions 'tokyo'; nothing was forgotten." in [
+        e["text"] for e in agent.trace.events if e["type"] == "observation"]
+
+
+def test_composition_applies_the_policies_in_order_and_offers_their_tools():
+    agent, model = essay_session("elide:0+pinned", ['Action: pin_note("Locker 4471")'] + FOUR_TURNS)
+    assert shown(model) == [
+        ("notes", "Pinned notes:\n1. Locker 4471"), ("placeholder", "[1 earlier question and 3 earlier steps not shown]"),
+        ("question", "Question: What is the capital of France?"), ("reply", 'Action: lookup("paris")'),
+        ("placeholder", 'Observation1: [elided: lookup("paris") returned 640 characters; call it again to re-read them]'),
+        ("reply", "Answer: Paris"), ("question", "Question: What is 2 + 3?"), ("reply", "Action: add_numbers(2, 3)"),
+        ("observation", "Observation1: 5"),  # shorter than its marker: kept
+        ("reply", "Answer: 5"), ("question", "Question: Where was Ada born?"),
+    ]  # elide:0 marked every long observation; pinned then kept the last 4 steps and added its notes
+    assert "pin_note(text: str)" in model.calls[-1][0].text and agent.policy.name == "elide:0+pinned"
+
+
+
+def test_an_observation_cut_when_shown_is_held_by_the_trace_but_a_forged_cut_is_not():
+    agent, model = session("full", ['Action: fetch("alpha")', "Answer: ok"], ["read"])
+    events = agent.trace.events[:-4]
+    messages = make_policy("full").render(events)
+    assert violations(messages, events) == []
+    forged = [*messages[:-1], Message.of("user", "Observation1: alpha\n[... 12 characters cut ...]\nalpha", "observation")]
+    assert any("does not hold" in problem for problem in violations(forged, events))

@@ -1,0 +1,60 @@
+"""facts[:top|end]: a block of key facts kept apart from the history, at the top or before the current question.
+
+The facts are extracted by a rule, with no model call: every statement the user made (a sentence of a question
+that is not itself a question, of four words or more, not a greeting or thanks), and every short tool result
+(at most 160 characters, not an error) with the call that produced it. The latest 60 are kept, in the order
+they came; a correction stays below the value it corrects. On its own it adds the block to full history;
+composed (`window:2+facts`, `user-only:4+facts`), it adds the block to what the other policies chose, which is
+where it saves tokens.
+Pick it when the facts that matter are said in so many words by the user or returned as short tool results;
+a fact inside a long page is not extracted.
+"""
+import re
+from dataclasses import replace
+
+from models import Part
+from policies.base import Policy
+from policies.invariants import KEY_FACTS
+from policies.rendering import Conversation, ConversationReader, View
+
+MAX_FACTS = 60
+SHORT_RESULT = 160  # characters: a tool result this short is a fact; a longer one is a document
+SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SMALL_TALK = re.compile(r"^(hi|hello|hey|thanks|thank you|great|ok|okay)\b", re.IGNORECASE)
+
+
+class KeyFacts(Policy):
+    name = "facts"
+
+    def __init__(self, where: str = "top"):
+        if where not in ("top", "end"):
+            raise ValueError(f"facts takes top or end, got {where!r}")
+        self.where = where
+        self._read = ConversationReader()
+        self.name = "facts" if where == "top" else "facts:end"
+
+    def choose(self, conversation: Conversation, view: View) -> View:
+        lines = key_facts(conversation)
+        if not lines:
+            return view
+        block = Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {line}" for line in lines))
+        return replace(view, blocks=view.blocks + [(self.where, block)])
+
+
+def key_facts(conversation: Conversation) -> list[str]:
+    """The facts the rule finds in every turn before the current one, oldest first, the latest MAX_FACTS."""
+    found = []
+    for turn in conversation.turns[:-1]:
+        found += [sentence for sentence in SENTENCE.split(turn.question["text"].strip()) if _statement(sentence)]
+        for step in turn.steps:
+            observation = step.observation
+            if observation and observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
+                    and not observation["text"].startswith(("Error", "Warning")):
+                found.append(f"{observation['call']} returned {observation['text']}")
+    return list(dict.fromkeys(found))[-MAX_FACTS:]
+
+
+def _statement(sentence: str) -> bool:
+    sentence = sentence.strip()
+    return len(sentence.split()) >= 4 and not sentence.endswith("?") and not SMALL_TALK.match(sentence) \
+        and "\n" not in sentence

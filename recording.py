@@ -1,0 +1,105 @@
+"""Turning a conversation you have (a transcript, a chat log) into a trace that `--replay` can measure.
+
+    python agent.py --record conversations/example.script.json [--trace out.jsonl] [--policy pinned]
+
+A script is JSON: a title and a list of turns, each with the user's message, the steps the model took (a thought
+and an action, and the tool's result), and the final answer (see conversations/README.md). It is played through
+the real loop: a scripted model writes the replies, and each tool answers with the result the script gives for
+that step, so the trace holds exactly the events a live run would have written (instructions, contexts, usage
+as the scripted model estimates it). A step without a result runs the real tool; tools the project does not
+have are stood in for under their own names. The policy's own tools (pin_note, forget) always run for real, so
+a script can record a session under pinned or forget.
+"""
+import functools
+import json
+from pathlib import Path
+
+from agent import TinyReAct
+from models.scripted import ScriptedModel
+from policies import Policy
+from replies import ActionError, parse_action
+from tools import DEFAULT_TOOLS
+from traces import Trace
+
+
+def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
+    """Play the script into a trace file under `policy`; returns the number of model calls. Raises ValueError naming
+    what is wrong with the script, or what went differently from it."""
+    try:
+        script = json.loads(Path(script_path).read_text(encoding="utf-8"))
+        turns = script["turns"]
+        replies, results = _replies(turns)
+    except (json.JSONDecodeError, KeyError, TypeError) as problem:
+        raise ValueError(f"{script_path} is not a conversation script: {type(problem).__name__}: {problem}") from None
+    model = ScriptedModel(replies)
+    used = set()
+    tools = _taped_tools(results, model, used, policy)
+    meta = {"title": script.get("title", ""), "recorded": f"from {Path(script_path).name} with --record: replies "
+            "played by the scripted model, tool results from the script; usage numbers are the scripted model's estimates"}
+    trace = Trace(trace_path, meta=meta)
+    try:
+        agent = TinyReAct(model, tools=tools, policy=policy, trace=trace)
+        for number, turn in enumerate(turns, 1):
+            agent.ttl = len(turn.get("steps", [])) + 1
+            result = agent.query(turn["user"])
+            if result.stop_reason.value != "answer":
+                raise ValueError(f"turn {number} ended with {result.stop_reason.value}, not the scripted answer")
+    finally:
+        trace.close()
+    unused = sorted(set(results) - used)
+    if unused:
+        raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
+                         "their actions were refused by the loop (see the trace's observations)")
+    return len(model.calls)
+
+
+def _replies(turns: list[dict]) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    """The model's replies in order, and the scripted tool result of each reply that has one: {call: (tool, text)}."""
+    replies, results = [], {}
+    for turn in turns:
+        steps = turn.get("steps", [])
+        for number, step in enumerate(steps, 1):
+            reply = step.get("reply") or f"Thought{number}: {step['thought']}\nAction{number}: {step['action']}"
+            replies.append(reply)
+            if "result" in step:
+                results[len(replies)] = (_tool_name(step.get("action", "")), str(step["result"]))
+        replies.append(f"Thought{len(steps) + 1}: {turn.get('thought', 'I can answer now.')}\nAnswer: {turn['answer']}")
+    return replies, results
+
+
+def _tool_name(action: str) -> str:
+    try:
+        return parse_action(action).name
+    except ActionError:
+        return ""
+
+
+def _taped_tools(results: dict, model: ScriptedModel, used: set, policy: Policy) -> list:
+    """The default tools and a stand-in for every other tool the script calls, each answering with the result
+    scripted for the model call that asked for it (or running for real when the script gives none)."""
+    known = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    policy_tools = {tool.__name__ for tool in policy.tools(Trace())}
+    for call, (name, _) in results.items():
+        if name in policy_tools:  # they run for real, to write their events: their scripted result is not needed
+            used.add(call)
+        elif name and name not in known:
+            known[name] = _stand_in(name)
+
+    def taped(tool):
+        @functools.wraps(tool)  # keeps the signature and docstring, so the instructions are the real tool's
+        def answer(*args, **kwargs):
+            call = len(model.calls)
+            if call in results and results[call][0] == tool.__name__:
+                used.add(call)
+                return results[call][1]
+            return tool(*args, **kwargs)
+        return answer
+    return [taped(tool) for tool in known.values()]
+
+
+def _stand_in(name: str):
+    def tool(*args, **kwargs) -> str:
+        """A tool of the recorded conversation; its results come from the script."""
+        raise LookupError(f"{name} has no scripted result for this call")
+    tool.__name__ = tool.__qualname__ = name
+    return tool
