@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 FORMAT = "tinyreact-trace"
-VERSION = 1
+VERSION = 2
 
 # What changed in each version. Bump VERSION when an event's meaning changes (a field renamed, retyped or
 # read differently), say what changed here, and add to UPGRADES the function that turns one line (the header
@@ -25,13 +25,20 @@ VERSION = 1
 # types and new optional fields need no bump: readers skip what they do not know.
 HISTORY = {
     1: "the first version: the events in EVENT_FIELDS",
+    2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
+       "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
+       "reports. Also new, needing no bump: forget, retry and config_fallback events; call on observations; "
+       "counted_locally on usage; model and backend in the header",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
-UPGRADES: dict[int, Callable[[dict], dict]] = {}
+UPGRADES: dict[int, Callable[[dict], dict]] = {
+    1: lambda record: record,  # a version-1 observation is a shorter text of the same kind: it reads as it is
+}
 
 TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "a table of whole numbers"
 FACTS, PROBES, CALLS = "a list of {id, text}", "a list of {id, fact, answer, questions}", "a list of call numbers from 1"
+INDEXES = "a list of event positions from 0"
 # The header fields a reader uses (replay's planted facts, probe questions and the calls to probe at), if present.
 HEADER_FIELDS = {"title": TEXT, "created": TEXT, "recorded": TEXT, "facts": FACTS, "probes": PROBES, "probe_points": CALLS}
 # Every event type a reader knows: the fields it must have and their kinds, then the ones it may have.
@@ -42,11 +49,14 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "thought": ({"step": WHOLE, "text": TEXT}, {}),
     "action": ({"step": WHOLE, "text": TEXT}, {}),
     "answer": ({"step": WHOLE, "text": TEXT}, {}),
-    "observation": ({"step": WHOLE, "text": TEXT}, {}),
+    "observation": ({"step": WHOLE, "text": TEXT}, {"call": TEXT, "original_chars": WHOLE}),
     "finish": ({"text": TEXT}, {}),
     "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
     "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT}),
+    "forget": ({"what": TEXT, "replies": INDEXES}, {}),
+    "retry": ({"backend": TEXT}, {"message": TEXT, "reason": TEXT}),
+    "config_fallback": ({"backend": TEXT, "field": TEXT}, {"message": TEXT, "variable": OPTIONAL_TEXT}),
     "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),
     "error": ({"message": TEXT}, {}),
     "reset": ({}, {}),
@@ -249,6 +259,8 @@ def _is(value, kind: str) -> bool:
                            and isinstance(probe.get("questions"), list) and all(_is(q, TEXT) for q in probe["questions"]))
     if kind == CALLS:
         return isinstance(value, list) and all(_is(call, WHOLE) and call >= 1 for call in value)
+    if kind == INDEXES:
+        return isinstance(value, list) and all(_is(index, WHOLE) and index >= 0 for index in value)
     raise AssertionError(f"unknown kind {kind}")
 
 

@@ -169,20 +169,21 @@ def test_every_version_is_described_and_every_older_one_has_an_upgrade():
 
 
 def test_after_a_version_bump_older_files_still_load(monkeypatch):
-    """A made-up version 2 in which `usage` events hold their counts in one `tokens` table."""
+    """A made-up next version in which `usage` events hold their counts in one `tokens` table."""
     def usage_in_one_table(record: dict) -> dict:
         if record.get("type") != "usage":
             return record
         counts = {key: record[key] for key in ("input_tokens", "output_tokens", "thoughts_tokens") if key in record}
         return {**{k: v for k, v in record.items() if k not in counts}, "tokens": counts}
 
-    monkeypatch.setattr(traces, "VERSION", 2)
-    monkeypatch.setitem(HISTORY, 2, "usage events hold input, output and thoughts tokens in one `tokens` table")
-    monkeypatch.setitem(UPGRADES, 1, usage_in_one_table)
+    current = traces.VERSION
+    monkeypatch.setattr(traces, "VERSION", current + 1)
+    monkeypatch.setitem(HISTORY, current + 1, "usage events hold input, output and thoughts tokens in one `tokens` table")
+    monkeypatch.setitem(UPGRADES, current, usage_in_one_table)
     monkeypatch.setitem(EVENT_FIELDS, "usage", ({"tokens": "a table of whole numbers"}, {"purpose": "text"}))
     test_every_version_is_described_and_every_older_one_has_an_upgrade()
     header, events = read_trace_file(SUPER_BOWL)
-    assert header["version"] == 1
+    assert header["version"] == current
     usage = [e for e in events if e["type"] == "usage"]
     assert usage and all(set(e["tokens"]) == {"input_tokens", "output_tokens", "thoughts_tokens"} for e in usage)
     assert replay(header, events, ["full"])[0].violations == 0
@@ -232,3 +233,10 @@ def test_a_mutated_trace_loads_and_replays_or_is_refused_with_a_value_error(tmp_
         replay(header, events, SPECS)
     except ValueError:
         pass
+
+
+def test_a_version_1_trace_still_loads_and_replays():
+    # Recorded by the first release, which cut observations to 2,000 characters when recording them.
+    header, events = read_trace_file(os.path.join(os.path.dirname(__file__), "fixtures", "superbowl-v1.jsonl"))
+    assert header["version"] == 1 and len([e for e in events if e["type"] == "reply"]) == 7
+    assert replay(header, events, ["full", "window:2"])[0].violations == 0
