@@ -180,7 +180,7 @@ def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path)
     result = agent.query("7 * 6?")
     agent.trace.close()
     header = json.loads(path.read_text().splitlines()[0])
-    assert header["format"] == "tinyreact-trace" and header["version"] == 1
+    assert header["format"] == "tinyreact-trace" and header["version"] == 2
     # header, instructions, question, context; then usage, reply, action, observation, context
     assert seen_on_disk == [4, 4 + 5]
     assert [e["type"] for e in read_trace(str(path))] == [e["type"] for e in agent.trace.events]
