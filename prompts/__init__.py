@@ -3,6 +3,7 @@
 `string.Template.substitute` raises on a missing variable, so a template and its renderer cannot
 drift apart silently.
 """
+from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Callable, Iterable
@@ -12,6 +13,7 @@ from tools import describe
 PROMPTS = Path(__file__).parent
 
 
+@lru_cache(maxsize=None)  # the files do not change while the program runs; read each once
 def load(name: str) -> Template:
     return Template((PROMPTS / name).read_text(encoding="utf-8"))
 
