@@ -1,0 +1,740 @@
+"""See inside: one self-contained HTML page of a run or a chat, a comparison of policies, or a replay.
+
+Three pure functions turn data into one HTML string that needs no network and no framework, opens from
+`file://` and prints:
+
+    run_page(header, events, counter)              a trace: what the model was shown at every call, and why
+    compare_page(traces, counter, expect)          one trace per policy, side by side, call by call
+    replay_page(header, events, reports, counter)  a replay: context sizes, facts kept, probe scores
+
+Each call shows what the model was shown as a bar stacked by bucket (the counts are the trace's own `context`
+events), the full context folded, and what changed since the call before. The context is rebuilt with the
+policy the trace names, from the events before that call's `context` event: the very call that made it.
+
+A page stays small because every distinct text is stored once: a JSON block at the end holds the texts, the
+parts (role, kind, text, tokens) and each context as a list of parts; a folded section names what it holds,
+and a few lines of plain script put the text in when it is opened (as text, never as markup). What is shown
+unfolded is escaped here. As a last guard, the value of any API key in the environment is blanked out.
+"""
+import html
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from agent import MAX_FORMAT_ERRORS, StopReason, summarise
+from compare import PolicyReplay, call_points, matches, probe_points
+from models import Message
+from policies import BUCKET_NAMES, Meter, make_policy
+from tokens import TokenCounter, local_counter
+
+KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
+COLOURS = {"instructions": "#8c96a8", "tools": "#b39ddb", "user": "#4e79a7", "model": "#f28e2b",
+           "observations": "#59a14f", "notes": "#e0b000", "markers": "#c0b5ae"}
+LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
+ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # an observation replaced by elide's stand-in
+PREVIEW = 140  # characters of a text shown before it is unfolded
+NOTICES = {"retry": "retry", "config_fallback": "configuration fallback"}  # announced by the model backends
+NOTICE_FIELDS = ["backend", "status", "message", "attempt", "attempts", "wait"]
+SHOWN_ORDER = {"retry": 0, "config_fallback": 0, "thought": 1, "action": 2, "answer": 3, "reply": 4, "note": 5,
+               "observation": 6, "error": 7, "usage": 8}
+# What replay says about a fact at a probe point -> (CSS class, mark, words). Replay reports True, False or None
+# today; the states kept / cut / gone / not yet are listed so that a replay reporting them needs no change here.
+FACT_STATES = {
+    True: ("kept", "✓", "kept: its exact text is in the context"),
+    False: ("gone", "✗", "gone: its exact text is not in the context"),
+    None: ("not-yet", "–", "not stated yet at this call"),
+    "kept": ("kept", "✓", "kept: its exact text is in the context"),
+    "cut": ("cut", "✂", "cut by the policy's cap"),
+    "gone": ("gone", "✗", "gone: its exact text is not in the context"),
+    "not yet": ("not-yet", "–", "not stated yet at this call"),
+}
+
+
+# ---------------------------------------------------------------- the page's store of texts
+
+class Store:
+    """The texts, parts and contexts a page refers to, each stored once, written into the page as one JSON block."""
+
+    def __init__(self, counter: TokenCounter):
+        self.counter = counter
+        self.texts: dict[str, int] = {}
+        self.parts: dict[tuple, int] = {}
+        self.contexts: dict[tuple, int] = {}
+
+    def text(self, text: str) -> int:
+        return self.texts.setdefault(text, len(self.texts))
+
+    def context(self, messages: list[Message]) -> int:
+        """Store a context as its parts, in order; returns its number."""
+        parts = tuple(self.parts.setdefault((message.role, part.kind, self.text(part.text), self.counter.count(part.text)),
+                                            len(self.parts))
+                      for message in messages for part in message.parts)
+        return self.contexts.setdefault(parts, len(self.contexts))
+
+    def script(self) -> str:
+        data = {"texts": list(self.texts), "parts": [list(part) for part in self.parts],
+                "contexts": [list(parts) for parts in self.contexts]}
+        return f'<script type="application/json" id="page-data">{inert_json(data)}</script>\n<script>{SCRIPT}</script>'
+
+
+def inert_json(data) -> str:
+    """JSON that cannot end the script element it sits in: <, > and & become \\u escapes, which JSON reads back."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for character in "<>&\u2028\u2029":
+        text = text.replace(character, f"\\u{ord(character):04x}")
+    return text
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def preview(text: str, limit: int = PREVIEW) -> str:
+    """The start of a text on one line, escaped."""
+    line = " ".join(text.split())
+    return esc(line if len(line) <= limit else line[: limit - 1] + "…")
+
+
+def folded(store: Store, text: str, label: str, css: str = "") -> str:
+    """A folded section whose full text comes from the store when it is opened; `label` is HTML already."""
+    return (f'<details class="text {css}" data-text="{store.text(text)}"><summary>{label}</summary>'
+            f'<div class="body"></div></details>')
+
+
+def folded_context(context: int, label: str) -> str:
+    return f'<details class="context" data-context="{context}"><summary>{label}</summary><div class="body"></div></details>'
+
+
+def bar(tokens: dict, scale: int, small: bool = False) -> str:
+    """A bar stacked by bucket, as wide as its total against `scale`; each piece names its bucket and count.
+    A small bar is followed by its total, so it takes at most four fifths of the width."""
+    total = sum(tokens.values())
+    width = (80 if small else 100) * total / scale if scale else 0
+    pieces = "".join(f'<span class="b-{name}" style="width:{100 * tokens[name] / total:.2f}%" '
+                     f'title="{name}: {tokens[name]:,} tokens"></span>'
+                     for name in BUCKET_NAMES if tokens.get(name) and total)
+    size = f'<span class="size">{total:,}</span>' if small else ""
+    return f'<div class="bar{" small" if small else ""}" style="width:{max(width, 0.5):.2f}%">{pieces}</div>{size}'
+
+
+def bucket_counts(tokens: dict) -> str:
+    return " · ".join(f'<span class="key b-{name}"></span>{name} {tokens[name]:,}' for name in BUCKET_NAMES if tokens.get(name))
+
+
+def legend(counter_name: str) -> str:
+    keys = " ".join(f'<span class="key b-{name}"></span>{name}' for name in BUCKET_NAMES)
+    return f'<p class="legend">{keys} · token counts: {esc(counter_name)}</p>'
+
+
+def table(columns: list[str], rows: list[list[str]], css: str = "", text_columns: int = 1) -> str:
+    """An HTML table; the cells are HTML already, the column names are escaped here. The first `text_columns`
+    columns are text; the others are numbers, aligned right."""
+    head = "".join(f"<th>{esc(column)}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td{' class=n' if i >= text_columns else ''}>{cell}</td>" for i, cell in enumerate(row))
+                   + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def page(title: str, body: list[str], store: Store) -> str:
+    """The whole document, with API keys found in the environment blanked out as a last guard."""
+    document = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+                f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n'
+                '<nav class="tools"><button type="button" id="open-all" title="contexts open one at a time: '
+                'each is a whole prompt">open all but contexts</button> '
+                '<button type="button" id="close-all">close all</button></nav>\n'
+                '<noscript><p>Folded texts need JavaScript to open; everything else is here.</p></noscript>\n'
+                + "\n".join(body) + "\n" + store.script() + "\n</body>\n</html>\n")
+    return redact(document)
+
+
+def redact(text: str) -> str:
+    """Replace the value of every API key set in the environment; shorter values than a key's are left alone,
+    since blanking a word like "test" would mangle the page without protecting anything."""
+    for name in KEY_VARIABLES:
+        value = (os.environ.get(name) or "").strip()
+        if len(value) >= 8:
+            text = text.replace(value, "[redacted]").replace(esc(value), "[redacted]")
+    return text
+
+
+# ---------------------------------------------------------------- reading a trace
+
+@dataclass
+class Call:
+    """One model call and what it caused: the reply, its parts, the tool run and its observation, notices, errors."""
+    number: int  # counted from 1 over the whole trace, as replay counts them
+    index: int  # where its context event is (or its reply, in a trace without context events)
+    context: dict | None
+    events: list[dict] = field(default_factory=list)
+
+    def first(self, kind: str) -> dict | None:
+        return next((event for event in self.events if event["type"] == kind), None)
+
+    def shown(self) -> list[dict]:
+        """Its events in the order a page shows them: what the model wrote, then what it caused, then the bill."""
+        return sorted(self.events, key=lambda event: SHOWN_ORDER.get(event["type"], 5))
+
+
+def timeline(events: Sequence[dict]) -> list:
+    """The trace as the items a page shows in order: Calls, and the events between them (questions, summaries,
+    resets, new instructions, the TTL's finish request). Event types this page does not know are left out."""
+    items, call, number = [], None, 0
+    for index, event in enumerate(events):
+        kind = event["type"]
+        if kind == "context" or (kind == "reply" and (call is None or call.first("reply"))):
+            number += 1
+            call = Call(number, index, event if kind == "context" else None)
+            items.append(call)
+            if kind == "context":
+                continue
+        if kind in ("question", "reset", "instructions", "finish", "summary"):
+            call = None
+            items.append(event)
+        elif kind == "usage" and event.get("purpose") == "summary":
+            call = None  # the summary call's usage: shown with the summary that follows it
+            items.append(event)
+        elif kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "error", *NOTICES):
+            (call.events if call else items).append(event)
+    return items
+
+
+def questions(events: Sequence[dict]) -> list[tuple[int, int]]:
+    """(start, end) of each question's events in the trace: from the question to the next question or reset."""
+    starts = [i for i, event in enumerate(events) if event["type"] == "question"]
+    bounds = []
+    for start in starts:
+        end = next((i for i in range(start + 1, len(events)) if events[i]["type"] in ("question", "reset")), len(events))
+        bounds.append((start, end))
+    return bounds
+
+
+def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
+    """A question's answer and why it stopped, read from its events (the trace records no stop reason itself)."""
+    answers = [event["text"] for event in events if event["type"] == "answer"]
+    if answers:
+        return answers[-1], StopReason.ANSWER.value
+    errors = [event for event in events if event["type"] == "error"]
+    if errors:
+        return None, "interrupted" if errors[-1].get("message") == "interrupted" else StopReason.ERROR.value
+    readable = {event["step"] for event in events if event["type"] in ("action", "answer")}
+    replies = [event["step"] for event in events if event["type"] == "reply"]
+    if len(replies) >= MAX_FORMAT_ERRORS and not readable.intersection(replies[-MAX_FORMAT_ERRORS:]):
+        return None, StopReason.FORMAT_ERRORS.value
+    return None, StopReason.TTL.value
+
+
+def seconds(events: Sequence[dict]) -> float:
+    times = [event["t"] for event in events if isinstance(event.get("t"), (int, float))]
+    return max(times) - min(times) if times else 0.0
+
+
+class Contexts:
+    """What the model was shown at each call, rebuilt with the policy each context event names; one policy object
+    per name, so that rendering stays incremental along the trace."""
+
+    def __init__(self, events: Sequence[dict]):
+        self.events, self.policies = list(events), {}
+
+    def at(self, call: Call) -> list[Message] | None:
+        name = call.context["policy"] if call.context else None
+        if name is None:
+            return None
+        if name not in self.policies:
+            try:
+                self.policies[name] = make_policy(name)
+            except ValueError:  # a policy this version does not have: its counts are still in the trace
+                self.policies[name] = None
+        policy = self.policies[name]
+        return policy.render(self.events[: call.index]) if policy else None
+
+
+# ---------------------------------------------------------------- what changed between two calls
+
+@dataclass
+class Change:
+    tag: str  # added, dropped, elided, marker, summarised, pinned, instructions
+    role: str
+    kind: str
+    text: str
+    tokens: int
+
+
+def changes(before: list[Message] | None, after: list[Message], count) -> list[Change]:
+    """The parts of `after` that `before` did not have, and the parts it had that `after` lost, each tagged by what
+    they are: the policy's own markers, summaries and notes are told apart from plain additions and drops."""
+    def parts(messages):
+        return Counter((message.role, part.kind, part.text) for message in messages or [] for part in message.parts)
+
+    old, new = parts(before), parts(after)
+    found = []
+    for (role, kind, text), _ in (old - new).items():
+        found.append(Change("dropped", role, kind, text, count(text)))
+    for (role, kind, text), _ in (new - old).items():
+        tag = {"summary": "summarised", "notes": "pinned", "instructions": "instructions"}.get(kind, "added")
+        if kind == "placeholder":
+            tag = "marker"
+        if ELIDED.match(text):
+            tag = "elided"
+        found.append(Change(tag, role, kind, text, count(text)))
+    return found
+
+
+def change_line(found: list[Change]) -> str:
+    """The changes counted by tag, in one line: `+2 added · −1 dropped · 1 elided`."""
+    tally = Counter(change.tag for change in found)
+    signs = {"added": "+", "dropped": "−"}
+    return " · ".join(f'<span class="tag {tag}">{signs.get(tag, "")}{tally[tag]} {tag}</span>' for tag in
+                      ["added", "dropped", "elided", "marker", "summarised", "pinned", "instructions"] if tally[tag]) \
+        or "nothing changed"
+
+
+def change_list(store: Store, found: list[Change]) -> str:
+    items = []
+    for change in found:
+        label = (f'<span class="tag {change.tag}">{change.tag}</span> {esc(change.role)} · {esc(change.kind)} · '
+                 f'{change.tokens:,} tokens · <q>{preview(change.text)}</q>')
+        items.append(f"<li>{folded(store, change.text, label, 'change ' + change.tag)}</li>")
+    return f'<ul class="changes">{"".join(items)}</ul>'
+
+
+# ---------------------------------------------------------------- the run page
+
+def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None = None, title: str | None = None) -> str:
+    """A run, or a whole chat: each question with its answer and counts at the top, then every call in order, with
+    what the model was shown (a stacked bar, the full text folded), what changed since the call before, the reply,
+    the tool run and its observation, retries and errors. `header` is the trace file's first line ({} for none)."""
+    counter = counter or local_counter()
+    store = Store(counter)
+    asked = [event["text"] for event in events if event["type"] == "question"]
+    title = title or header.get("title") or (f"Run: {asked[0]}" if asked else "Run")
+    items = timeline(events)
+    calls = [item for item in items if isinstance(item, Call)]
+    scale = max((sum(call.context["tokens"].values()) for call in calls if call.context), default=0)
+    body = [f"<h1>{esc(title)}</h1>", trace_facts(header, events), outcome_table(events), legend(counter_name(events, counter))]
+    contexts, before = Contexts(events), None
+    for item in items:
+        if isinstance(item, Call):
+            messages = contexts.at(item)
+            body.append(call_section(store, item, messages, before, scale, counter))
+            before = messages if messages is not None else before
+        else:
+            body.append(between_calls(store, item))
+    return page(title, body, store)
+
+
+def counter_name(events: Sequence[dict], counter: TokenCounter) -> str:
+    """The counter that made the trace's counts, as its context events say; else the one given."""
+    return next((event["counter"] for event in events if event["type"] == "context" and event.get("counter")), counter.name)
+
+
+def trace_facts(header: dict, events: Sequence[dict]) -> str:
+    facts = [("model", header.get("model")), ("policy", header.get("policy")),
+             ("policies used", ", ".join(dict.fromkeys(e["policy"] for e in events if e["type"] == "context")) or None),
+             ("recorded", header.get("created")), ("note", header.get("recorded"))]
+    return '<p class="meta">' + " · ".join(f"{name}: {esc(value)}" for name, value in facts if value) + "</p>"
+
+
+def outcome_table(events: Sequence[dict]) -> str:
+    """Each question with its answer, stop reason, steps, calls, tokens billed and time; a total row for a chat."""
+    rows = []
+    for number, (start, end) in enumerate(questions(events), 1):
+        part = events[start:end]
+        answer, reason = outcome(part)
+        counts = summarise(part)
+        rows.append([str(number), esc(events[start]["text"]),
+                     f'<b>{esc(answer)}</b>' if answer is not None else '<i>no answer</i>',
+                     f'<span class="stop {reason}">{esc(reason)}</span>', str(counts["steps"]),
+                     str(counts["model_calls"]) + (f' ({counts["summary_calls"]} summary)' if counts["summary_calls"] else ""),
+                     f'{counts["usage"].input_tokens:,} / {counts["usage"].output_tokens:,}', f"{seconds(part):.1f} s"])
+    if len(rows) > 1:
+        counts = summarise(events)
+        rows.append(["", "<b>all questions</b>", "", "", str(counts["steps"]), str(counts["model_calls"]),
+                     f'{counts["usage"].input_tokens:,} / {counts["usage"].output_tokens:,}', f"{seconds(events):.1f} s"])
+    return table(["#", "question", "answer", "stop", "steps", "calls", "tokens billed in / out", "time"], rows, "outcome", 4)
+
+
+def call_section(store: Store, call: Call, messages: list[Message] | None, before: list[Message] | None,
+                 scale: int, counter: TokenCounter) -> str:
+    reply = call.first("reply")
+    step = f" · step {reply['step']}" if reply else ""
+    out = [f'<section class="call" id="call-{call.number}">']
+    if call.context:
+        tokens = call.context["tokens"]
+        out.append(f'<h3>Call {call.number}{step} · policy {esc(call.context["policy"])} · '
+                   f'{sum(tokens.values()):,} tokens shown</h3>')
+        out.append(bar(tokens, scale))
+        out.append(f'<p class="counts">{bucket_counts(tokens)}</p>')
+    else:
+        out.append(f"<h3>Call {call.number}{step}</h3>")
+    if messages is not None:
+        shown = sum(len(message.parts) for message in messages)
+        out.append(folded_context(store.context(messages),
+                                  f"What the model was shown: {len(messages)} messages, {shown} parts"))
+        found = changes(before, messages, counter.count)
+        label = "Changed since the call before" if before is not None else "What the first call added"
+        out.append(f'<div class="diff"><h4>{label}: {change_line(found)}</h4>{change_list(store, found)}</div>')
+    elif call.context:
+        out.append(f'<p class="warning">policy {esc(call.context["policy"])} is unknown to this version: '
+                   'its context cannot be rebuilt, only its counts are shown</p>')
+    out += [call_event(store, event) for event in call.shown()]
+    out.append("</section>")
+    return "\n".join(part for part in out if part)
+
+
+def call_event(store: Store, event: dict) -> str:
+    """One event of a call: the reply's parts, the observation, a note pinned, a retry, an error, the usage."""
+    kind = event["type"]
+    if kind == "reply":
+        extra = []
+        if event.get("blocked"):
+            extra.append(f'<p class="error">the reply was blocked: {esc(event["blocked"])}</p>')
+        raw = event.get("raw")
+        if raw and raw != event["text"]:
+            extra.append(folded(store, raw, f"the model wrote on, past an Observation of its own: {len(raw) - len(event['text']):,} "
+                                            "more characters, cut before anything saw them", "raw"))
+        return folded(store, event["text"], "reply as written", "reply") + "".join(extra)
+    if kind in ("thought", "action", "answer"):
+        return f'<p class="{kind}"><b>{kind.capitalize()}:</b> {esc(event["text"])}</p>'
+    if kind == "observation":
+        text = event["text"]
+        css = "observation failed" if text.startswith(("Error", "Warning")) else "observation"
+        label = f'<b>Observation{esc(event.get("step", ""))}</b> ({len(text):,} characters): {preview(text)}'
+        return folded(store, text, label, css)
+    if kind == "note":
+        what = f'pinned: {esc(event.get("text", ""))}' if event.get("op") == "pin" else f'unpinned note {esc(event.get("index"))}'
+        return f'<p class="note">note {what}</p>'
+    if kind == "usage":
+        return (f'<p class="usage">billed: {event["input_tokens"]:,} tokens in, {event["output_tokens"]:,} out'
+                + (f' ({event["thoughts_tokens"]:,} thinking)' if event.get("thoughts_tokens") else "") + "</p>")
+    if kind == "error":
+        return f'<p class="error">error: {esc(event.get("message", ""))}</p>'
+    if kind in NOTICES:
+        details = " · ".join(f"{name} {esc(event[name])}" for name in NOTICE_FIELDS if event.get(name) not in (None, ""))
+        return f'<p class="notice">{NOTICES[kind]}: {details}</p>'
+    return ""
+
+
+def between_calls(store: Store, event: dict) -> str:
+    kind = event["type"]
+    if kind == "question":
+        return f'<h2 class="question">Question: {esc(event["text"])}</h2>'
+    if kind == "reset":
+        return '<h2 class="reset">A new conversation: the trace keeps the old one, the policies look only past here</h2>'
+    if kind == "instructions":
+        tools = len(re.findall(r"^\w+\(", event.get("tools", ""), re.M))  # one line per tool starts `name(`
+        label = f"Instructions: {len(event['text']):,} characters{f', {tools} tools' if tools else ''}"
+        return f'<div class="between">{folded(store, event["text"], label)}</div>'
+    if kind == "finish":
+        return f'<p class="between finish">The TTL is reached: the program asks for a last answer: <q>{esc(event["text"])}</q></p>'
+    if kind == "summary":
+        label = f"Summary written by the model for policy {esc(event.get('policy', ''))}, in place of the steps before event {esc(event.get('upto'))}"
+        return '<div class="between summary">' + folded(store, event["text"], label, "summary") + "</div>"
+    if kind == "usage":
+        return (f'<p class="between usage">a summary call: billed {event["input_tokens"]:,} tokens in, '
+                f'{event["output_tokens"]:,} out</p>')
+    return call_event(store, event)
+
+
+# ---------------------------------------------------------------- the comparison page
+
+def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCounter | None = None,
+                 expect: str | None = None, title: str | None = None) -> str:
+    """Runs of one question under several policies (one trace each, as `--compare --trace` writes them), side by
+    side: a totals table, then one column per run with the calls aligned by number, each with its context as a
+    small bar (the full text folded), the reply and the observation. With `expect`, each answer is marked right
+    or wrong as --compare marks it."""
+    counter = counter or local_counter()
+    store = Store(counter)
+    runs = []
+    for header, events in traces:
+        policies = [e["policy"] for e in events if e["type"] == "context"]
+        name = header.get("policy") or (policies[0] if policies else "?")
+        runs.append((name, header, list(events), [item for item in timeline(events) if isinstance(item, Call)]))
+    names = [name for name, *_ in runs]
+    labels = [name if names.count(name) == 1 else f"{name} (run {names[:i + 1].count(name)})" for i, name in enumerate(names)]
+    asked = next((e["text"] for _, _, events, _ in runs for e in events if e["type"] == "question"), "")
+    title = title or f"Policies compared: {asked}"
+    models = ", ".join(dict.fromkeys(str(header.get("model")) for _, header, _, _ in runs if header.get("model")))
+    first_events = next((events for _, _, events, _ in runs), [])
+    body = [f"<h1>{esc(title)}</h1>",
+            f'<p class="meta">{len(runs)} runs · model: {esc(models or "not recorded")}'
+            + (f" · expected answer: {esc(expect)}" if expect else "") + "</p>"]
+    rows = []
+    for label, (name, header, events, calls) in zip(labels, runs):
+        answer, reason = outcome(events)
+        counts = summarise(events)
+        row = [esc(label), f"<b>{esc(answer)}</b>" if answer is not None else "<i>no answer</i>"]
+        if expect:
+            right = matches(answer, expect)
+            row.append(f'<span class="{"right" if right else "wrong"}">{"✓ right" if right else "✗ wrong"}</span>')
+        row += [f'<span class="stop {reason}">{esc(reason)}</span>', str(counts["steps"]), str(counts["model_calls"]),
+                f'{counts["usage"].input_tokens:,}', f'{counts["usage"].output_tokens:,}', f'{counts["context"].peak:,}',
+                f"{seconds(events):.1f}"]
+        rows.append(row)
+    columns = ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "tokens in", "tokens out",
+               "peak context", "seconds"]
+    body += [table(columns, rows, "totals", 4 if expect else 3), legend(counter_name(first_events, counter))]
+    body.append(side_by_side(store, runs, labels))
+    return page(title, body, store)
+
+
+def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
+    """One column per run, one row per call number: what each policy showed and what the model did with it."""
+    scale = max((sum(call.context["tokens"].values()) for *_, calls in runs for call in calls if call.context), default=0)
+    rendered = []
+    for name, header, events, calls in runs:
+        contexts = Contexts(events)
+        rendered.append([(call, contexts.at(call)) for call in calls])
+    head = "".join(f"<th>{esc(label)}</th>" for label in labels)
+    rows = []
+    for number in range(max((len(calls) for calls in rendered), default=0)):
+        cells = []
+        for calls in rendered:
+            if number >= len(calls):
+                cells.append('<td class="ended"></td>')
+                continue
+            call, messages = calls[number]
+            cell = []
+            if call.context:
+                tokens = call.context["tokens"]
+                cell.append(bar(tokens, scale, small=True))
+            if messages is not None:
+                cell.append(folded_context(store.context(messages), "context"))
+            cell += [call_event(store, event) for event in call.shown() if event["type"] != "usage"]
+            cells.append(f'<td>{"".join(cell)}</td>')
+        rows.append(f'<tr><th class="call-number">call {number + 1}</th>{"".join(cells)}</tr>')
+    return (f'<table class="side-by-side"><thead><tr><th></th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+# ---------------------------------------------------------------- the replay page
+
+def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay], counter: TokenCounter | None = None,
+                scores: dict | None = None, model: str | None = None, title: str | None = None) -> str:
+    """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
+    marked), the totals and buckets, whether each planted fact is still in each context at each probe point,
+    the probe scores when probes ran, and every call's context under every measured policy, folded."""
+    counter = counter or local_counter()
+    store = Store(counter)
+    points = call_points(events)
+    probing = probe_points(header, points)
+    title = title or f"Replay: {header.get('title') or 'a recorded session'}"
+    measured = [report for report in reports if report.measured]
+    asked = sum(event["type"] == "question" for event in events)
+    body = [f"<h1>{esc(title)}</h1>",
+            f'<p class="meta">{len(points)} model calls · {asked} questions · every policy shown the same recorded '
+            f'replies · token counts: {esc(counter.name)}; nothing here was billed'
+            + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
+            plot(measured, probing, counter.name), totals_table(measured)]
+    body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]
+    if header.get("facts") and measured:
+        body.append(fact_table(header["facts"], measured))
+    if scores is not None:
+        body.append(score_table(header.get("probes", []), scores, model))
+    body.append("<h2>Every call under each policy</h2>" + legend(counter.name))
+    scale = max((report.peak for report in measured), default=0)
+    for report in measured:
+        body.append(policy_calls(store, events, points, probing, report, scale, counter))
+    return page(title, body, store)
+
+
+def plot(reports: list[PolicyReplay], probing: list[int], counter_name: str) -> str:
+    """Context size per call, one line per policy. Lines that coincide stay visible: each is drawn thinner than the
+    one before it and with its own dash pattern, so a line on top of another shows as a stripe within it."""
+    width, height, left, right, top, bottom = 900, 380, 70, 170, 20, 45
+    calls = max((len(report.sizes) for report in reports), default=1)
+    peak = max((report.peak for report in reports), default=1) or 1
+
+    def x(number):  # a call number, from 1
+        return left + (width - left - right) * ((number - 1) / max(calls - 1, 1))
+
+    def y(value):
+        return height - bottom - (height - bottom - top) * value / peak
+
+    out = [f'<svg class="plot" viewBox="0 0 {width} {height}" role="img" aria-label="context size per call">',
+           f'<line x1="{left}" y1="{y(0)}" x2="{x(calls)}" y2="{y(0)}" stroke="#333"/>',
+           f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(peak)}" stroke="#333"/>',
+           f'<text x="{(left + x(calls)) / 2}" y="{height - 8}" text-anchor="middle">model call</text>',
+           f'<text x="14" y="{(y(0) + y(peak)) / 2}" transform="rotate(-90 14 {(y(0) + y(peak)) / 2})" '
+           f'text-anchor="middle">context tokens ({esc(counter_name)})</text>']
+    for fraction in (0, 0.25, 0.5, 0.75, 1):
+        value = round(peak * fraction)
+        out.append(f'<line x1="{left}" y1="{y(value):.1f}" x2="{x(calls)}" y2="{y(value):.1f}" stroke="#e4e4e4"/>'
+                   f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,}</text>')
+    for number in sorted({1, calls, *range(1, calls + 1, max(calls // 8, 1))}):
+        out.append(f'<text x="{x(number):.1f}" y="{y(0) + 16}" text-anchor="middle">{number}</text>')
+    for number in probing:
+        if number <= calls:
+            out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
+                       f'stroke="#888" stroke-dasharray="3 3"/><text x="{x(number):.1f}" y="{top - 6}" '
+                       f'text-anchor="middle" font-size="10">probe {number}</text>')
+    widths = [2 + 1.5 * (len(reports) - n - 1) for n in range(len(reports))]
+    for n, report in enumerate(reports):
+        colour, dash = LINE_COLOURS[n % len(LINE_COLOURS)], DASHES[n % len(DASHES)]
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
+        out.append(f'<polyline class="policy" fill="none" stroke="{colour}" stroke-width="{widths[n]}" '
+                   f'stroke-dasharray="{dash}" stroke-linejoin="round" points="{points}">'
+                   f'<title>{esc(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
+        for number in probing:
+            if number <= len(report.sizes):
+                out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" fill="{colour}">'
+                           f'<title>{esc(report.policy)} at call {number}: {report.sizes[number - 1]:,} tokens</title></circle>')
+        legend_y = top + 20 * n + 10
+        out.append(f'<line x1="{width - right + 12}" y1="{legend_y}" x2="{width - right + 40}" y2="{legend_y}" '
+                   f'stroke="{colour}" stroke-width="3" stroke-dasharray="{dash}"/>'
+                   f'<text x="{width - right + 46}" y="{legend_y + 4}">{esc(report.policy)}</text>')
+    out.append("</svg>")
+    return "<h2>Context size per call</h2>\n" + "\n".join(out)
+
+
+def totals_table(reports: list[PolicyReplay]) -> str:
+    baseline = next((report.total for report in reports if report.policy == "full"), None)
+    rows = []
+    for report in reports:
+        change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
+        rows.append([esc(report.policy), f"{report.total:,}", change, f"{report.peak:,}", str(report.violations),
+                     *(f"{report.buckets.get(name, 0):,}" for name in BUCKET_NAMES)])
+    columns = ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations", *BUCKET_NAMES]
+    return "<h2>What each policy would have sent</h2>" + table(columns, rows, "totals")
+
+
+def fact_table(facts: list[dict], reports: list[PolicyReplay]) -> str:
+    """For each planted fact and each probe point, whether the fact's exact text is in each policy's context."""
+    points = sorted({point for report in reports for marks in report.facts.values() for point in marks})
+    top = "".join(f'<th colspan="{len(points)}" title="{esc(fact.get("kind", ""))}">{esc(fact["id"])}: '
+                  f'<q>{esc(fact["text"])}</q></th>' for fact in facts)
+    calls = "".join(f"<th>call {point}</th>" for fact in facts for point in points)
+    rows, shown = [], {}
+    for report in reports:
+        cells = []
+        for fact in facts:
+            marks = report.facts.get(fact["id"], {})
+            for point in points:
+                css, mark, words = FACT_STATES.get(marks.get(point), ("unknown", "?", str(marks.get(point))))
+                shown[css] = f'<span class="fact {css}">{mark}</span> {esc(words)}'
+                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css.replace("-", " "))}</td>')
+        rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
+    states = " · ".join(shown.values())
+    return ("<h2>Is each planted fact still in the context?</h2>"
+            f'<table class="facts"><thead><tr><th rowspan="2">policy</th>{top}</tr><tr>{calls}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table><p class="legend">{states}</p>')
+
+
+def score_table(probes: list[dict], scores: dict, model: str | None) -> str:
+    """Probe answers that matched the gold answer, correct/asked, per policy and per probe; `closed book` is the
+    control asked with no history at all."""
+    rows = []
+    for name, tallies in scores.items():
+        cells = [esc(name)]
+        for item in probes:
+            if item["id"] in tallies:
+                right, asked = tallies[item["id"]]
+                share = right / asked if asked else 0
+                cells.append(f'<span class="score" style="--share:{share:.2f}">{right}/{asked}</span>')
+            else:
+                cells.append("–")
+        rows.append(cells)
+    columns = ["policy", *(f"{item['id']} (gold: {item['answer']})" for item in probes)]
+    return (f"<h2>Probe answers that match the gold answer{' · model ' + esc(model) if model else ''}</h2>"
+            + table(columns, rows, "scores"))
+
+
+def policy_calls(store: Store, events: Sequence[dict], points: list[int], probing: list[int], report: PolicyReplay,
+                 scale: int, counter: TokenCounter) -> str:
+    """Every call of the replay under one policy, folded: a bar, what changed, the context itself."""
+    policy, measure, rows, before = make_policy(report.policy), Meter(counter.count), [], None
+    for number, index in enumerate(points, 1):
+        messages = policy.render(events[:index])
+        docs = next((event.get("tools", "") for event in reversed(events[:index]) if event["type"] == "instructions"), "")
+        tokens = measure(messages, docs)  # as replay measured them, so the bars add up to its sizes
+        probe = ' class="probe-point"' if number in probing else ""
+        rows.append(f'<tr{probe}><th>call {number}{" · probe" if probe else ""}</th><td class="bar-cell">{bar(tokens, scale, small=True)}</td>'
+                    f'<td>{change_line(changes(before, messages, counter.count))}</td>'
+                    f'<td>{folded_context(store.context(messages), "context")}</td></tr>')
+        before = messages
+    return (f'<details class="policy-calls"><summary>{esc(report.policy)}: {len(points)} calls, peak {report.peak:,} tokens'
+            f'</summary><table class="calls">{"".join(rows)}</table></details>')
+
+
+# ---------------------------------------------------------------- style and script
+
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; } h3 { font-size: 1em; margin: 0 0 .4em; }
+h4 { font-size: .9em; font-weight: normal; margin: .5em 0 .2em; }
+.meta, .legend, .counts, .usage { color: #555; font-size: .9em; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .9em; }
+th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
+td.n { text-align: right; } .scores td.n { text-align: center; }
+.bar { display: flex; height: 18px; background: #f2f2f2; margin: .3em 0; min-width: 2px; }
+.bar.small { height: 10px; display: inline-flex; vertical-align: middle; }
+.bar span { display: block; height: 100%; }
+.key { display: inline-block; width: .9em; height: .9em; margin: 0 .25em 0 .5em; vertical-align: -.1em; }
+""" + "".join(f".b-{name} {{ background: {colour}; }}\n" for name, colour in COLOURS.items()) + """
+section.call { border-left: 4px solid #ccc; padding: .5em .8em; margin: .8em 0; background: #fcfcfc; }
+h2.question { border-top: 2px solid #4e79a7; padding-top: .5em; } h2.reset { color: #9467bd; }
+details { margin: .2em 0; } summary { cursor: pointer; }
+details .body pre, details .body .part pre { white-space: pre-wrap; word-break: break-word; margin: .2em 0 .6em;
+  padding: .4em; background: #f6f6f6; border: 1px solid #eee; font-size: .85em; }
+.part-label { font-size: .8em; color: #666; }
+ul.changes { list-style: none; padding-left: 0; margin: 0; }
+.tag { display: inline-block; padding: 0 .35em; border-radius: 3px; font-size: .85em; }
+.tag.added { background: #d9f2d9; } .tag.dropped { background: #f8d4d4; } .tag.elided, .tag.marker { background: #fde8c4; }
+.tag.summarised { background: #e6daf5; } .tag.pinned { background: #fff2b3; } .tag.instructions { background: #dde6f3; }
+details.change.dropped summary q { text-decoration: line-through; color: #a33; }
+details.change.added summary q { background: #eefbee; }
+.thought { color: #17606e; margin: .2em 0; } .action { color: #8a5a00; margin: .2em 0; }
+.answer { color: #1a6b1a; font-size: 1.05em; margin: .2em 0; }
+.observation summary { color: #2f6b2f; } .observation.failed summary { color: #b22; }
+.error, .warning { color: #b22; font-weight: 600; } .notice { color: #a05a00; } .note { color: #8a6d00; }
+.stop.answer { color: #1a6b1a; } .stop.ttl, .stop.format_errors, .stop.error, .stop.interrupted { color: #b22; }
+.right { color: #1a6b1a; } .wrong { color: #b22; }
+.between { margin: .6em 0; color: #555; }
+.side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { font-size: .85em; overflow-wrap: anywhere; }
+.side-by-side td.ended { background: #f6f6f6; } .side-by-side thead th:first-child { width: 4.5em; } .size { font-size: .8em; color: #555; margin-left: .3em; }
+.plot { width: 100%; height: auto; font: 12px sans-serif; }
+.fact { text-align: center; white-space: nowrap; } .facts th { white-space: nowrap; } .fact.kept { background: #d9f2d9; } .fact.gone { background: #f8d4d4; }
+.fact.cut { background: #fde8c4; } .fact.not-yet { color: #888; }
+.score { display: inline-block; min-width: 3em; text-align: center;
+  background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
+.calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; }
+nav.tools { float: right; }
+@media print {
+  nav.tools, noscript { display: none; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  section.call { break-inside: avoid; }
+}
+"""
+
+# Fills a folded section from the page's JSON block the first time it opens. Text goes in as textContent, so
+# nothing a model or a tool wrote can become markup.
+SCRIPT = """
+const data = JSON.parse(document.getElementById("page-data").textContent);
+function pre(text) { const element = document.createElement("pre"); element.textContent = text; return element; }
+function fill(details) {
+  const body = details.querySelector(":scope > .body");
+  if (!body || details.dataset.filled) return;
+  details.dataset.filled = "yes";
+  if (details.dataset.text !== undefined) body.append(pre(data.texts[Number(details.dataset.text)]));
+  if (details.dataset.context === undefined) return;
+  for (const number of data.contexts[Number(details.dataset.context)]) {
+    const [role, kind, text, tokens] = data.parts[number];
+    const label = document.createElement("div");
+    label.className = "part-label";
+    label.textContent = `[${role} · ${kind} · ${tokens.toLocaleString("en")} tokens]`;
+    body.append(label, pre(data.texts[text]));
+  }
+}
+document.addEventListener("toggle", (event) => { if (event.target.open) fill(event.target); }, true);
+window.addEventListener("beforeprint", () => document.querySelectorAll("details[open]").forEach(fill));
+function openAll(open, which) {
+  document.querySelectorAll(which).forEach((details) => { details.open = open; if (open) fill(details); });
+}
+document.getElementById("open-all").addEventListener("click", () => openAll(true, "details:not(.context)"));
+document.getElementById("close-all").addEventListener("click", () => openAll(false, "details"));
+"""

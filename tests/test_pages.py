@@ -1,0 +1,442 @@
+"""The HTML pages: parsed back with the standard library's parser and checked for what a teacher would point at
+(a call per model call, its bars, its folded context, what changed), for hostile text staying text, for size,
+and, in a real headless Chromium, for rendering without console errors and for folding."""
+import html
+import json
+import os
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from agent import TinyReAct
+from browser import compare_traces, chromium, missing
+from compare import PolicyReplay, replay
+from models import ModelError, ModelReply
+from models.scripted import ScriptedModel
+from pages import compare_page, inert_json, replay_page, run_page
+from policies import BUCKET_NAMES, make_policy
+from tokens import local_counter
+from tools.arithmetic import add_numbers, multiply_numbers
+from traces import Trace, read_trace_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
+LONG = os.path.join(ROOT, "conversations", "long.jsonl")
+HOSTILE = '</details></pre></script><script>document.title="pwned"</script><img src=x onerror="document.title=1">'
+
+
+# ---------------------------------------------------------------- the page, parsed
+
+class Node:
+    def __init__(self, tag: str, attrs: dict, parent=None):
+        self.tag, self.attrs, self.parent, self.children = tag, attrs, parent, []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    @property
+    def text(self) -> str:
+        return "".join(child if isinstance(child, str) else child.text for child in self.children)
+
+    def all(self, tag: str | None = None, css: str | None = None) -> list["Node"]:
+        found = []
+        for child in self.children:
+            if isinstance(child, Node):
+                if (tag is None or child.tag == tag) and (css is None or css in child.classes):
+                    found.append(child)
+                found += child.all(tag, css)
+        return found
+
+    def one(self, tag: str | None = None, css: str | None = None) -> "Node":
+        found = self.all(tag, css)
+        assert len(found) == 1, (tag, css, len(found))
+        return found[0]
+
+
+class Tree(HTMLParser):
+    """The page as nodes; an end tag that closes anything but the element last opened fails the test."""
+    VOID = {"meta", "br", "img", "input", "hr", "link"}
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.root = self.open = Node("#document", {})
+        self.feed(text)
+        self.close()
+        assert self.open is self.root, f"<{self.open.tag}> is never closed"
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.open)
+        self.open.children.append(node)
+        if tag not in self.VOID:
+            self.open = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.open.children.append(Node(tag, dict(attrs), self.open))
+
+    def handle_endtag(self, tag):
+        assert tag == self.open.tag, f"</{tag}> closes <{self.open.tag}>"
+        self.open = self.open.parent
+
+    def handle_data(self, data):
+        self.open.children.append(data)
+
+
+def parse(page: str) -> Node:
+    return Tree(page).root
+
+
+def page_data(root: Node) -> dict:
+    return json.loads(next(node for node in root.all("script") if node.attrs.get("id") == "page-data").text)
+
+
+def context_text(data: dict, number: int) -> list[tuple[str, str, str]]:
+    """A stored context, as (role, kind, text) for each part, the way the page's script lays it out."""
+    return [(role, kind, data["texts"][text]) for role, kind, text, _ in (data["parts"][p] for p in data["contexts"][number])]
+
+
+def parts_of(messages) -> list[tuple[str, str, str]]:
+    return [(message.role, part.kind, part.text) for message in messages for part in message.parts]
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return local_counter()
+
+
+@pytest.fixture(scope="module")
+def super_bowl(counter):
+    header, events = read_trace_file(SUPER_BOWL)
+    return header, events, run_page(header, events, counter)
+
+
+@pytest.fixture(scope="module")
+def long_run(counter):
+    header, events = read_trace_file(LONG)
+    return header, events, run_page(header, events, counter)
+
+
+@pytest.fixture(scope="module")
+def long_replay(counter):
+    header, events = read_trace_file(LONG)
+    reports = replay(header, events, ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000"], counter)
+    scores = {"closed book": {"instruction": [0, 24], "sintra": [0, 18]}, "full": {"instruction": [24, 24], "sintra": [17, 18]},
+              "window:2": {"instruction": [3, 24]}}
+    return header, events, reports, replay_page(header, events, reports, counter, scores=scores, model="gemini-test")
+
+
+def session(policy: str, turns: list[tuple[str, list[str]]], ttl: int = 8, reset_before: int | None = None,
+            tools=(add_numbers, multiply_numbers)):
+    """A chat recorded through the real loop under `policy`: each turn is a question and its scripted replies."""
+    model = ScriptedModel([reply for _, replies in turns for reply in replies])
+    agent = TinyReAct(model, tools=list(tools), ttl=ttl, policy=make_policy(policy), counter=local_counter())
+    for number, (question, _) in enumerate(turns):
+        if number == reset_before:
+            agent.reset()
+        agent.query(question)
+    return list(agent.trace.events)
+
+
+ARITHMETIC = [("What is 7 * 6 + 5?", ["Thought1: multiply\nAction1: multiply_numbers(7, 6)",
+                                       "Thought2: add\nAction2: add_numbers(42, 5)", "Thought3: done\nAnswer: 47"]),
+              ("And 2 + 2?", ["Thought1: add\nAction1: add_numbers(2, 2)", "Answer: 4"]),
+              ("And 3 * 3?", ["Action1: multiply_numbers(3, 3)", "Answer: 9"])]
+
+
+# ---------------------------------------------------------------- the run page
+
+def test_super_bowl_page_has_its_answer_and_counts_on_top(super_bowl):
+    _, _, page = super_bowl
+    root = parse(page)
+    assert root.one("title").text == "The Super Bowl LIX temperature question: 6 steps"
+    row = [cell.text for cell in root.one("table", "outcome").all("td")]
+    assert row[2] == "It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans."
+    assert row[3:7] == ["answer", "6", "7", "6,611 / 177"]  # stop reason, steps, calls, tokens billed in / out
+
+
+def test_super_bowl_page_has_one_entry_per_call_with_the_recorded_bucket_bars(super_bowl):
+    _, events, page = super_bowl
+    root = parse(page)
+    calls = root.all("section", "call")
+    contexts = [event for event in events if event["type"] == "context"]
+    assert len(calls) == len(contexts) == 7
+    for section, context in zip(calls, contexts):
+        pieces = section.one("div", "bar").all("span")
+        shown = {piece.attrs["class"][2:]: int(re.search(r"([\d,]+) tokens", piece.attrs["title"])[1].replace(",", ""))
+                 for piece in pieces}
+        assert shown == {name: count for name, count in context["tokens"].items() if count}
+        assert list(shown) == [name for name in BUCKET_NAMES if name in shown]  # stacked in the legend's order
+        assert f"{sum(context['tokens'].values()):,} tokens shown" in section.one("h3").text
+    widths = [float(re.search(r"width:([\d.]+)%", call.one("div", "bar").attrs["style"])[1]) for call in calls]
+    assert widths == sorted(widths) and widths[-1] == 100  # the full history grows, and the largest fills the line
+    last = calls[-1]
+    assert last.one("p", "answer").text == "Answer: It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans."
+    assert "Action: add_numbers(27.9, 32)" in calls[5].one("p", "action").text
+    assert "Observation6" in calls[5].one("details", "observation").one("summary").text
+
+
+def test_folded_context_is_exactly_what_the_model_was_shown(super_bowl):
+    _, events, page = super_bowl
+    root, data = parse(page), page_data(parse(page))
+    policy = make_policy("full")
+    replies = [i for i, event in enumerate(events) if event["type"] == "reply"]
+    for section, reply in zip(root.all("section", "call"), replies):
+        folded = section.one("details", "context")
+        assert folded.one("div", "body").children == []  # empty until opened: the script fills it from the store
+        assert context_text(data, int(folded.attrs["data-context"])) == parts_of(policy.render(events[:reply]))
+
+
+def test_changes_under_full_history_are_the_last_reply_and_its_observation(long_run):
+    _, events, page = long_run
+    calls = parse(page).all("section", "call")
+    assert len(calls) == 84
+    first = [item.one("span", "tag").text for item in calls[0].one("ul", "changes").all("li")]
+    assert first == ["instructions", "added"]  # the first call adds the instructions and the question
+    for number, call in enumerate(calls[1:], 2):
+        tags = [item.one("span", "tag").text for item in call.one("ul", "changes").all("li")]
+        assert set(tags) == {"added"} and len(tags) in (2, 3), number  # reply and observation, or reply and question
+    summary = calls[1].one("ul", "changes").all("summary")[0].text
+    assert "model · reply" in summary and "Thought1:" in summary
+
+
+@pytest.mark.parametrize("policy, tag", [("elide:1", "elided"), ("window:1", "marker"), ("pinned", "pinned")])
+def test_changes_name_what_the_policy_did(policy, tag, counter):
+    def read(name: str) -> str:
+        """Returns a long page."""
+        return f"{name} " * 200
+    replies = ['Action: read("a")', 'Action: read("b")', 'Action: read("c")', 'Action: read("d")', "Answer: done"]
+    if policy == "pinned":
+        replies.insert(0, 'Thought: pin it\nAction: pin_note("code 4471")')
+    events = session(policy, [("Read four pages; remember code 4471.", replies)], tools=[read])
+    root = parse(run_page({}, events, counter))
+    tags = [span.text for span in root.all("span", "tag")]
+    assert tag in tags
+    if policy == "window:1":
+        assert "dropped" in tags  # older steps leave the window
+    if policy == "pinned":
+        assert root.all("p", "note")[0].text == "note pinned: code 4471"
+
+
+def test_a_summary_shows_where_it_was_written_and_as_a_change(counter):
+    replies = [f"Thought{n}: step {n} of a long task with words to fill the context {'and more ' * 20}\n"
+               f"Action{n}: add_numbers({n}, {n})" for n in range(1, 6)]
+    turns = [("Add pairs of numbers.", [replies[0], replies[1], replies[2], "Summary: 1+1, 2+2 and 3+3 were added.",
+                                        replies[3], "Summary: 1+1 to 4+4 were added.", "Answer: done"])]
+    events = session("compact:550", turns)
+    assert [event["text"] for event in events if event["type"] == "summary"] == [
+        "Summary: 1+1, 2+2 and 3+3 were added.", "Summary: 1+1 to 4+4 were added."], "the policy must ask for two"
+    root = parse(run_page({}, events, counter))
+    written = root.all("details", "summary")
+    assert len(written) == 2 and "Summary written by the model for policy compact:550" in written[0].one("summary").text
+    assert "summarised" in [span.text for span in root.all("span", "tag")]
+    assert [cell.text for cell in root.one("table", "outcome").all("td")][4:6] == ["4", "7 (2 summary)"]
+
+
+def test_a_chat_shows_every_question_the_reset_and_a_total_row(counter):
+    events = session("full", ARITHMETIC, reset_before=2)
+    root = parse(run_page({}, events, counter))
+    assert [h2.text for h2 in root.all("h2", "question")] == [f"Question: {q}" for q, _ in ARITHMETIC]
+    assert len(root.all("h2", "reset")) == 1 and len(root.all("section", "call")) == 7
+    rows = [[cell.text for cell in row.all("td")] for row in root.one("table", "outcome").all("tr")[1:]]
+    assert [row[2] for row in rows] == ["47", "4", "9", ""] and rows[-1][1] == "all questions"
+    assert [row[5] for row in rows] == ["3", "2", "2", "7"]
+    assert root.all("section", "call")[0].one("h3").text.startswith("Call 1 · step 1")
+    assert root.all("section", "call")[3].one("h3").text.startswith("Call 4 · step 1")  # steps restart, calls go on
+
+
+def test_stop_reasons_errors_retries_and_unknown_events(counter):
+    ttl = session("full", [("Loop.", ["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)"])], ttl=2)
+    unreadable = session("full", [("Say nothing.", ["hm", "hm?", "hm!"])])
+    assert parse(run_page({}, ttl, counter)).one("span", "stop").text == "ttl"
+    assert parse(run_page({}, unreadable, counter)).one("span", "stop").text == "format_errors"
+
+    class Failing:
+        name, usage_source = "failing", "none"
+
+        def generate(self, messages, stop):
+            raise ModelError("503 UNAVAILABLE after 5 attempts")
+    agent = TinyReAct(Failing(), tools=[add_numbers], counter=counter)
+    agent.query("Anything?")
+    events = list(agent.trace.events)
+    at = next(i for i, event in enumerate(events) if event["type"] == "context") + 1
+    events[at:at] = [{"type": "retry", "backend": "gemini", "status": 503, "message": "UNAVAILABLE", "attempt": 1,
+                      "attempts": 5, "wait": 2.0, "t": 0.1},
+                     {"type": "telemetry-of-the-future", "text": "never shown", "t": 0.1}]
+    root = parse(run_page({}, events, counter))
+    assert root.one("span", "stop").text == "error"
+    assert root.one("p", "error").text == "error: 503 UNAVAILABLE after 5 attempts"
+    assert root.one("p", "notice").text == "retry: backend gemini · status 503 · message UNAVAILABLE · attempt 1 · attempts 5 · wait 2.0"
+    assert "never shown" not in root.text
+
+
+# ---------------------------------------------------------------- hostile text and keys
+
+def test_hostile_text_stays_text_everywhere(counter, monkeypatch):
+    def fetch(page: str) -> str:
+        """Returns the page."""
+        return f"{HOSTILE} {page}"
+    replies = [f'Thought: {HOSTILE}\nAction: fetch("{HOSTILE.replace(chr(34), "")}")', f"Answer: {HOSTILE}"]
+    events = session("full", [(HOSTILE, replies)], tools=[fetch])
+    events.insert(3, {"type": "retry", "backend": HOSTILE, "message": HOSTILE, "t": 0})
+    for page in [run_page({"title": HOSTILE, "model": HOSTILE}, events, counter),
+                 compare_page([({"policy": "full", "model": HOSTILE}, events)], counter, expect=HOSTILE),
+                 replay_page({"title": HOSTILE, "facts": [{"id": HOSTILE, "text": HOSTILE}]}, events,
+                             replay({}, events, ["full"], counter), counter, scores={HOSTILE: {}}, model=HOSTILE)]:
+        root = parse(page)  # fails on any end tag that closes the wrong element
+        assert root.all("img") == [] and not any("onerror" in node.attrs for node in root.all())
+        assert [node.attrs.get("id") for node in root.all("script")] == ["page-data", None]
+        assert root.one("head").one("title").text.endswith(HOSTILE)  # the title, as text
+        assert HOSTILE in root.text  # shown, as text
+        data = page_data(root)
+        assert any(HOSTILE in text for text in data["texts"])  # stored, as text, and read back whole
+        assert "</" not in next(n for n in root.all("script") if n.attrs.get("id") == "page-data").text
+
+
+def test_api_keys_in_the_environment_never_reach_the_page(counter, monkeypatch):
+    key = "AIzaSy-not-a-real-key-0123456789"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+    events = session("full", [(f"my key is {key}", [f"Thought: the key {key}\nAnswer: noted"])])
+    events.append({"type": "error", "message": f"rejected key {key}", "t": 1})
+    for page in [run_page({"title": key}, events, counter), compare_page([({}, events)], counter)]:
+        assert key not in page and "[redacted]" in page
+
+
+# ---------------------------------------------------------------- size
+
+def copies(page: str, text: str) -> int:
+    """How often `text` is in the page, as HTML or as a JSON string."""
+    return sum(page.count(form) for form in {html.escape(text), inert_json(text)[1:-1]})
+
+
+def test_each_distinct_text_is_stored_once(long_run):
+    _, events, page = long_run
+    instructions = next(event["text"] for event in events if event["type"] == "instructions")
+    longest = max((event["text"] for event in events if event["type"] == "observation"), key=len)
+    assert copies(page, instructions) == 1  # shown in all 84 contexts, stored once
+    # An observation is stored as the tool returned it (its fold) and as the model saw it ("Observation5: ..."), which
+    # all later contexts share: twice, whatever the number of calls.
+    assert copies(page, longest) == 2 and sum(call_fold.count(longest) for call_fold in page_data(parse(page))["texts"]) == 2
+    assert len(page.encode()) < 1_000_000
+
+
+def test_long_replay_page_stays_small(long_replay):
+    _, events, _, page = long_replay
+    instructions = next(event["text"] for event in events if event["type"] == "instructions")
+    assert copies(page, instructions) == 1  # in 5 policies × 84 contexts, stored once
+    assert len(page.encode()) < 2_000_000
+
+
+# ---------------------------------------------------------------- the comparison page
+
+def test_comparison_page_puts_each_policy_in_a_column(tmp_path, counter):
+    traces = compare_traces(str(tmp_path))
+    root = parse(compare_page(traces, counter, expect="Superdome"))
+    rows = [[cell.text for cell in row.all("td")] for row in root.one("table", "totals").all("tr")[1:]]
+    assert [row[0] for row in rows] == ["full", "window:1", "elide:1"]
+    assert [row[2] for row in rows] == ["✓ right", "✗ wrong", "✗ wrong"]  # only full's answer names the stadium
+    assert [row[5] for row in rows] == ["7", "7", "7"]
+    grid = root.one("table", "side-by-side")
+    assert [th.text for th in grid.one("thead").all("th")] == ["", "full", "window:1", "elide:1"]
+    body = grid.one("tbody").all("tr")
+    assert len(body) == 7 and all(len(row.all("td")) == 3 for row in body)
+    sizes = [[int(span.text.replace(",", "")) for span in row.all("span", "size")] for row in body]
+    assert sizes[0][0] == sizes[0][1] == sizes[0][2]  # the first call is the same under every policy
+    assert sizes[-1][1] < sizes[-1][2] < sizes[-1][0]  # then window:1 < elide:1 < full
+    data = page_data(root)
+    assert sum(text.startswith("You answer the user's question") for text in data["texts"]) == 1
+
+
+# ---------------------------------------------------------------- the replay page
+
+def test_replay_page_plots_every_measured_policy_with_probe_points(long_replay):
+    header, _, reports, page = long_replay
+    svg = parse(page).one("svg", "plot")
+    lines = svg.all("polyline", "policy")
+    assert [line.one("title").text.split(": peak")[0] for line in lines] == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
+    widths = [float(line.attrs["stroke-width"]) for line in lines]
+    assert widths == sorted(widths, reverse=True) and len({line.attrs["stroke-dasharray"] for line in lines}) == 5
+    assert len(svg.all("line", "probe")) == len(header["probe_points"]) == 4
+    assert len(svg.all("circle")) == 5 * 4
+    full = next(report for report in reports if report.policy == "full")
+    assert f"peak {full.peak:,}" in lines[0].one("title").text
+    assert "compact:8000: not measured" in parse(page).one("p", "warning").text
+
+
+def test_replay_page_fact_table_and_probe_scores(long_replay):
+    _, _, _, page = long_replay
+    root = parse(page)
+    facts = root.one("table", "facts")
+    rows = {row.one("th").text: [cell.text for cell in row.all("td")] for row in facts.one("tbody").all("tr")}
+    assert list(rows) == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
+    assert rows["full"][:4] == ["✓ kept"] * 4  # the instruction, at each of the four probe points
+    assert rows["window:2"][:4] == ["✗ gone"] * 4 and rows["full"][4] == "– not yet"  # Sintra is stated after call 31
+    scores = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]] for row in root.one("table", "scores").all("tr")[1:]}
+    assert scores["full"][:2] == ["24/24", "17/18"] and scores["window:2"][:2] == ["3/24", "–"]
+    assert "model gemini-test" in root.all("h2")[3].text
+
+
+def test_replay_page_shows_fact_states_a_replay_may_report_later(counter):
+    header, events = read_trace_file(SUPER_BOWL)
+    report = PolicyReplay("full", sizes=[10] * 7, facts={"temperature": {7: "cut"}})
+    root = parse(replay_page(header, events, [report], counter))
+    cell = root.one("table", "facts").one("td")
+    assert cell.text == "✂ cut" and cell.attrs["title"] == "cut by the policy's cap"
+
+
+def test_replay_page_has_every_call_of_every_policy_folded(long_replay):
+    _, events, reports, page = long_replay
+    root = parse(page)
+    data = page_data(root)
+    blocks = root.all("details", "policy-calls")
+    assert len(blocks) == 5
+    window = blocks[1]
+    assert window.all("summary")[0].text.startswith("window:2: 84 calls")
+    rows = window.all("tr")
+    assert len(rows) == 84 and len([row for row in rows if "probe-point" in row.classes]) == 4
+    sizes = [int(row.one("span", "size").text.replace(",", "")) for row in rows]
+    assert sizes == next(report.sizes for report in reports if report.policy == "window:2")
+    last = rows[-1].one("details", "context")
+    replies = [i for i, event in enumerate(events) if event["type"] == "reply"]
+    assert context_text(data, int(last.attrs["data-context"])) == parts_of(make_policy("window:2").render(events[:replies[-1]]))
+
+
+# ---------------------------------------------------------------- in a real browser
+
+@pytest.mark.slow
+@pytest.mark.skipif(missing() is not None, reason=f"no headless browser: {missing()}")
+def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter, super_bowl, long_replay):
+    from selenium.webdriver.common.by import By
+
+    hostile = session("full", [(HOSTILE, [f"Thought: {HOSTILE}\nAnswer: {HOSTILE}"])])
+    pages = {"run": super_bowl[2], "replay": long_replay[3], "compare": compare_page(compare_traces(str(tmp_path)), counter),
+             "hostile": run_page({"title": "hostile"}, hostile, counter)}
+    with chromium() as driver:
+        for kind, page in pages.items():
+            path = tmp_path / f"{kind}.html"
+            path.write_text(page, encoding="utf-8")
+            driver.get(path.as_uri())
+            problems = [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+            assert problems == [], kind
+            assert driver.title != "pwned" and driver.title != "1", kind
+            shot = tmp_path / f"{kind}.png"
+            assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000, kind
+
+            folded = driver.find_elements(By.CSS_SELECTOR, "details.context")[0]
+            if kind == "replay":
+                driver.find_elements(By.CSS_SELECTOR, "details.policy-calls > summary")[0].click()
+            folded.find_element(By.TAG_NAME, "summary").click()
+            assert folded.get_attribute("open") is not None, kind
+            shown = folded.find_elements(By.CSS_SELECTOR, ".body pre")
+            assert shown and shown[0].text.startswith("You answer the user's question"), kind
+            labels = [label.text for label in folded.find_elements(By.CSS_SELECTOR, ".part-label")]
+            assert labels[0].startswith("[system · instructions ·") and labels[0].endswith("tokens]"), kind
+            folded.find_element(By.TAG_NAME, "summary").click()
+            assert folded.get_attribute("open") is None, kind
+            if kind == "hostile":
+                answer = driver.find_element(By.CSS_SELECTOR, "p.answer")
+                assert HOSTILE in answer.text and not driver.find_elements(By.TAG_NAME, "img")
+            driver.find_element(By.ID, "open-all").click()
+            assert driver.execute_script("return [...document.querySelectorAll('details')].every(d => "
+                                         "d.open === !d.matches('.context'))"), kind
+            assert driver.get_log("browser") == [], kind
