@@ -121,6 +121,10 @@ def bar(tokens: dict, scale: int, small: bool = False) -> str:
     return f'<div class="bar{" small" if small else ""}" style="width:{max(width, 0.5):.2f}%">{pieces}</div>{size}'
 
 
+def plural(number: int, word: str) -> str:
+    return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
 def bucket_counts(tokens: dict) -> str:
     return " · ".join(f'<span class="key b-{name}"></span>{name} {tokens[name]:,}' for name in BUCKET_NAMES if tokens.get(name))
 
@@ -186,19 +190,19 @@ def timeline(events: Sequence[dict]) -> list:
     items, call, number = [], None, 0
     for index, event in enumerate(events):
         kind = event["type"]
-        if kind == "context" or (kind == "reply" and (call is None or call.first("reply"))):
+        if kind in ("question", "reset", "instructions", "finish", "summary") or (
+                kind == "usage" and event.get("purpose") == "summary"):  # a summary call: shown with its summary
+            call = None
+            items.append(event)
+            continue
+        # A call begins at its context event; in a trace without them, at the usage or reply after a reply.
+        if kind == "context" or (kind in ("usage", "reply") and (call is None or call.first("reply"))):
             number += 1
             call = Call(number, index, event if kind == "context" else None)
             items.append(call)
             if kind == "context":
                 continue
-        if kind in ("question", "reset", "instructions", "finish", "summary"):
-            call = None
-            items.append(event)
-        elif kind == "usage" and event.get("purpose") == "summary":
-            call = None  # the summary call's usage: shown with the summary that follows it
-            items.append(event)
-        elif kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "error", *NOTICES):
+        if kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "error", *NOTICES):
             (call.events if call else items).append(event)
     return items
 
@@ -271,10 +275,8 @@ def changes(before: list[Message] | None, after: list[Message], count) -> list[C
         return Counter((message.role, part.kind, part.text) for message in messages or [] for part in message.parts)
 
     old, new = parts(before), parts(after)
-    found = []
-    for (role, kind, text), _ in (old - new).items():
-        found.append(Change("dropped", role, kind, text, count(text)))
-    for (role, kind, text), _ in (new - old).items():
+    found = [Change("dropped", role, kind, text, count(text)) for role, kind, text in (old - new).elements()]
+    for role, kind, text in (new - old).elements():
         tag = {"summary": "summarised", "notes": "pinned", "instructions": "instructions"}.get(kind, "added")
         if kind == "placeholder":
             tag = "marker"
@@ -288,9 +290,9 @@ def change_line(found: list[Change]) -> str:
     """The changes counted by tag, in one line: `+2 added · −1 dropped · 1 elided`."""
     tally = Counter(change.tag for change in found)
     signs = {"added": "+", "dropped": "−"}
-    return " · ".join(f'<span class="tag {tag}">{signs.get(tag, "")}{tally[tag]} {tag}</span>' for tag in
-                      ["added", "dropped", "elided", "marker", "summarised", "pinned", "instructions"] if tally[tag]) \
-        or "nothing changed"
+    tags = ["added", "dropped", "elided", "marker", "summarised", "pinned", "instructions"]
+    line = " · ".join(f'<span class="tag {tag}">{signs.get(tag, "")}{tally[tag]} {tag}</span>' for tag in tags if tally[tag])
+    return line or "nothing changed"
 
 
 def change_list(store: Store, found: list[Change]) -> str:
@@ -316,12 +318,16 @@ def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None 
     calls = [item for item in items if isinstance(item, Call)]
     scale = max((sum(call.context["tokens"].values()) for call in calls if call.context), default=0)
     body = [f"<h1>{esc(title)}</h1>", trace_facts(header, events), outcome_table(events), legend(counter_name(events, counter))]
-    contexts, before = Contexts(events), None
+    contexts, before, policy = Contexts(events), None, None
     for item in items:
         if isinstance(item, Call):
             messages = contexts.at(item)
+            if item.context and policy and item.context["policy"] != policy:
+                body.append(f'<p class="between policy-change">The policy changes from {esc(policy)} to '
+                            f'{esc(item.context["policy"])}</p>')
             body.append(call_section(store, item, messages, before, scale, counter))
             before = messages if messages is not None else before
+            policy = item.context["policy"] if item.context else policy
         else:
             body.append(between_calls(store, item))
     return page(title, body, store)
@@ -374,7 +380,7 @@ def call_section(store: Store, call: Call, messages: list[Message] | None, befor
     if messages is not None:
         shown = sum(len(message.parts) for message in messages)
         out.append(folded_context(store.context(messages),
-                                  f"What the model was shown: {len(messages)} messages, {shown} parts"))
+                                  f"What the model was shown: {plural(len(messages), 'message')}, {plural(shown, 'part')}"))
         found = changes(before, messages, counter.count)
         label = "Changed since the call before" if before is not None else "What the first call added"
         out.append(f'<div class="diff"><h4>{label}: {change_line(found)}</h4>{change_list(store, found)}</div>')
@@ -403,7 +409,7 @@ def call_event(store: Store, event: dict) -> str:
     if kind == "observation":
         text = event["text"]
         css = "observation failed" if text.startswith(("Error", "Warning")) else "observation"
-        label = f'<b>Observation{esc(event.get("step", ""))}</b> ({len(text):,} characters): {preview(text)}'
+        label = f'<b>Observation{esc(event.get("step", ""))}</b> ({plural(len(text), "character")}): {preview(text)}'
         return folded(store, text, label, css)
     if kind == "note":
         what = f'pinned: {esc(event.get("text", ""))}' if event.get("op") == "pin" else f'unpinned note {esc(event.get("index"))}'
@@ -432,7 +438,7 @@ def between_calls(store: Store, event: dict) -> str:
     if kind == "finish":
         return f'<p class="between finish">The TTL is reached: the program asks for a last answer: <q>{esc(event["text"])}</q></p>'
     if kind == "summary":
-        label = f"Summary written by the model for policy {esc(event.get('policy', ''))}, in place of the steps before event {esc(event.get('upto'))}"
+        label = f"Summary written by the model for policy {esc(event.get('policy', ''))}, shown from now on in place of the steps it covers"
         return '<div class="between summary">' + folded(store, event["text"], label, "summary") + "</div>"
     if kind == "usage":
         return (f'<p class="between usage">a summary call: billed {event["input_tokens"]:,} tokens in, '
@@ -505,7 +511,7 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
                 cell.append(bar(tokens, scale, small=True))
             if messages is not None:
                 cell.append(folded_context(store.context(messages), "context"))
-            cell += [call_event(store, event) for event in call.shown() if event["type"] != "usage"]
+            cell += [call_event(store, event) for event in call.shown() if event["type"] not in ("usage", "reply")]
             cells.append(f'<td>{"".join(cell)}</td>')
         rows.append(f'<tr><th class="call-number">call {number + 1}</th>{"".join(cells)}</tr>')
     return (f'<table class="side-by-side"><thead><tr><th></th>{head}</tr></thead>'
@@ -694,7 +700,7 @@ details.change.added summary q { background: #eefbee; }
 .error, .warning { color: #b22; font-weight: 600; } .notice { color: #a05a00; } .note { color: #8a6d00; }
 .stop.answer { color: #1a6b1a; } .stop.ttl, .stop.format_errors, .stop.error, .stop.interrupted { color: #b22; }
 .right { color: #1a6b1a; } .wrong { color: #b22; }
-.between { margin: .6em 0; color: #555; }
+.between { margin: .6em 0; color: #555; } .policy-change { color: #9467bd; font-weight: 600; }
 .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { font-size: .85em; overflow-wrap: anywhere; }
 .side-by-side td.ended { background: #f6f6f6; } .side-by-side thead th:first-child { width: 4.5em; } .size { font-size: .8em; color: #555; margin-left: .3em; }
 .plot { width: 100%; height: auto; font: 12px sans-serif; }

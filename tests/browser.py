@@ -1,6 +1,6 @@
 """Headless Chromium for the page tests, the demonstration pages, and the screenshots in docs/.
 
-    python tests/browser.py docs      # writes docs/page-run.png, page-compare.png, page-replay.png
+    python tests/browser.py docs      # writes docs/page-run.png, page-chat.png, page-compare.png, page-replay.png
 
 Chromium and its driver are Debian packages (`apt-get install chromium chromium-driver`); selenium, which drives
 them, is a development dependency (requirements-dev.txt). `missing()` names whatever is absent, so that a test
@@ -16,8 +16,10 @@ ROOT = os.path.dirname(TESTS)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "conversations"))
 
+from agent import TinyReAct  # noqa: E402
 from compare import compare_live, replay  # noqa: E402
 from models.scripted import ScriptedModel  # noqa: E402
+from policies import make_policy  # noqa: E402
 from pages import compare_page, replay_page, run_page  # noqa: E402
 from tokens import local_counter  # noqa: E402
 from traces import read_trace_file  # noqa: E402
@@ -85,12 +87,28 @@ def compare_traces(folder: str, specs=("full", "window:1", "elide:1")) -> list[t
     return [read_trace_file(paths[spec]) for spec in specs]
 
 
+def chat_events() -> list[dict]:
+    """A short chat: the Super Bowl question under elide:1, then the policy switched to window:1 for a follow-up."""
+    import build
+
+    replies = superbowl_replies("It is 59.9 °F (15.5 °C) at the Caesars Superdome.")
+    replies += ["Thought1: 59.9 °F minus 32, then divided by 1.8.\nAction1: subtract_numbers(59.9, 32)",
+                "Thought2: Now divide.\nAction2: divide_numbers(27.9, 1.8)", "Thought3: Back where we began.\nAnswer: 15.5 °C"]
+    agent = TinyReAct(ScriptedModel(replies), tools=build.stand_ins(build.SUPER_BOWL_CANNED), policy=make_policy("elide:1"),
+                      counter=local_counter())
+    agent.query(build.SUPER_BOWL_QUESTION)
+    agent.use_policy(make_policy("window:1"))
+    agent.query("And converted back to Celsius?")
+    return list(agent.trace.events)
+
+
 def demo_pages(folder: str) -> dict[str, str]:
     """The three page kinds for the shipped conversations, written into `folder`: {kind: path}."""
     counter = local_counter()
     pages = {}
     header, events = read_trace_file(os.path.join(ROOT, "conversations", "superbowl.jsonl"))
     pages["run"] = run_page(header, events, counter)
+    pages["chat"] = run_page({"title": "A chat: elide:1, then window:1"}, chat_events(), counter)
     pages["compare"] = compare_page(compare_traces(folder), counter, expect="59.9")
     header, events = read_trace_file(os.path.join(ROOT, "conversations", "long.jsonl"))
     pages["replay"] = replay_page(header, events, replay(header, events, REPLAY_POLICIES, counter), counter)
@@ -103,18 +121,14 @@ def demo_pages(folder: str) -> dict[str, str]:
 
 
 def screenshots(folder: str) -> None:
-    """A PNG of each page kind, as a reader first sees it, with one call's context and changes unfolded."""
+    """A PNG of each page kind as a reader first sees it; the chat from where its policy changes."""
     import tempfile
 
-    from selenium.webdriver.common.by import By
-
-    with tempfile.TemporaryDirectory() as scratch, chromium(1200, 1300) as driver:
+    with tempfile.TemporaryDirectory() as scratch, chromium(1100, 1500) as driver:
         for kind, path in demo_pages(scratch).items():
             driver.get("file://" + path)
-            if kind == "run":  # the third call, its context opened: what a teacher would point at
-                driver.execute_script("document.getElementById('call-3').scrollIntoView()")
-                driver.find_element(By.CSS_SELECTOR, "#call-3 details.context > summary").click()
-                driver.execute_script("document.getElementById('call-3').scrollIntoView()")
+            if kind == "chat":
+                driver.execute_script("document.querySelectorAll('h2.question')[1].scrollIntoView()")
             target = os.path.join(folder, f"page-{kind}.png")
             driver.save_screenshot(target)
             print(target)

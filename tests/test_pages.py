@@ -270,6 +270,36 @@ def test_stop_reasons_errors_retries_and_unknown_events(counter):
     assert "never shown" not in root.text
 
 
+def test_an_interrupted_run_and_a_trace_without_context_events(super_bowl, counter):
+    _, events, _ = super_bowl
+    cut = next(i for i, event in enumerate(events) if event["type"] == "context" and i > 20)
+    interrupted = [*events[:cut + 1], {"type": "error", "message": "interrupted", "t": 9}]
+    root = parse(run_page({}, interrupted, counter))
+    assert root.one("span", "stop").text == "interrupted"
+    last = root.all("section", "call")[-1]
+    assert last.all("p", "error")[0].text == "error: interrupted" and last.all("p", "thought") == []
+    assert last.one("details", "context")  # what the model had been shown when the run was stopped
+
+    bare = [event for event in events if event["type"] != "context"]  # as if recorded before context events existed
+    root = parse(run_page({}, bare, counter))
+    calls = root.all("section", "call")
+    assert len(calls) == 7 and root.all("div", "bar") == [] and calls[-1].one("p", "answer")
+    usage = [event for event in events if event["type"] == "usage"]
+    assert [call.one("p", "usage").text for call in calls] == [
+        f"billed: {event['input_tokens']:,} tokens in, {event['output_tokens']:,} out" for event in usage]
+
+
+def test_a_policy_switched_during_a_chat_is_said(counter):
+    model = ScriptedModel(["Answer: 1", "Answer: 2"])
+    agent = TinyReAct(model, tools=[add_numbers], counter=counter)
+    agent.query("One?")
+    agent.use_policy(make_policy("window:1"))
+    agent.query("Two?")
+    root = parse(run_page({}, agent.trace.events, counter))
+    assert root.one("p", "policy-change").text == "The policy changes from full to window:1"
+    assert [call.one("h3").text.split(" · ")[2] for call in root.all("section", "call")] == ["policy full", "policy window:1"]
+
+
 # ---------------------------------------------------------------- hostile text and keys
 
 def test_hostile_text_stays_text_everywhere(counter, monkeypatch):
