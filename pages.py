@@ -254,7 +254,10 @@ class Contexts:
             except ValueError:  # a policy this version does not have: its counts are still in the trace
                 self.policies[name] = None
         policy = self.policies[name]
-        return policy.render(self.events[: call.index]) if policy else None
+        try:
+            return policy.render(self.events[: call.index]) if policy else None
+        except ValueError:  # events that begin mid-session (a Result's trace) hold no instructions to render from
+            return None
 
 
 # ---------------------------------------------------------------- what changed between two calls
@@ -385,8 +388,8 @@ def call_section(store: Store, call: Call, messages: list[Message] | None, befor
         label = "Changed since the call before" if before is not None else "What the first call added"
         out.append(f'<div class="diff"><h4>{label}: {change_line(found)}</h4>{change_list(store, found)}</div>')
     elif call.context:
-        out.append(f'<p class="warning">policy {esc(call.context["policy"])} is unknown to this version: '
-                   'its context cannot be rebuilt, only its counts are shown</p>')
+        out.append('<p class="warning">only its counts are shown: its context cannot be rebuilt from these events '
+                   '(a policy this version does not have, or events that begin after the instructions)</p>')
     out += [call_event(store, event) for event in call.shown()]
     out.append("</section>")
     return "\n".join(part for part in out if part)

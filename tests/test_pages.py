@@ -289,6 +289,15 @@ def test_an_interrupted_run_and_a_trace_without_context_events(super_bowl, count
         f"billed: {event['input_tokens']:,} tokens in, {event['output_tokens']:,} out" for event in usage]
 
 
+def test_a_query_s_own_events_without_the_instructions_still_make_a_page(counter):
+    result = TinyReAct(ScriptedModel(["Action: add_numbers(1, 2)", "Answer: 3"]), tools=[add_numbers], counter=counter).query("1 + 2?")
+    root = parse(run_page({}, result.trace, counter))  # a Result's trace starts at its question
+    calls = root.all("section", "call")
+    assert len(calls) == 2 and len(root.all("div", "bar")) == 2 and root.all("details", "context") == []
+    assert root.one("p", "answer").text == "Answer: 3"
+    assert all(call.one("p", "warning").text.startswith("only its counts are shown") for call in calls)
+
+
 def test_a_policy_switched_during_a_chat_is_said(counter):
     model = ScriptedModel(["Answer: 1", "Answer: 2"])
     agent = TinyReAct(model, tools=[add_numbers], counter=counter)
