@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from agent import MAX_FORMAT_ERRORS, StopReason, summarise
-from compare import PolicyReplay, call_points, matches, probe_points
+from compare import (VERDICTS, Fact, PolicyReplay, ProbeAnswer, ProbePoint, Summaries, call_points, load_facts, matches,
+                     probe_points, summarised, tally)
 from models import Message
-from policies import BUCKET_NAMES, Meter, make_policy
+from models.retry import describe
+from policies import BUCKET_NAMES, make_policy
 from tokens import TokenCounter, local_counter
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
@@ -37,20 +39,17 @@ LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
 ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # an observation replaced by elide's stand-in
 PREVIEW = 140  # characters of a text shown before it is unfolded
-NOTICES = {"retry": "retry", "config_fallback": "configuration fallback"}  # announced by the model backends
-NOTICE_FIELDS = ["backend", "status", "message", "attempt", "attempts", "wait"]
+NOTICES = ["retry", "config_fallback"]  # what a model backend reports during a call
 SHOWN_ORDER = {"retry": 0, "config_fallback": 0, "thought": 1, "action": 2, "answer": 3, "reply": 4, "note": 5,
-               "observation": 6, "error": 7, "usage": 8}
-# What replay says about a fact at a probe point -> (CSS class, mark, words). Replay reports True, False or None
-# today; the states kept / cut / gone / not yet are listed so that a replay reporting them needs no change here.
+               "forget": 5, "observation": 6, "error": 7, "usage": 8}
+# What replay says about a fact at a probe point (compare.fact_state) -> (CSS class, mark, words). A state added
+# there needs one line here; one missing is shown as "?" with its name.
 FACT_STATES = {
-    True: ("kept", "✓", "kept: its exact text is in the context"),
-    False: ("gone", "✗", "gone: its exact text is not in the context"),
-    None: ("not-yet", "–", "not stated yet at this call"),
     "kept": ("kept", "✓", "kept: its exact text is in the context"),
-    "cut": ("cut", "✂", "cut by the policy's cap"),
+    "partly": ("partly", "◐", "partly: in the context for some probe questions, not for others"),
+    "cut": ("cut", "✂", "cut: the observation stating it was shown cut, without it"),
     "gone": ("gone", "✗", "gone: its exact text is not in the context"),
-    "not yet": ("not-yet", "–", "not stated yet at this call"),
+    "unstated": ("unstated", "–", "not stated yet at this point"),
 }
 
 
@@ -202,7 +201,7 @@ def timeline(events: Sequence[dict]) -> list:
             items.append(call)
             if kind == "context":
                 continue
-        if kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "error", *NOTICES):
+        if kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "forget", "error", *NOTICES):
             (call.events if call else items).append(event)
     return items
 
@@ -422,9 +421,15 @@ def call_event(store: Store, event: dict) -> str:
                 + (f' ({event["thoughts_tokens"]:,} thinking)' if event.get("thoughts_tokens") else "") + "</p>")
     if kind == "error":
         return f'<p class="error">error: {esc(event.get("message", ""))}</p>'
+    if kind == "forget":
+        steps = len(event.get("replies", []))
+        return f'<p class="note">forgot {plural(steps, "earlier step")} mentioning <q>{esc(event.get("what", ""))}</q></p>'
     if kind in NOTICES:
-        details = " · ".join(f"{name} {esc(event[name])}" for name in NOTICE_FIELDS if event.get(name) not in (None, ""))
-        return f'<p class="notice">{NOTICES[kind]}: {details}</p>'
+        try:
+            line = describe(event)
+        except (KeyError, TypeError, ValueError):  # an event missing a field the one-line form needs
+            line = f"{kind}: " + " · ".join(f"{name} {value}" for name, value in event.items() if name not in ("type", "t"))
+        return f'<p class="notice">{esc(line)}</p>'
     return ""
 
 
@@ -524,35 +529,44 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
 # ---------------------------------------------------------------- the replay page
 
 def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay], counter: TokenCounter | None = None,
-                scores: dict | None = None, model: str | None = None, title: str | None = None) -> str:
+                facts: list[Fact] | None = None, points: list[ProbePoint] | None = None,
+                answers: list[ProbeAnswer] | None = None, summaries: Summaries | None = None,
+                model: str | None = None, title: str | None = None) -> str:
     """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
-    marked), the totals and buckets, whether each planted fact is still in each context at each probe point,
-    the probe scores when probes ran, and every call's context under every measured policy, folded."""
+    marked), the totals and buckets, the state of each planted fact at each probe point, every probe answer with
+    its verdict when probes ran, and every call's context under every measured policy, folded. `facts` and
+    `points` default to the trace header's, as replay's do; `summaries` is the replay's, so that compact:T's
+    contexts are rebuilt with the summaries it measured (from its cache: no model is called)."""
     counter = counter or local_counter()
     store = Store(counter)
-    points = call_points(events)
-    probing = probe_points(header, points)
+    if facts is None:
+        facts, declared = load_facts(header)
+        points = probe_points(declared, events) if points is None else points
+    points = points if points is not None else probe_points({}, events)
+    calls = call_points(events)
+    at_call = {point.label: sum(index < point.index for index in calls) + 1 for point in points}  # the call it precedes
     title = title or f"Replay: {header.get('title') or 'a recorded session'}"
     measured = [report for report in reports if report.measured]
     asked = sum(event["type"] == "question" for event in events)
     body = [f"<h1>{esc(title)}</h1>",
-            f'<p class="meta">{len(points)} model calls · {asked} questions · every policy shown the same recorded '
+            f'<p class="meta">{len(calls)} model calls · {asked} questions · every policy shown the same recorded '
             f'replies · token counts: {esc(counter.name)}; nothing here was billed'
             + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
-            plot(measured, probing, counter.name), totals_table(measured)]
+            plot(measured, points, at_call, counter.name), totals_table(measured)]
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]
-    if header.get("facts") and measured:
-        body.append(fact_table(header["facts"], measured))
-    if scores is not None:
-        body.append(score_table(header.get("probes", []), scores, model))
+    body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
+    if facts and points and measured:
+        body.append(fact_table(facts, points, measured))
+    if answers is not None:
+        body.append(answer_tables(store, facts, answers, model))
     body.append("<h2>Every call under each policy</h2>" + legend(counter.name))
     scale = max((report.peak for report in measured), default=0)
     for report in measured:
-        body.append(policy_calls(store, events, points, probing, report, scale, counter))
+        body.append(policy_calls(store, events, set(at_call.values()), report, scale, counter, summaries))
     return page(title, body, store)
 
 
-def plot(reports: list[PolicyReplay], probing: list[int], counter_name: str) -> str:
+def plot(reports: list[PolicyReplay], points: list[ProbePoint], at_call: dict, counter_name: str) -> str:
     """Context size per call, one line per policy. Lines that coincide stay visible: each is drawn thinner than the
     one before it and with its own dash pattern, so a line on top of another shows as a stripe within it."""
     width, height, left, right, top, bottom = 900, 380, 70, 170, 20, 45
@@ -577,19 +591,21 @@ def plot(reports: list[PolicyReplay], probing: list[int], counter_name: str) -> 
                    f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,}</text>')
     for number in sorted({1, calls, *range(1, calls + 1, max(calls // 8, 1))}):
         out.append(f'<text x="{x(number):.1f}" y="{y(0) + 16}" text-anchor="middle">{number}</text>')
-    for number in probing:
+    marked = [at_call[point.label] for point in points if at_call[point.label] <= calls]  # not the points after the end
+    for point in points:
+        number = at_call[point.label]
         if number <= calls:
             out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
-                       f'stroke="#888" stroke-dasharray="3 3"/><text x="{x(number):.1f}" y="{top - 6}" '
-                       f'text-anchor="middle" font-size="10">probe {number}</text>')
+                       f'stroke="#888" stroke-dasharray="3 3"><title>probe point: {esc(point.label)}</title></line>'
+                       f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">probe {number}</text>')
     widths = [2 + 1.5 * (len(reports) - n - 1) for n in range(len(reports))]
     for n, report in enumerate(reports):
         colour, dash = LINE_COLOURS[n % len(LINE_COLOURS)], DASHES[n % len(DASHES)]
-        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
+        line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
         out.append(f'<polyline class="policy" fill="none" stroke="{colour}" stroke-width="{widths[n]}" '
-                   f'stroke-dasharray="{dash}" stroke-linejoin="round" points="{points}">'
+                   f'stroke-dasharray="{dash}" stroke-linejoin="round" points="{line}">'
                    f'<title>{esc(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
-        for number in probing:
+        for number in marked:
             if number <= len(report.sizes):
                 out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" fill="{colour}">'
                            f'<title>{esc(report.policy)} at call {number}: {report.sizes[number - 1]:,} tokens</title></circle>')
@@ -603,71 +619,97 @@ def plot(reports: list[PolicyReplay], probing: list[int], counter_name: str) -> 
 
 def totals_table(reports: list[PolicyReplay]) -> str:
     baseline = next((report.total for report in reports if report.policy == "full"), None)
+    extra = [("summary calls", "summary_calls"), ("calls over the window", "over_window")]
+    extra = [(name, attribute) for name, attribute in extra if any(getattr(report, attribute) for report in reports)]
     rows = []
     for report in reports:
         change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
         rows.append([esc(report.policy), f"{report.total:,}", change, f"{report.peak:,}", str(report.violations),
+                     *(f"{getattr(report, attribute):,}" for _, attribute in extra),
                      *(f"{report.buckets.get(name, 0):,}" for name in BUCKET_NAMES)])
-    columns = ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations", *BUCKET_NAMES]
+    columns = ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations",
+               *(name for name, _ in extra), *BUCKET_NAMES]
     return "<h2>What each policy would have sent</h2>" + table(columns, rows, "totals")
 
 
-def fact_table(facts: list[dict], reports: list[PolicyReplay]) -> str:
-    """For each planted fact and each probe point, whether the fact's exact text is in each policy's context."""
-    points = sorted({point for report in reports for marks in report.facts.values() for point in marks})
-    top = "".join(f'<th colspan="{len(points)}" title="{esc(fact.get("kind", ""))}">{esc(fact["id"])}: '
-                  f'<q>{esc(fact["text"])}</q></th>' for fact in facts)
-    calls = "".join(f"<th>call {point}</th>" for fact in facts for point in points)
-    rows, shown = [], {}
-    for report in reports:
-        cells = []
-        for fact in facts:
-            marks = report.facts.get(fact["id"], {})
+def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay]) -> str:
+    """For each planted fact, a table of its state (see FACT_STATES) in each policy's context at each probe point."""
+    labels = "".join(f"<th>{esc(point.label)}</th>" for point in points)
+    out, shown = ["<h2>Is each planted fact still in the context?</h2>"], {}
+    for fact in facts:
+        rows = []
+        for report in reports:
+            states = report.facts.get(fact.id, {})
+            cells = []
             for point in points:
-                css, mark, words = FACT_STATES.get(marks.get(point), ("unknown", "?", str(marks.get(point))))
+                css, mark, words = FACT_STATES.get(states.get(point.label), ("unknown", "?", str(states.get(point.label))))
                 shown[css] = f'<span class="fact {css}">{mark}</span> {esc(words)}'
-                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css.replace("-", " "))}</td>')
-        rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
-    states = " · ".join(shown.values())
-    return ("<h2>Is each planted fact still in the context?</h2>"
-            f'<table class="facts"><thead><tr><th rowspan="2">policy</th>{top}</tr><tr>{calls}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table><p class="legend">{states}</p>')
+                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}</td>')
+            rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
+        out.append(f'<h3 title="{esc(fact.kind)}">{esc(fact.id)}: <q>{esc(fact.text)}</q></h3>'
+                   f'<table class="facts" data-fact="{esc(fact.id)}"><thead><tr><th>policy</th>{labels}</tr></thead>'
+                   f'<tbody>{"".join(rows)}</tbody></table>')
+    out.append(f'<p class="legend">{" · ".join(shown.values())}</p>')
+    return "\n".join(out)
 
 
-def score_table(probes: list[dict], scores: dict, model: str | None) -> str:
-    """Probe answers that matched the gold answer, correct/asked, per policy and per probe; `closed book` is the
-    control asked with no history at all."""
+def answer_tables(store: Store, facts: list[Fact], answers: list[ProbeAnswer], model: str | None) -> str:
+    """The probe answers: correct out of asked per condition and fact, with the 95% interval and the verdicts of the
+    rest; then every answer, folded by condition, with its verdict. Each phrasing is listed once, by number."""
+    scored = tally(answers, "fact")
+    asked_about = [fact for fact in facts if any(fact.id in row for row in scored.values())]
     rows = []
-    for name, tallies in scores.items():
-        cells = [esc(name)]
-        for item in probes:
-            if item["id"] in tallies:
-                right, asked = tallies[item["id"]]
-                share = right / asked if asked else 0
-                cells.append(f'<span class="score" style="--share:{share:.2f}">{right}/{asked}</span>')
-            else:
+    for condition, row in scored.items():
+        cells = [esc(condition)]
+        for fact in asked_about:
+            cell = row.get(fact.id)
+            if cell is None:
                 cells.append("–")
+                continue
+            wrong = ", ".join(f"{cell[verdict]} {verdict}" for verdict in VERDICTS[1:] if cell[verdict])
+            cells.append(f'<span class="score" style="--share:{cell["k"] / cell["n"] if cell["n"] else 0:.2f}">'
+                         f'{cell["k"]}/{cell["n"]}</span> <small>({cell["low"]:.2f}–{cell["high"]:.2f})'
+                         f'{"<br>" + esc(wrong) if wrong else ""}</small>')
         rows.append(cells)
-    columns = ["policy", *(f"{item['id']} (gold: {item['answer']})" for item in probes)]
-    return (f"<h2>Probe answers that match the gold answer{' · model ' + esc(model) if model else ''}</h2>"
-            + table(columns, rows, "scores"))
+    columns = ["condition", *(f"{fact.id} (gold: {fact.gold})" for fact in asked_about)]
+    out = [f"<h2>Probe answers{' · model ' + esc(model) if model else ''}</h2>",
+           table(columns, rows, "scores"),
+           '<p class="legend">correct/asked, the 95% Wilson interval, and what the other answers were: '
+           f'{esc(", ".join(VERDICTS[1:]))}. Closed book: no history; facts only: just the facts stated so far.</p>']
+    phrasings = "".join(f"<li>{esc(fact.id)} {number}: {esc(question)}</li>"
+                        for fact in asked_about for number, question in enumerate(fact.phrasings, 1))
+    out.append(f'<details class="phrasings"><summary>The probe questions</summary><ul>{phrasings}</ul></details>')
+    for condition in scored:
+        lines = []
+        for answer in (a for a in answers if a.condition == condition):
+            text = (f"<q>{esc(answer.answer)}</q>" if len(answer.answer) <= PREVIEW
+                    else folded(store, answer.answer, f"<q>{preview(answer.answer)}</q>"))
+            lines.append([esc(answer.point), f"{esc(answer.fact)} {answer.phrasing}", str(answer.repeat), text,
+                          f'<span class="verdict {esc(answer.verdict)}">{esc(answer.verdict)}</span>'])
+        out.append(f'<details class="answers"><summary>Every answer under {esc(condition)} ({len(lines)})</summary>'
+                   + table(["probe point", "question", "repeat", "answer", "verdict"], lines, "answers", 5) + "</details>")
+    return "\n".join(out)
 
 
-def policy_calls(store: Store, events: Sequence[dict], points: list[int], probing: list[int], report: PolicyReplay,
-                 scale: int, counter: TokenCounter) -> str:
-    """Every call of the replay under one policy, folded: a bar, what changed, the context itself."""
-    policy, measure, rows, before = make_policy(report.policy), Meter(counter.count), [], None
-    for number, index in enumerate(points, 1):
-        messages = policy.render(events[:index])
-        docs = next((event.get("tools", "") for event in reversed(events[:index]) if event["type"] == "instructions"), "")
-        tokens = measure(messages, docs)  # as replay measured them, so the bars add up to its sizes
+def policy_calls(store: Store, events: Sequence[dict], probing: set[int], report: PolicyReplay, scale: int,
+                 counter: TokenCounter, summaries: Summaries | None) -> str:
+    """Every call of the replay under one policy, folded: a bar of its buckets, what changed, the context itself.
+    A policy that asks for summaries is shown the session with the summaries the replay measured it with."""
+    policy = make_policy(report.policy)
+    session = list(events)
+    if policy.needs_summaries:
+        session = summarised(policy, events, counter.count, summaries).events
+    rows, before = [], None
+    for number, (index, tokens) in enumerate(zip(call_points(session or []), report.calls), 1):
+        messages = policy.render(session[:index])
         probe = ' class="probe-point"' if number in probing else ""
-        rows.append(f'<tr{probe}><th>call {number}{" · probe" if probe else ""}</th><td class="bar-cell">{bar(tokens, scale, small=True)}</td>'
+        rows.append(f'<tr{probe}><th>call {number}{" · probe" if probe else ""}</th>'
+                    f'<td class="bar-cell">{bar(tokens, scale, small=True)}</td>'
                     f'<td>{change_line(changes(before, messages, counter.count))}</td>'
                     f'<td>{folded_context(store.context(messages), "context")}</td></tr>')
         before = messages
-    return (f'<details class="policy-calls"><summary>{esc(report.policy)}: {len(points)} calls, peak {report.peak:,} tokens'
-            f'</summary><table class="calls">{"".join(rows)}</table></details>')
+    return (f'<details class="policy-calls"><summary>{esc(report.policy)}: {plural(len(report.sizes), "call")}, peak '
+            f'{report.peak:,} tokens</summary><table class="calls">{"".join(rows)}</table></details>')
 
 
 # ---------------------------------------------------------------- style and script
@@ -708,7 +750,8 @@ details.change.added summary q { background: #eefbee; }
 .side-by-side td.ended { background: #f6f6f6; } .side-by-side thead th:first-child { width: 4.5em; } .size { font-size: .8em; color: #555; margin-left: .3em; }
 .plot { width: 100%; height: auto; font: 12px sans-serif; }
 .fact { text-align: center; white-space: nowrap; } .facts th { white-space: nowrap; } .fact.kept { background: #d9f2d9; } .fact.gone { background: #f8d4d4; }
-.fact.cut { background: #fde8c4; } .fact.not-yet { color: #888; }
+.fact.cut, .fact.partly { background: #fde8c4; } .fact.unstated { color: #888; }
+.verdict.correct { color: #1a6b1a; } .verdict.distractor, .verdict.stale { color: #b22; } .verdict.refusal { color: #a05a00; }
 .score { display: inline-block; min-width: 3em; text-align: center;
   background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
 .calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; }

@@ -11,7 +11,7 @@ import pytest
 
 from agent import TinyReAct
 from browser import compare_traces, chromium, missing
-from compare import PolicyReplay, replay
+from compare import Fact, PolicyReplay, ProbeAnswer, load_facts, probe, probe_points, replay
 from models import ModelError, ModelReply
 from models.scripted import ScriptedModel
 from pages import compare_page, inert_json, replay_page, run_page
@@ -120,10 +120,8 @@ def long_run(counter):
 @pytest.fixture(scope="module")
 def long_replay(counter):
     header, events = read_trace_file(LONG)
-    reports = replay(header, events, ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000"], counter)
-    scores = {"closed book": {"instruction": [0, 24], "sintra": [0, 18]}, "full": {"instruction": [24, 24], "sintra": [17, 18]},
-              "window:2": {"instruction": [3, 24]}}
-    return header, events, reports, replay_page(header, events, reports, counter, scores=scores, model="gemini-test")
+    reports = replay(header, events, ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:2000"], counter)
+    return header, events, reports, replay_page(header, events, reports, counter)
 
 
 def session(policy: str, turns: list[tuple[str, list[str]]], ttl: int = 8, reset_before: int | None = None,
@@ -252,21 +250,23 @@ def test_stop_reasons_errors_retries_and_unknown_events(counter):
     assert parse(run_page({}, unreadable, counter)).one("span", "stop").text == "format_errors"
 
     class Failing:
-        name, usage_source = "failing", "none"
+        name, usage_source, backend = "failing", "none", "gemini"
 
-        def generate(self, messages, stop):
+        def generate(self, messages, stop, **callbacks):
             raise ModelError("503 UNAVAILABLE after 5 attempts")
     agent = TinyReAct(Failing(), tools=[add_numbers], counter=counter)
     agent.query("Anything?")
     events = list(agent.trace.events)
     at = next(i for i, event in enumerate(events) if event["type"] == "context") + 1
-    events[at:at] = [{"type": "retry", "backend": "gemini", "status": 503, "message": "UNAVAILABLE", "attempt": 1,
-                      "attempts": 5, "wait": 2.0, "t": 0.1},
+    events[at:at] = [{"type": "retry", "backend": "gemini", "status": 503, "reason": "UNAVAILABLE", "message": "busy",
+                      "attempt": 2, "attempts": 4, "wait": 2.3, "t": 0.1},
+                     {"type": "retry", "backend": "openai", "message": "no attempt count", "t": 0.1},
                      {"type": "telemetry-of-the-future", "text": "never shown", "t": 0.1}]
     root = parse(run_page({}, events, counter))
     assert root.one("span", "stop").text == "error"
     assert root.one("p", "error").text == "error: 503 UNAVAILABLE after 5 attempts"
-    assert root.one("p", "notice").text == "retry: backend gemini · status 503 · message UNAVAILABLE · attempt 1 · attempts 5 · wait 2.0"
+    assert [p.text for p in root.all("p", "notice")] == ["Gemini 503 UNAVAILABLE — attempt 2/4 in 2.3 s",
+                                                         "retry: backend openai · message no attempt count"]
     assert "never shown" not in root.text
 
 
@@ -321,7 +321,10 @@ def test_hostile_text_stays_text_everywhere(counter, monkeypatch):
     for page in [run_page({"title": HOSTILE, "model": HOSTILE}, events, counter),
                  compare_page([({"policy": "full", "model": HOSTILE}, events)], counter, expect=HOSTILE),
                  replay_page({"title": HOSTILE, "facts": [{"id": HOSTILE, "text": HOSTILE}]}, events,
-                             replay({}, events, ["full"], counter), counter, scores={HOSTILE: {}}, model=HOSTILE)]:
+                             replay({}, events, ["full"], counter), counter, model=HOSTILE,
+                             facts=[Fact(HOSTILE, HOSTILE, gold="x", phrasings=[HOSTILE])], points=probe_points({}, events),
+                             answers=[ProbeAnswer(HOSTILE, HOSTILE, HOSTILE, 1, 1, HOSTILE, HOSTILE, "refusal", 1),
+                                      ProbeAnswer("full", "p", HOSTILE, 1, 1, HOSTILE, HOSTILE * 9, "other", 1)])]:
         root = parse(page)  # fails on any end tag that closes the wrong element
         assert root.all("img") == [] and not any("onerror" in node.attrs for node in root.all())
         assert [node.attrs.get("id") for node in root.all("script")] == ["page-data", None]
@@ -399,28 +402,55 @@ def test_replay_page_plots_every_measured_policy_with_probe_points(long_replay):
     assert len(svg.all("circle")) == 5 * 4
     full = next(report for report in reports if report.policy == "full")
     assert f"peak {full.peak:,}" in lines[0].one("title").text
-    assert "compact:8000: not measured" in parse(page).one("p", "warning").text
+    assert "compact:2000: not measured" in parse(page).one("p", "warning").text  # it needs a model to write summaries
 
 
-def test_replay_page_fact_table_and_probe_scores(long_replay):
-    _, _, _, page = long_replay
-    root = parse(page)
-    facts = root.one("table", "facts")
-    rows = {row.one("th").text: [cell.text for cell in row.all("td")] for row in facts.one("tbody").all("tr")}
-    assert list(rows) == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
-    assert rows["full"][:4] == ["✓ kept"] * 4  # the instruction, at each of the four probe points
-    assert rows["window:2"][:4] == ["✗ gone"] * 4 and rows["full"][4] == "– not yet"  # Sintra is stated after call 31
-    scores = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]] for row in root.one("table", "scores").all("tr")[1:]}
-    assert scores["full"][:2] == ["24/24", "17/18"] and scores["window:2"][:2] == ["3/24", "–"]
-    assert "model gemini-test" in root.all("h2")[3].text
+def test_replay_page_fact_table(long_replay):
+    _, _, reports, page = long_replay
+    tables = {table.attrs["data-fact"]: table for table in parse(page).all("table", "facts")}
+    assert list(tables) == ["instruction", "sintra", "booking", "distractor"]
+    rows = {}
+    for fact, table in tables.items():
+        assert [th.text for th in table.one("thead").all("th")] == [
+            "policy", "call 31 (turn 12)", "call 55 (turn 20)", "call 72 (turn 26)", "call 84 (turn 32)"]
+        rows[fact] = {row.one("th").text: [cell.text for cell in row.all("td")] for row in table.one("tbody").all("tr")}
+        assert list(rows[fact]) == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
+        for report in reports[:5]:  # point by point, as replay found them
+            assert [cell.split(" ", 1)[1] for cell in rows[fact][report.policy]] == list(report.facts[fact].values())
+    assert rows["instruction"]["full"] == ["✓ kept"] * 4  # the user's instruction, at each of the four probe points
+    assert rows["instruction"]["window:2"] == ["✗ gone"] * 4
+    assert rows["sintra"]["full"][0] == "– unstated"  # Sintra's temperature comes after call 31
 
 
-def test_replay_page_shows_fact_states_a_replay_may_report_later(counter):
+def test_replay_page_names_every_fact_state_and_marks_an_unknown_one(counter):
     header, events = read_trace_file(SUPER_BOWL)
-    report = PolicyReplay("full", sizes=[10] * 7, facts={"temperature": {7: "cut"}})
-    root = parse(replay_page(header, events, [report], counter))
-    cell = root.one("table", "facts").one("td")
-    assert cell.text == "✂ cut" and cell.attrs["title"] == "cut by the policy's cap"
+    reports = [PolicyReplay(name, sizes=[10] * 7, calls=[{"user": 10}] * 7, facts={"temperature": {"call 7 (turn 1)": state}})
+               for name, state in [("full", "cut"), ("window:1", "partly"), ("elide:1", "lost in a future version")]]
+    cells = parse(replay_page(header, events, reports, counter)).one("table", "facts").all("td")
+    assert [cell.text for cell in cells] == ["✂ cut", "◐ partly", "? unknown"]
+    assert cells[0].attrs["title"] == "cut: the observation stating it was shown cut, without it"
+
+
+def test_replay_page_shows_every_probe_answer_with_its_verdict(counter):
+    header, events = read_trace_file(SUPER_BOWL)
+    facts, declared = load_facts(header)
+    points = probe_points(declared, events)
+    specs = ["full", "window:1"]
+    # Asked in order: each phrasing against the closed book, the facts only, then each policy.
+    model = ScriptedModel(["I don't know.", "Answer: 15.5", "Answer: It was 15.5 °C", "Answer: 20 °C"] * 6)
+    answers = probe(events, specs, model, facts, points, counter=counter)
+    assert not model.unused
+    root = parse(replay_page(header, events, replay(header, events, specs, counter), counter, facts=facts, points=points,
+                             answers=answers, model="scripted"))
+    scores = {row.all("td")[0].text: row.all("td")[1] for row in root.one("table", "scores").one("tbody").all("tr")}
+    assert list(scores) == ["closed book", "facts only", "full", "window:1"]
+    assert scores["full"].one("span", "score").text == "6/6" and scores["window:1"].text.startswith("0/6")
+    assert "6 refusal" in scores["closed book"].text and "6 other" in scores["window:1"].text
+    every = {block.one("summary").text: block for block in root.all("details", "answers")}
+    assert list(every) == [f"Every answer under {name} (6)" for name in scores]
+    row = every["Every answer under window:1 (6)"].one("tbody").all("tr")[0]
+    assert [cell.text for cell in row.all("td")] == ["call 7 (turn 1)", "temperature 1", "1", "20 °C", "other"]
+    assert "What temperature in Celsius did the weather tool report?" in root.one("details", "phrasings").text
 
 
 def test_replay_page_has_every_call_of_every_policy_folded(long_replay):
