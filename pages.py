@@ -5,7 +5,7 @@ Three pure functions turn data into one HTML string that needs no network and no
 
     run_page(header, events, counter)              a trace: what the model was shown at every call, and why
     compare_page(traces, counter, expect)          one trace per policy, side by side, call by call
-    replay_page(header, events, reports, counter)  a replay: context sizes, facts kept, probe scores
+    replay_page(header, events, reports, counter)  a replay: context sizes, fact states, probe answers
 
 Each call shows what the model was shown as a bar stacked by bucket (the counts are the trace's own `context`
 events), the full context folded, and what changed since the call before. The context is rebuilt with the
