@@ -19,6 +19,7 @@ from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, des
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
 from recording import record_script
+from pages import compare_page, replay_page, run_page
 from reports import answers_csv, replay_csv, replay_json, svg_plot
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
@@ -91,6 +92,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--answers", metavar="FILE.csv", help="with --probe: save every answer and its verdict as CSV")
     group.add_argument("--record", metavar="SCRIPT.json", help="turn a scripted conversation into a trace (--trace FILE, "
                                                                "default SCRIPT.jsonl), through the real loop")
+    group = parser.add_argument_group("seeing inside")
+    group.add_argument("--html", metavar="FILE.html",
+                       help="also write one self-contained HTML page of the run, the chat, the comparison or the replay")
+    group.add_argument("--from", dest="source", metavar="TRACE.jsonl",
+                       help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file)")
     return parser.parse_args(argv)
 
 
@@ -116,7 +122,7 @@ ONLY_WITH = [
     ("policies", "replay", "--policies"), ("probe", "replay", "--probe"), ("plot", "replay", "--plot"),
     ("csv", "replay", "--csv"), ("facts", "replay", "--facts"), ("probe_facts", "replay", "--probe-facts"),
     ("probe_points", "replay", "--probe-points"), ("phrasings", "probe", "--phrasings"), ("jobs", "probe", "--jobs"),
-    ("answers", "probe", "--answers"),
+    ("answers", "probe", "--answers"), ("source", "html", "--from"),
 ]
 # Options a mode cannot use: (mode, option, flag).
 NOT_WITH = [
@@ -128,6 +134,9 @@ NOT_WITH = [
     ("chat", "json", "--json"),
     ("record", "question", "a question"), ("record", "chat", "--chat"), ("record", "compare", "--compare"),
     ("record", "replay", "--replay"), ("record", "show_context", "--show-context"),
+    ("source", "question", "a question"), ("source", "chat", "--chat"), ("source", "compare", "--compare"),
+    ("source", "replay", "--replay"), ("source", "record", "--record"), ("source", "trace", "--trace"),
+    ("html", "models", "--models"), ("html", "show_prompt", "--show-prompt"),
 ]
 
 
@@ -185,6 +194,8 @@ def _main(argv: list[str] | None) -> int:
         read = load_env_files()
         print(describe_models(available_models(read)))
         return EXIT_ANSWERED
+    if args.source:
+        return _page_of_trace(args.source, args.html)
     if args.replay:
         return _replay(args, specs)
     if args.record:
@@ -227,6 +238,33 @@ def _main(argv: list[str] | None) -> int:
     finally:
         display.close()
         trace.close()
+        if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
+            write_page(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
+                                                   agent.counter))
+
+
+def write_page(path: str, page) -> bool:
+    """Write an HTML page; a failure is one warning line, never the loss of the run's own output."""
+    try:
+        Path(path).write_text(page(), encoding="utf-8")
+    except OSError as problem:
+        print(f"warning: cannot write {path}: {problem.strerror or problem}", file=sys.stderr)
+        return False
+    return True
+
+
+def _page_of_trace(source: str, path: str) -> int:
+    """`agent.py --html FILE --from TRACE.jsonl`: the page of a saved run, chat or comparison run."""
+    try:
+        recorded = load_trace(source)
+    except ValueError as problem:
+        return fail(str(problem))
+    except OSError as problem:
+        return fail(f"{problem.strerror}: {problem.filename}")
+    if recorded.warning:
+        print(f"warning: {source}: {recorded.warning}", file=sys.stderr)
+    page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
+    return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
 
 
 def _context_view(args) -> str | None:
@@ -306,13 +344,13 @@ def _compare(args, specs: list[str], model: Model) -> int:
     from display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
 
     question = (args.question or "").strip()
-    counter, runs, interrupted = local_counter(), [], False
+    counter, runs, interrupted, traces = local_counter(), [], False, []
     try:
         with spinner("starting…") as update:
             for run in compare_live(question, specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8, finish=args.finish,
                                     expect=args.expect, repeat=args.repeat or 1, counter=counter,
                                     trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, args.repeat or 1),
-                                    progress=lambda text: update(f"running {text}")):
+                                    progress=lambda text: update(f"running {text}"), traces=traces):
                 runs.append(run)
     except ModelConfigError as problem:
         return fail(str(problem))
@@ -327,6 +365,8 @@ def _compare(args, specs: list[str], model: Model) -> int:
                          ensure_ascii=False))
     elif runs:
         live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
+    if args.html and traces:
+        write_page(args.html, lambda: compare_page(traces, counter, expect=args.expect))
     if interrupted:
         print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -412,6 +452,9 @@ def _replay(args, specs: list[str]) -> int:
     else:
         replay_tables(LiveDisplay().console, reports, facts, points, answers, model_name, args.replay, counter.name,
                       (window, window_model) if window else None, cut_on_record(events))
+    if args.html:
+        write_page(args.html, lambda: replay_page(header, events, reports, counter, facts, points, answers, summaries,
+                                                  model_name, title=f"Replay of {args.replay}"))
     if interrupted:
         print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -356,3 +356,22 @@ def test_show_context_before_the_question_says_how_to_fix_it(capsys):
     with pytest.raises(SystemExit):
         agent.main(["--show-context", "What is 7 * 6 + 5?"])
     assert "write the question before --show-context" in capsys.readouterr().err
+
+
+def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tmp_path, capsys):
+    world(["Thought: add\nAction: add_numbers(40, 2)", "Answer: 42", "Answer: 42", "Answer: 41"])
+    run, trace = tmp_path / "run.html", tmp_path / "t.jsonl"
+    assert agent.main(["40 + 2?", "-q", "--html", str(run), "--trace", str(trace)]) == 0
+    assert "Observation1: 42" in run.read_text() and "<html" in run.read_text()
+    compared = tmp_path / "compare.html"
+    assert agent.main(["40 + 2?", "--compare", "full,window:1", "--expect", "42", "--json", "--html", str(compared)]) == 0
+    assert compared.read_text().count("window:1") >= 1 and "full" in compared.read_text()
+    replayed = tmp_path / "replay.html"
+    assert agent.main(["--replay", str(trace), "--policies", "full,window:1", "--json", "--html", str(replayed)]) == 0
+    assert "<svg" in replayed.read_text()
+    again = tmp_path / "again.html"
+    assert agent.main(["--html", str(again), "--from", str(trace)]) == 0
+    assert "Observation1: 42" in again.read_text()
+    capsys.readouterr()
+    assert agent.main(["--from", str(trace)]) == 2
+    assert capsys.readouterr().err == "error: --from only works with --html\n"
