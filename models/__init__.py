@@ -53,14 +53,20 @@ class ModelConfigError(ModelError):
     """The model cannot be used as configured: a missing or rejected key, an unknown model name."""
 
 
+class ContextOverflow(ModelError):
+    """The prompt is longer than the local model's context window, so it was not run."""
+
+
 DEFAULT_MODEL = "gemini-flash-latest"
-OFFLINE_MODEL = "gemma-3-270m"
-OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Gemma 3 270M model — small, expect mistakes; "
+OFFLINE_MODEL = "local:qwen2.5-coder-0.5b"
+OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model — small, expect mistakes; "
                   "see README to use Gemini")
+LOCAL_MODELS = {"local:qwen2.5-coder-0.5b": ("models.qwen", "QwenModel"),
+                "local:gemma-270m": ("models.gemma", "GemmaModel"), "gemma-3-270m": ("models.gemma", "GemmaModel")}
 
 
 def load_model(name: str | None = None, progress=lambda text: None, notice=lambda text: None) -> Model:
-    """The backend for a model name: gemma-3-270m runs locally; any other name is a Gemini model.
+    """The backend for a model name: the names in LOCAL_MODELS run locally; any other name is a Gemini model.
     With no name and no GEMINI_MODEL, Gemini when a key is set, else the offline model (said through `notice`)."""
     import os
 
@@ -68,8 +74,9 @@ def load_model(name: str | None = None, progress=lambda text: None, notice=lambd
     if name is None and not (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip():
         notice(OFFLINE_NOTICE)
         name = OFFLINE_MODEL
-    if name == OFFLINE_MODEL:
-        from models.gemma import GemmaModel
-        return GemmaModel(progress)
+    if name in LOCAL_MODELS:
+        import importlib
+        module, backend = LOCAL_MODELS[name]
+        return getattr(importlib.import_module(module), backend)(progress)
     from models.gemini import GeminiModel
     return GeminiModel(name)
