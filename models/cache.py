@@ -295,3 +295,11 @@ def _sha256(path: Path) -> str:
         while block := file.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def verify_caches() -> dict[Path, list[str]]:
+    """Every model folder under the cache root checked against its manifest's checksums (slow: it reads every
+    file): the damaged files of each folder, an empty list where all is well."""
+    root = cache_root()
+    folders = sorted(p.parent for p in root.glob(f"*/{MANIFEST}")) if root.is_dir() else []
+    return {folder: ModelCache(folder).verify() for folder in folders}

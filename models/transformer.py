@@ -129,20 +129,27 @@ class Transformer:
         windowed = a.window is not None and not a.is_global(layer)
         out = np.empty((count, a.heads * a.head_size), np.float32)
         for first in range(0, count, QUERY_CHUNK):
-            queries = q[first:first + QUERY_CHUNK].reshape(-1, a.kv_heads, group, a.head_size)
-            end = start + first + len(queries)  # keys up to the last of these queries
+            queries = q[first:first + QUERY_CHUNK]
+            rows = len(queries)
+            end = start + first + rows  # keys up to the last of these queries
             low = max(0, start + first - a.window + 1) if windowed else 0
-            keys, values = self.keys[layer][low:end], self.values[layer][low:end]
-            scores = np.einsum("tkgd,skd->kgts", queries, keys) / np.float32(np.sqrt(a.head_size))
+            # Matrix products per key/value head (numpy hands them to BLAS): (group * rows, size) @ (size, keys).
+            grouped = queries.reshape(rows, a.kv_heads, group, a.head_size).transpose(1, 2, 0, 3)
+            keys = self.keys[layer][low:end].transpose(1, 2, 0)
+            values = self.values[layer][low:end].transpose(1, 0, 2)
+            scores = (grouped.reshape(a.kv_heads, group * rows, a.head_size) @ keys) / np.float32(np.sqrt(a.head_size))
+            scores = scores.reshape(a.kv_heads, group, rows, end - low)
             query_pos = np.arange(start + first, end)[:, None]
             key_pos = np.arange(low, end)[None, :]
             hidden = key_pos > query_pos
             if windowed:
                 hidden |= query_pos - key_pos >= a.window
-            scores = np.where(hidden, -np.inf, scores)
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            scores += np.where(hidden, np.float32(-np.inf), np.float32(0))  # faster than assigning through a mask
+            scores -= scores.max(axis=-1, keepdims=True)  # softmax, in place: these are the largest arrays here
+            np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            out[first:first + len(queries)] = np.einsum("kgts,skd->tkgd", scores, values).reshape(len(queries), -1)
+            attended = scores.reshape(a.kv_heads, group * rows, end - low) @ values
+            out[first:first + rows] = attended.reshape(a.kv_heads, group, rows, a.head_size).transpose(2, 0, 1, 3).reshape(rows, -1)
         return out
 
     def greedy(self, prompt: list[int], end_tokens: frozenset[int], limit: int) -> Iterator[int]:
