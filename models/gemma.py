@@ -14,7 +14,6 @@ the output. llama.cpp's converter stores Gemma's norm weights already shifted (1
 they are. It is a base model: the conversation is laid out as a plain-text ReAct transcript to continue.
 """
 import math
-import shutil
 from functools import lru_cache
 from pathlib import Path
 
@@ -70,11 +69,6 @@ def load_network(progress: Progress = lambda text: None) -> Transformer:
     ensure_vocabulary(cache, WEIGHTS, "gemma3", progress)  # the settings come with the vocabulary
     ensure_weights(cache, WEIGHTS, progress)
     return Transformer(architecture(load_settings(cache)), load_weights(cache))
-
-
-def clear_cache() -> None:
-    shutil.rmtree(model_cache().folder, ignore_errors=True)
-    _read_tokenizer.cache_clear()
 
 
 class GemmaModel(LocalModel):

@@ -42,7 +42,7 @@ class LocalModel:
         prompt, opening = transcript(messages)
         ids = self.start + self.tokenizer.encode(prompt)
         if len(ids) > self.window:
-            raise ContextOverflow(f"prompt {len(ids):,} tokens > window {self.window:,} of {self.name}")
+            raise ContextOverflow(f"prompt {len(ids)} tokens > window {self.window}")
         if on_text is not None and opening:
             on_text(opening)
         text, count = self.complete(ids, StopRule(stop, opening), on_text)

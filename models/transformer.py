@@ -160,6 +160,7 @@ class Transformer:
         while reuse < min(len(self.cached), len(prompt) - 1) and self.cached[reuse] == prompt[reuse]:
             reuse += 1
         started = time.perf_counter()
+        self.cached = self.cached[:reuse]  # first, so that an interrupted forward pass leaves no stale claim
         logits = self.forward(prompt[reuse:], reuse)
         self.cached = list(prompt)
         self.timings = {"prefill_tokens": len(prompt) - reuse, "reused_tokens": reuse,
