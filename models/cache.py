@@ -28,15 +28,16 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from models import ModelError
+from models import ModelConfigError
 
 MANIFEST = "manifest.json"
 TEMPORARY = ".partial"  # every temporary file's name contains this; a complete file never does
 Progress = Callable[[str], None]
 
 
-class CacheError(ModelError):
-    """The model cache cannot be used: a missing package, a damaged or unwritable file. The message is one line."""
+class CacheError(ModelConfigError):
+    """The model cannot be loaded from its cache: a missing package, a damaged or unwritable file. The message is
+    one line; as a configuration error, it is reported before any run starts."""
 
 
 def cache_root() -> Path:
