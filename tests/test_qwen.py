@@ -126,3 +126,13 @@ def test_the_loop_answers_the_quick_start_question(qwen):
     assert actions == ["multiply_numbers(7, 6)", "add_numbers(42, 5)"]  # real tools through the real loop
     assert qwen.network.timings["reused_tokens"] > 869  # later steps only run the new tokens
     assert result.usage.input_tokens > 3 * 869 and result.usage.output_tokens > 20  # its own tokenizer's counts
+
+
+def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
+    from models import load_model
+
+    notices = []
+    model = load_model(None, notice=notices.append)  # conftest removes every key from the environment
+    assert isinstance(model, QwenModel) and model.name == "qwen2.5-coder-0.5b"
+    assert notices and "offline Qwen2.5-Coder 0.5B model" in notices[0]
+    assert type(load_model("local:gemma-270m")).__name__ == type(load_model("gemma-3-270m")).__name__ == "GemmaModel"
