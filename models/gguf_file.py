@@ -138,15 +138,16 @@ def unpack_weights(cache, path: Path, progress=lambda text: None) -> None:
     data = np.memmap(path, np.uint8, mode="r")
     for number, tensor in enumerate(tensors, 1):
         progress(f"unpacking the weights to float32, once ({number}/{len(tensors)})")
-        rows = int(np.prod(tensor.shape[:-1]))
+        cache.write_array_in_slices(f"{tensor.name}.npy", tensor.shape,
+                                    lambda out, tensor=tensor: _dequantize_into(out, data, tensor))
 
-        def fill(out: np.ndarray, tensor=tensor, rows=rows) -> None:
-            flat = out.reshape(rows, tensor.shape[-1])
-            for first in range(0, rows, 16384):  # in slices, to keep memory low for the embedding
-                last = min(rows, first + 16384)
-                flat[first:last] = dequantize_rows(data, tensor, first, last)
-        cache.write_array_in_slices(f"{tensor.name}.npy", tensor.shape, fill)
-    del data
+
+def _dequantize_into(out: np.ndarray, data: np.ndarray, tensor: Tensor) -> None:
+    rows = int(np.prod(tensor.shape[:-1]))
+    flat = out.reshape(rows, tensor.shape[-1])
+    for first in range(0, rows, 16384):  # in slices, to keep memory low for the embedding
+        last = min(rows, first + 16384)
+        flat[first:last] = dequantize_rows(data, tensor, first, last)
 
 
 def load_weights(cache) -> dict[str, np.ndarray]:

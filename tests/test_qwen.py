@@ -15,7 +15,7 @@ from models import ContextOverflow, Message
 from models.local import LocalModel, StopRule, transcript
 from models.qwen import QwenModel, load_tokenizer
 from models.qwen_tokenizer import END_OF_TEXT, IM_END, IM_START
-from models.transformer import Architecture, Transformer, silu
+from models.transformer import Architecture, silu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "tests", "fixtures", "qwen_goldens.json"), encoding="utf-8") as file:
