@@ -30,7 +30,8 @@ class LocalModel:
     def __init__(self, name: str, tokenizer: Tokenizer, network: Transformer, start: list[int],
                  end_tokens: frozenset[int]):
         self.name, self.tokenizer, self.network = name, tokenizer, network
-        self.start, self.end_tokens = start, end_tokens  # tokens put before every prompt (a BOS), and after
+        self.start = start  # put before every prompt: a BOS, or nothing
+        self.end_tokens = end_tokens  # any of them ends a continuation
 
     @property
     def window(self) -> int:
