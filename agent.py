@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Sequence
 
-from models import COUNTED_LOCALLY, Message, Model, ModelError, ModelReply
+from models import COUNTED_LOCALLY, ContextOverflow, Message, Model, ModelError, ModelReply
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -35,6 +35,7 @@ class StopReason(str, Enum):
     ANSWER = "answer"
     TTL = "ttl"
     FORMAT_ERRORS = "format_errors"
+    CONTEXT_OVERFLOW = "context_overflow"  # the context is longer than a local model's window: it was not run
     ERROR = "error"
 
 
@@ -171,7 +172,8 @@ class TinyReAct:
             answer, reason = stop.answer, stop.reason
         except ModelError as failure:
             self.trace.add("error", message=str(failure))
-            answer, reason, error = None, StopReason.ERROR, failure
+            overflow = isinstance(failure, ContextOverflow)
+            answer, reason, error = None, StopReason.CONTEXT_OVERFLOW if overflow else StopReason.ERROR, failure
         events = list(self.trace.events[first:])
         counts = summarise(events)
         usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source

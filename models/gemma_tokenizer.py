@@ -10,30 +10,35 @@ How text becomes tokens (the same steps as llama.cpp's SPM tokenizer, so the ids
 import heapq
 import re
 from functools import lru_cache
+from itertools import compress
+
+import numpy as np
 
 NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
 BOS, EOS, END_OF_TURN = 2, 1, 106
 
 
 class GemmaTokenizer:
-    def __init__(self, tokens: list[str], scores: list[float], types: list[int]):
-        self.tokens, self.scores, self.types = tokens, scores, types
-        self.ids = {text: i for i, text in enumerate(tokens) if types[i] in (NORMAL, USER_DEFINED)}
-        self.byte_ids = {int(tokens[i][3:5], 16): i for i, kind in enumerate(types) if kind == BYTE}
-        user_defined = sorted((t for t, k in zip(tokens, types) if k == USER_DEFINED), key=len, reverse=True)
+    def __init__(self, tokens: list[str], scores: np.ndarray, types: np.ndarray):
+        """`scores` and `types` are arrays, one entry per token: the masks below are array operations, and the
+        dictionary is built without a Python loop, because every process that counts tokens builds it."""
+        self.tokens, self.scores, self.types = tokens, scores.tolist(), types.tolist()
+        readable = ((types == NORMAL) | (types == USER_DEFINED)).tolist()
+        self.ids = dict(zip(compress(tokens, readable), compress(range(len(tokens)), readable)))
+        self.byte_ids = {int(tokens[i][3:5], 16): i for i in np.flatnonzero(types == BYTE).tolist()}
+        user_defined = sorted((tokens[i] for i in np.flatnonzero(types == USER_DEFINED).tolist()), key=len, reverse=True)
         self._split = re.compile("(" + "|".join(map(re.escape, user_defined)) + ")")
         self._cached = lru_cache(maxsize=65536)(self._encode)
 
-    def tokenize(self, text: str, bos: bool = False) -> list[int]:
-        return ([BOS] if bos else []) + list(self._cached(text))
+    def encode(self, text: str) -> list[int]:
+        """Token ids for `text`, without the BOS (the model puts it first)."""
+        return list(self._cached(text))
 
     def count(self, text: str) -> int:
         return len(self._cached(text))
 
-    def detokenize(self, ids: list[int]) -> str:
-        return self.detokenize_bytes(ids).decode("utf-8", errors="replace")
-
-    def detokenize_bytes(self, ids: list[int]) -> bytes:
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids`; control tokens (BOS, EOS, <end_of_turn>) print nothing."""
         out = bytearray()
         for i in ids:
             kind = self.types[i]
@@ -41,7 +46,7 @@ class GemmaTokenizer:
                 out.append(int(self.tokens[i][3:5], 16))
             elif kind != CONTROL:
                 out += self.tokens[i].replace("▁", " ").encode("utf-8")
-        return bytes(out)
+        return out.decode("utf-8", errors="replace")
 
     def _encode(self, text: str) -> tuple[int, ...]:
         ids = []

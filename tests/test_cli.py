@@ -302,7 +302,7 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["--replay", "t.jsonl", "--trace", "t2.jsonl"], "--replay does not go with --trace"),
     (["--replay", "t.jsonl", "--policies", "full", "--model", "gemma-3-270m"], "--model with --replay is for --probe"),
     (["--replay", "t.jsonl", "--jobs", "2"], "--jobs only works with --probe"),
-    (["--replay", "t.jsonl", "--probe", "--jobs", "2", "--model", "gemma-3-270m"], "the offline model answers one at a time"),
+    (["--replay", "t.jsonl", "--probe", "--jobs", "2", "--model", "gemma-3-270m"], "an embedded model answers one at a time"),
     (["hi", "--repeat", "2"], "--repeat only works with --compare or --probe"),
     (["hi", "--facts", "f.json"], "--facts only works with --replay"),
     (["hi", "--record", "s.json"], "--record does not go with a question"),

