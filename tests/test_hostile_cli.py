@@ -8,6 +8,7 @@ import sys
 import time
 
 import cli
+import pytest
 from servers import FakeGemini
 from test_cli import KEY, ROOT, world  # noqa: F401  (world is a fixture)
 from traces import read_trace
@@ -138,3 +139,16 @@ def test_a_trace_that_cannot_be_written_is_reported_once_and_the_answer_still_pr
     assert captured.out == "42\n"
     assert captured.err == ("warning: could not write the trace file /dev/full (No space left on device); "
                             "the file ends there, and the run goes on\n")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_embedded_model_loads_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "What is 7 * 6 + 5?", "-q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    notice = process.stderr.readline()  # the offline notice comes just before the model loads
+    assert "offline" in notice
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and out == "" and err.strip().splitlines()[-1].startswith("interrupted")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
