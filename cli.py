@@ -54,6 +54,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "local:NAME for an embedded model (default: $TINYREACT_MODEL, else $GEMINI_MODEL, else "
                              "gemini-flash-latest with a key, the embedded model without)")
     parser.add_argument("--models", action="store_true", help="list the models that can run here, and why others cannot")
+    parser.add_argument("--verify-cache", action="store_true",
+                        help="check every unpacked embedded model against the checksums written when it was unpacked")
     parser.add_argument("--no-stream", action="store_true",
                         help="show each reply when it is complete, not as it is written (replies stream only to a terminal)")
     parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
@@ -155,6 +157,8 @@ def conflict(args: argparse.Namespace) -> str | None:
         return "--jobs runs calls at once against network models; an embedded model answers one at a time"
     if args.models and (args.question or args.chat or args.compare is not None or args.replay or args.show_prompt):
         return "--models lists the models and exits; it takes no question or other mode"
+    if args.verify_cache and (args.question or args.chat or args.compare is not None or args.replay or args.models):
+        return "--verify-cache checks the model cache and exits; it takes no question or other mode"
     if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
         return "--show-prompt prints the prompt and exits; it takes no question, --chat, --compare or --replay"
     return None
@@ -194,6 +198,8 @@ def _main(argv: list[str] | None) -> int:
         read = load_env_files()
         print(describe_models(available_models(read)))
         return EXIT_ANSWERED
+    if args.verify_cache:
+        return _verify_cache()
     if args.source:
         return _page_of_trace(args.source, args.html)
     if args.replay:
@@ -265,6 +271,21 @@ def _page_of_trace(source: str, path: str) -> int:
         print(f"warning: {source}: {recorded.warning}", file=sys.stderr)
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
     return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
+
+
+def _verify_cache() -> int:
+    """`agent.py --verify-cache`: every model folder in the cache read back and checked; exit 1 if one is damaged."""
+    from models.cache import cache_root, verify_caches  # numpy: only for this
+
+    results = verify_caches()
+    if not results:
+        print(f"no unpacked model in {cache_root()}")
+    for folder, damaged in results.items():
+        if damaged:
+            print(f"✗ {folder}: damaged: {', '.join(damaged)} — clear it with: rm -rf {folder}")
+        else:
+            print(f"✓ {folder}")
+    return EXIT_NO_ANSWER if any(results.values()) else EXIT_ANSWERED
 
 
 def _is_local(spec: str) -> bool:

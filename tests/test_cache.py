@@ -254,3 +254,19 @@ def test_a_gguf_file_unpacks_as_the_gguf_package_reads_it(site, tmp_path):
     with open(tmp_path / "tiny.gguf", "rb") as stream:
         metadata, _ = read_metadata(stream)
     assert metadata["tiny.block_count"] == 2
+
+
+def test_verify_cache_from_the_command_line_names_the_damaged_folder(tmp_path, monkeypatch, capsys):
+    import cli
+
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
+    cache = ModelCache(tmp_path / "model")
+    cache.ensure("weights", lambda cache: cache.write_array("small.npy", np.ones(3, np.float32)))
+    assert cli.main(["--verify-cache"]) == 0
+    assert capsys.readouterr().out == f"✓ {cache.folder}\n"
+    path = cache.folder / "small.npy"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert cli.main(["--verify-cache"]) == 1
+    assert capsys.readouterr().out == f"✗ {cache.folder}: damaged: small.npy — clear it with: rm -rf {cache.folder}\n"
