@@ -158,8 +158,8 @@ class TinyReAct:
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, parsed.answer)
                 try:
-                    tool, arguments = self._prepare(parsed.action, reply)
-                except Refused as refusal:
+                    tool, arguments = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
+                except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
                     self._observe(step, str(refusal), call=refusal.call)
                     continue
                 try:
@@ -170,14 +170,18 @@ class TinyReAct:
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
             answer, reason = stop.answer, stop.reason
-        except ModelError as failure:
+        except ModelError as failure:  # the model could not be reached, or (a local one) the context is too long
             self.trace.add("error", message=str(failure))
             overflow = isinstance(failure, ContextOverflow)
             answer, reason, error = None, StopReason.CONTEXT_OVERFLOW if overflow else StopReason.ERROR, failure
-        events = list(self.trace.events[first:])
+        return self._result(self.trace.events[first:], answer, reason, time.monotonic() - started, error)
+
+    def _result(self, events: Sequence[dict], answer: str | None, reason: StopReason, seconds: float,
+                error: Exception | None) -> Result:
+        """The outcome of a query, every count read from its events."""
         counts = summarise(events)
         usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
-        return Result(answer, reason, **counts, trace=events, seconds=time.monotonic() - started, model=self.model.name,
+        return Result(answer, reason, **counts, trace=list(events), seconds=seconds, model=self.model.name,
                       backend=self.model.backend, usage_source=usage_source, error=error)
 
     def _context(self):
