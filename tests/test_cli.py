@@ -11,7 +11,7 @@ import pytest
 
 import cli as agent
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
-from traces import read_trace, read_trace_file
+from traces import Trace, read_trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "sk-test-SECRET-4242"
@@ -375,3 +375,25 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
     capsys.readouterr()
     assert agent.main(["--from", str(trace)]) == 2
     assert capsys.readouterr().err == "error: --from only works with --html\n"
+
+
+def test_a_streamed_reply_is_shown_once_as_it_comes_and_the_trace_is_unchanged(capsys):
+    from display import LiveDisplay
+    from models.scripted import ScriptedModel
+    from agent import TinyReAct
+
+    replies = ["Thought: multiply first\nAction: multiply_numbers(7, 6)\nObservation: 40", "Thought: done\nAnswer: 42"]
+    display = LiveDisplay()
+    streamed = TinyReAct(ScriptedModel(replies), trace=Trace(on_event=display.show), on_text=display.stream)
+    assert streamed.query("7 * 6?").answer == "42"
+    out = capsys.readouterr().out
+    assert out.count("multiply first") == 1 and out.count("Answer: 42") == 1  # shown as it came, not again after
+    assert "Observation: 40" not in out and "Observation1: 42" in out  # the model's own Observation never shown
+    # A server that honours the stop sequence sends nothing past it, streamed or not: then the traces are the same.
+    honoured = [reply.split("\nObservation")[0] for reply in replies]
+    traces = []
+    for on_text in (display.stream, None):
+        agent = TinyReAct(ScriptedModel(honoured), on_text=on_text)
+        agent.query("7 * 6?")
+        traces.append([{k: v for k, v in e.items() if k != "t"} for e in agent.trace.events])
+    assert traces[0] == traces[1]
