@@ -7,12 +7,13 @@ How text becomes tokens (the same steps as llama.cpp's SPM tokenizer, so the ids
 3. Neighbouring pieces are merged, best vocabulary score first, while the merged piece is in the vocabulary.
 4. A piece that is not in the vocabulary falls back to its UTF-8 bytes, <0x00> to <0xFF>.
 """
-import heapq
 import re
 from functools import lru_cache
 from itertools import compress
 
 import numpy as np
+
+from models.bpe import merge
 
 NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
 BOS, EOS, END_OF_TURN = 2, 1, 106
@@ -58,38 +59,12 @@ class GemmaTokenizer:
         return tuple(ids)
 
     def _merge(self, text: str) -> list[int]:
-        """BPE by score over the characters of `text`, as a linked list of symbols and a heap of candidate pairs."""
-        symbols = list(text)
-        following = list(range(1, len(symbols))) + [-1]
-        preceding = list(range(-1, len(symbols) - 1))
-        heap = []
+        """BPE by score over the characters of `text`; a piece not in the vocabulary falls back to its bytes."""
+        def rank(left: str, right: str) -> float | None:
+            token = self.ids.get(left + right)
+            return None if token is None else -self.scores[token]
 
-        def consider(left: int, right: int) -> None:
-            if left < 0 or right < 0:
-                return
-            merged = symbols[left] + symbols[right]
-            token = self.ids.get(merged)
-            if token is not None:
-                heapq.heappush(heap, (-self.scores[token], left, right, merged))
-
-        for i in range(len(symbols) - 1):
-            consider(i, i + 1)
-        while heap:
-            _, left, right, merged = heapq.heappop(heap)
-            if following[left] != right or symbols[left] + symbols[right] != merged:
-                continue  # one side has merged with something else since this pair was queued
-            symbols[left], symbols[right] = merged, ""
-            following[left] = following[right]
-            if following[right] >= 0:
-                preceding[following[right]] = left
-            consider(preceding[left], left)
-            consider(left, following[left])
-        ids, i = [], 0
-        while i >= 0:
-            piece = symbols[i]
-            if piece in self.ids:
-                ids.append(self.ids[piece])
-            else:
-                ids += [self.byte_ids[b] for b in piece.encode("utf-8")]
-            i = following[i]
+        ids = []
+        for piece in merge(list(text), rank):
+            ids += [self.ids[piece]] if piece in self.ids else [self.byte_ids[b] for b in piece.encode("utf-8")]
         return ids

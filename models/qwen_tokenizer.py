@@ -9,10 +9,11 @@ How text becomes tokens (the same steps as llama.cpp's BPE tokenizer with the `q
    neighbouring pieces are merged, lowest merge rank first, while a merge applies.
 No BOS is added: the file says so (tokenizer.ggml.add_bos_token is false).
 """
-import heapq
 from functools import lru_cache
 
 import regex
+
+from models.bpe import merge
 
 NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
 END_OF_TEXT, IM_START, IM_END = 151643, 151644, 151645
@@ -74,33 +75,7 @@ class QwenTokenizer:
         return self._splitters[special]
 
     def _merge(self, word: str) -> tuple[int, ...]:
-        """BPE over the byte characters of `word`: a linked list of symbols and a heap of candidate merges,
-        lowest rank first and, at equal rank, leftmost first."""
-        symbols = [self.alphabet[b] for b in word.encode("utf-8")]
-        following = list(range(1, len(symbols))) + [-1]
-        preceding = list(range(-1, len(symbols) - 1))
-        heap = []
-
-        def consider(left: int, right: int) -> None:
-            if left >= 0 and right >= 0:
-                rank = self.ranks.get(symbols[left] + " " + symbols[right])
-                if rank is not None:
-                    heapq.heappush(heap, (rank, left, right, symbols[left] + symbols[right]))
-
-        for i in range(len(symbols) - 1):
-            consider(i, i + 1)
-        while heap:
-            _, left, right, merged = heapq.heappop(heap)
-            if following[left] != right or symbols[left] + symbols[right] != merged:
-                continue  # one side has merged with something else since this pair was queued
-            symbols[left], symbols[right] = merged, ""
-            following[left] = following[right]
-            if following[right] >= 0:
-                preceding[following[right]] = left
-            consider(preceding[left], left)
-            consider(left, following[left])
-        ids, i = [], 0
-        while i >= 0:
-            ids.append(self.ids[symbols[i]])
-            i = following[i]
-        return tuple(ids)
+        """BPE over the byte characters of `word`, by the merge list's order."""
+        pieces = merge([self.alphabet[b] for b in word.encode("utf-8")],
+                       lambda left, right: self.ranks.get(left + " " + right))
+        return tuple(self.ids[piece] for piece in pieces)
