@@ -23,11 +23,15 @@ from pages import compare_page, replay_page, run_page
 from reports import answers_csv, replay_csv, replay_json, svg_plot
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
-from traces import Trace, load_trace
+from traces import Trace, TraceFile, load_trace
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
 CHAT_HELP = "one question per line · /context shows what the model sees · /policy NAME switches · /reset starts over · Ctrl-D quits"
+
+
+class UsageError(Exception):
+    """Bad input found after the arguments were read (a file that is not a trace, say): one line, exit 2."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -169,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = PipeGuard(sys.stdout)
     try:
         return _main(argv)
+    except UsageError as problem:
+        return fail(str(problem))
     except KeyboardInterrupt:  # before a run began, or between runs: nothing to keep
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -259,16 +265,22 @@ def write_page(path: str, page) -> bool:
     return True
 
 
+def _open_trace(path: str) -> TraceFile:
+    """A saved trace, its cut last line (if any) said in one warning; UsageError for a file that is not one."""
+    try:
+        recorded = load_trace(path)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"{problem.strerror}: {problem.filename}") from None
+    if recorded.warning:
+        print(f"warning: {path}: {recorded.warning}", file=sys.stderr)
+    return recorded
+
+
 def _page_of_trace(source: str, path: str) -> int:
     """`agent.py --html FILE --from TRACE.jsonl`: the page of a saved run, chat or comparison run."""
-    try:
-        recorded = load_trace(source)
-    except ValueError as problem:
-        return fail(str(problem))
-    except OSError as problem:
-        return fail(f"{problem.strerror}: {problem.filename}")
-    if recorded.warning:
-        print(f"warning: {source}: {recorded.warning}", file=sys.stderr)
+    recorded = _open_trace(source)
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
     return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
 
@@ -414,17 +426,15 @@ def _replay(args, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
     from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
 
+    recorded = _open_trace(args.replay)
+    header, events = recorded.header, recorded.events
     try:
-        recorded = load_trace(args.replay)
-        header, events = recorded.header, recorded.events
         facts, declared = load_facts(header, args.facts)
         points = probe_points(declared, events)
     except ValueError as problem:
         return fail(str(problem))
     except OSError as problem:
         return fail(f"{problem.strerror}: {problem.filename}")
-    if recorded.warning:
-        print(f"warning: {args.replay}: {recorded.warning}", file=sys.stderr)
     if args.probe_facts:
         wanted = [name.strip() for name in args.probe_facts.split(",") if name.strip()]
         unknown = [name for name in wanted if name not in {fact.id for fact in facts}]
