@@ -67,10 +67,14 @@ def test_a_file_size_limit_cuts_the_file_and_replay_loads_its_complete_lines(tmp
     done = subprocess.run([sys.executable, "-c", WRITER, ROOT, str(path)], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "41\n")
     assert done.stderr == f"could not write the trace file {path} (File too large); the file ends there, and the run goes on\n"
-    assert os.path.getsize(path) == 3000 and not path.read_bytes().endswith(b"\n")
+    data = path.read_bytes()
+    assert len(data) == 3000
     loaded = load_trace(str(path))
-    complete = path.read_bytes().count(b"\n")
-    assert loaded.warning == f"line {complete + 1} was cut off and skipped"
+    complete = data.count(b"\n")
+    if data.endswith(b"\n"):  # the limit fell exactly at the end of a line (each line's time varies): nothing cut
+        assert loaded.warning is None
+    else:
+        assert loaded.warning == f"line {complete + 1} was cut off and skipped"
     assert [e["step"] for e in loaded.events[1:]] == list(range(1, complete - 1))
     assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == complete - 2  # one context per reply
 
