@@ -13,14 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from agent import TinyReAct
-from compare import (Summaries, compare_live, context_window, cut_on_record, load_facts, probe, probe_points, replay,
-                     summarise_runs)
 from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, describe_models, load_model, parse_spec
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
-from recording import record_script
-from pages import compare_page, replay_page, run_page
-from reports import answers_csv, replay_csv, replay_json, svg_plot
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
 from traces import Trace, TraceFile, load_trace
@@ -251,6 +246,8 @@ def _main(argv: list[str] | None) -> int:
         display.close()
         trace.close()
         if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
+            from pages import run_page  # the modes' own modules load only in those modes (see _compare)
+
             write_page(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
                                                    agent.counter))
 
@@ -280,6 +277,8 @@ def _open_trace(path: str) -> TraceFile:
 
 def _page_of_trace(source: str, path: str) -> int:
     """`agent.py --html FILE --from TRACE.jsonl`: the page of a saved run, chat or comparison run."""
+    from pages import run_page  # the modes' own modules load only in those modes (see _compare)
+
     recorded = _open_trace(source)
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
     return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
@@ -382,6 +381,10 @@ def _chat(agent: TinyReAct, display, args) -> int:
 def _compare(args, specs: list[str], model: Model) -> int:
     """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
     from display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
+    # The experiments, report formats and pages load only in the modes that use them, so that --help and a
+    # plain question do not pay the ~50 ms of importing them.
+    from compare import compare_live, summarise_runs
+    from pages import compare_page
 
     question = (args.question or "").strip()
     counter, runs, interrupted, traces = local_counter(), [], False, []
@@ -425,6 +428,10 @@ def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -
 def _replay(args, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
     from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
+    from compare import (Summaries, context_window, cut_on_record, load_facts, probe, probe_points,  # see _compare
+                         replay)
+    from pages import replay_page
+    from reports import answers_csv, replay_csv, replay_json, svg_plot
 
     recorded = _open_trace(args.replay)
     header, events = recorded.header, recorded.events
@@ -501,6 +508,8 @@ def _replay(args, specs: list[str]) -> int:
 
 def _record(args, policy) -> int:
     """`agent.py --record SCRIPT.json [--trace FILE] [--policy NAME]`: a scripted conversation played through the loop."""
+    from recording import record_script  # see _compare
+
     path = args.trace or (args.record[:-5] if args.record.endswith(".json") else args.record) + ".jsonl"
     try:
         calls = record_script(args.record, path, policy)

@@ -162,7 +162,7 @@ def context_growth() -> list[tuple]:
 
 def main() -> None:
     ensure_peers()
-    from tokens import count_tokens, counter
+    from tokens import count_tokens, local_counter
     from prompts import render_instructions
     from tools import DEFAULT_TOOLS
 
@@ -202,7 +202,7 @@ def main() -> None:
     print(f"   target: --help under 1/3 of the lightest peer's import ({lightest / 3 * 1000:.0f} ms): "
           f"{'met' if ours_help < lightest / 3 else 'MISSED'}")
 
-    print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {counter()}", flush=True)
+    print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {local_counter().name}", flush=True)
     ours_text = render_instructions(DEFAULT_TOOLS)
     prompts = {
         "TinyReAct": (ours_text, f"Question: {QUESTION}"),
@@ -218,7 +218,7 @@ def main() -> None:
         print(f"   {name:<64} {tokens:8,} tokens  {tokens / ours_tokens:6.1f}×   {share:.0%} of a first call")
     print(f"   target: at most half of smolagents' ({smol_tokens // 2:,}): {'met' if ours_tokens <= smol_tokens / 2 else 'MISSED'}")
 
-    print(f"\n4. Context growth over the {STEPS}-step run (input tokens of every call, {counter()})", flush=True)
+    print(f"\n4. Context growth over the {STEPS}-step run (input tokens of every call, {local_counter().name})", flush=True)
     for spec, calls, measured, formula, how in context_growth():
         against = f"formula {formula:9,} ({measured / formula:.2f}×)" if formula else f"{'':27}"
         print(f"   {spec:<12} {calls:3} calls {measured:9,} tokens   {against}   {how}")
