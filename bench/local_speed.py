@@ -68,7 +68,7 @@ def record_prompts(model) -> list[tuple[str, str]]:
     sent = []
 
     class Recording:
-        name, usage_source = model.name, model.usage_source
+        name, backend, usage_source = model.name, model.backend, model.usage_source
 
         def generate(self, messages, stop, **options):
             sent.append(transcript(messages))
