@@ -177,7 +177,7 @@ def test_trace_file_has_a_version_header_and_every_event_as_it_happens(tmp_path)
             seen_on_disk.append(len(path.read_text().splitlines()))
             return super().generate(messages, stop)
     agent = TinyReAct(Peeking(["Action: multiply_numbers(7, 6)", "Answer: 42"]), trace=Trace(str(path)))
-    result = agent.query("7 * 6?")
+    assert agent.query("7 * 6?").answer == "42"
     agent.trace.close()
     header = json.loads(path.read_text().splitlines()[0])
     assert header["format"] == "tinyreact-trace" and header["version"] == 2

@@ -10,7 +10,7 @@ import time
 import cli
 import pytest
 from servers import FakeGemini
-from test_cli import KEY, ROOT, world  # noqa: F401  (world is a fixture)
+from test_cli import KEY, ROOT, world  # noqa: F401,F811  (world is a fixture)
 from traces import read_trace
 
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m"

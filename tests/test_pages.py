@@ -12,13 +12,13 @@ import pytest
 from agent import TinyReAct
 from browser import compare_traces, chromium, missing
 from compare import Fact, PolicyReplay, ProbeAnswer, load_facts, probe, probe_points, replay
-from models import ModelError, ModelReply
+from models import ModelError
 from models.scripted import ScriptedModel
 from pages import compare_page, inert_json, replay_page, run_page
 from policies import BUCKET_NAMES, make_policy
 from tokens import local_counter
 from tools.arithmetic import add_numbers, multiply_numbers
-from traces import Trace, read_trace_file
+from traces import read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
