@@ -149,6 +149,7 @@ class TinyReAct:
         """Reason, act and observe until an answer, the TTL, or three unreadable replies in a row."""
         first, started, error = len(self.trace), time.monotonic(), None
         self.trace.add("question", text=question)
+        self._over_window = False
         try:
             for step in range(1, self.ttl + 1):
                 messages = self._context()  # the policy renders what the model sees from the trace
@@ -190,6 +191,12 @@ class TinyReAct:
         messages = self.policy.render(self.trace.events)
         tokens = self._measure(messages, self._tool_docs)
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
+        window = self.model.window if self.model.backend != "local" else None  # a local model refuses on its own
+        if window and sum(tokens.values()) > window and not self._over_window:  # said once a query
+            self._over_window = True
+            self.trace.add("warning", message=f"the context is about {sum(tokens.values()):,} tokens ({self.counter.name}), "
+                                              f"more than {self.model.name}'s window of {window:,}: the model may refuse "
+                                              "it or lose its start; a policy that keeps less would fit")
         return messages
 
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):

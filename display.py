@@ -69,10 +69,11 @@ class LiveDisplay:
         kind = event["type"]
         if kind == "context" and self.context and self.render_context:
             self.show_context(self.render_context(), event["policy"], changes=self.context == "changes")
-        if kind in ("retry", "config_fallback"):  # on stderr whatever the output, as it happens
+        if kind in ("retry", "config_fallback", "warning"):  # on stderr whatever the output, as it happens
             if kind == "retry" and event.get("restart_stream") and self._streamed:
                 self._end_stream()
-            Console(stderr=True, highlight=False).print(plain(describe(event), "yellow"))
+            line = f"warning: {event['message']}" if kind == "warning" else describe(event)
+            Console(stderr=True, highlight=False).print(plain(line, "yellow"))
         if not self.events:
             return
         if kind == "reply":

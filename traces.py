@@ -27,7 +27,7 @@ HISTORY = {
     1: "the first version: the events in EVENT_FIELDS",
     2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
-       "reports. Also new, needing no bump: forget, retry and config_fallback events; call on observations; "
+       "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
        "counted_locally on usage; model and backend in the header",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
@@ -55,6 +55,7 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
     "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT}),
     "forget": ({"what": TEXT, "replies": INDEXES}, {}),
+    "warning": ({"message": TEXT}, {}),
     "retry": ({"backend": TEXT}, {"message": TEXT, "reason": TEXT}),
     "config_fallback": ({"backend": TEXT, "field": TEXT}, {"message": TEXT, "variable": OPTIONAL_TEXT}),
     "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),

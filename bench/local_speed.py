@@ -68,7 +68,7 @@ def record_prompts(model) -> list[tuple[str, str]]:
     sent = []
 
     class Recording:
-        name, backend, usage_source = model.name, model.backend, model.usage_source
+        name, backend, usage_source, window = model.name, model.backend, model.usage_source, model.window
 
         def generate(self, messages, stop, **options):
             sent.append(transcript(messages))

@@ -58,7 +58,7 @@ REPLIES = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(
 
 class Instant:
     """A model that hands back the next prepared reply and does nothing else, so only the framework is timed."""
-    name, backend, usage_source = "instant", "bench", "none"
+    name, backend, usage_source, window = "instant", "bench", "none", None
 
     def __init__(self, replies):
         self.replies = iter(replies)
@@ -126,7 +126,7 @@ def context_growth() -> list[tuple]:
 
     class Scripted:
         """Replies one arithmetic action per step, then the answer; writes a short summary when compact asks."""
-        name, backend, usage_source = "scripted", "bench", "none"
+        name, backend, usage_source, window = "scripted", "bench", "none", None
 
         def __init__(self):
             self.replies = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(1, STEPS + 1)]

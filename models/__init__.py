@@ -65,6 +65,7 @@ class Model(Protocol):
     name: str
     backend: str  # "gemini", "openai", "ollama", "llamacpp", "local", "scripted"
     usage_source: str  # where ModelReply's token counts come from, said next to them
+    window: int | None  # the context window in tokens, when known; the loop warns past it
 
     def generate(self, messages: list[Message], stop: list[str], *,
                  on_text: TextSink | None = None, on_event: EventSink | None = None) -> ModelReply: ...

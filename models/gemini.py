@@ -93,6 +93,8 @@ def parse_max_output_tokens(value: str) -> int:
 class GeminiModel:
     backend = "gemini"
     usage_source = "billed, from the API"
+    # Every Gemini 2.5 and 3 model takes 1,048,576 input tokens: https://ai.google.dev/gemini-api/docs/models
+    window = 1_048_576
 
     def __init__(self, name: str | None = None, api_key: str | None = None, temperature: float | None = None,
                  thinking: str | None = None, max_output_tokens: int | None = None):

@@ -85,6 +85,7 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
 
 class OpenAICompatibleModel:
     usage_source = "reported by the server"
+    window = None  # the protocol does not say; a server refuses what it cannot take
 
     def __init__(self, name: str, base_url: str, *, backend: str = "openai", api_key: str | None = None,
                  key_variable: str | None = None):

@@ -211,3 +211,14 @@ def test_a_runaway_reply_is_kept_to_its_limit():
     assert result.answer == "2" and all(len(e["text"]) <= REPLY_LIMIT and len(e["raw"]) <= REPLY_LIMIT for e in replies)
     assert "characters cut" in replies[0]["text"]
     assert sum(len(m.text) for m in model.calls[-1]) < 3 * REPLY_LIMIT  # later contexts carry the kept part only
+
+
+def test_a_context_past_a_remote_models_window_is_warned_once_a_query():
+    class SmallWindow(ScriptedModel):
+        window = 500  # the instructions alone are about 900 tokens
+
+    agent = TinyReAct(SmallWindow(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Answer: 4"]))
+    result = agent.query("1 + 1, then 2 + 2?")
+    warnings = [e["message"] for e in result.trace if e["type"] == "warning"]
+    assert result.answer == "4" and len(warnings) == 1  # the run goes on: only the model can say it is too much
+    assert "more than scripted's window of 500" in warnings[0]

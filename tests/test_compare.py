@@ -113,7 +113,7 @@ def test_compact_with_recorded_summaries_is_measured(tmp_path):
 
 class Reader:
     """A stand-in model that answers a probe only if the gold fact is in the context it was sent."""
-    name, backend, usage_source = "reader", "test", "none"
+    name, backend, usage_source, window = "reader", "test", "none", None
 
     def __init__(self, fact, answer):
         self.fact, self.answer, self.calls = fact, answer, 0

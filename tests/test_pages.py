@@ -250,7 +250,7 @@ def test_stop_reasons_errors_retries_and_unknown_events(counter):
     assert parse(run_page({}, unreadable, counter)).one("span", "stop").text == "format_errors"
 
     class Failing:
-        name, usage_source, backend = "failing", "none", "gemini"
+        name, usage_source, backend, window = "failing", "none", "gemini", None
 
         def generate(self, messages, stop, **callbacks):
             raise ModelError("503 UNAVAILABLE after 5 attempts")

@@ -53,7 +53,7 @@ REPLIES = st.one_of(
 
 class DrawingModel:
     """A model whose replies hypothesis draws; it records each call with the trace length at that moment."""
-    name, backend, usage_source = "drawing", "test", "drawn by hypothesis"
+    name, backend, usage_source, window = "drawing", "test", "drawn by hypothesis", None
 
     def __init__(self, data):
         self.data, self.agent, self.calls = data, None, []

@@ -65,7 +65,7 @@ class Sent(Exception):
 def test_the_loops_first_prompt_is_the_golden_one():
     """The golden ReAct continuation was measured on exactly the prompt this project's loop sends first."""
     class FirstPrompt:
-        name, usage_source = "first-prompt", "none"
+        name, usage_source, backend, window = "first-prompt", "none", "test", None
 
         def generate(self, messages, stop, **ignored):
             raise Sent(transcript(messages)[0])
