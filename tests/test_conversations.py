@@ -1,0 +1,54 @@
+"""The second shipped conversation, conversations/support.jsonl: its script records it, its facts are what the facts
+file says, and every policy of the README's replay renders it without breaking an invariant."""
+import os
+
+import cli as command_line
+from compare import load_facts, probe_points, replay
+from policies.rendering import OBSERVATION_LIMIT, cap
+from tokens import TokenCounter
+from traces import read_trace_file
+
+CONVERSATIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conversations")
+SUPPORT = os.path.join(CONVERSATIONS, "support.jsonl")
+FACTS = os.path.join(CONVERSATIONS, "support.facts.json")
+POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3", "budget:3000",
+            "budget:2000", "forget", "window:2+facts", "window:0+facts", "user-only:4+facts", "elide:2+pinned",
+            "retrieve:3+facts"]
+
+
+def without_times(path):
+    header, events = read_trace_file(path)
+    return {k: v for k, v in header.items() if k != "created"}, [{k: v for k, v in e.items() if k != "t"} for e in events]
+
+
+def test_the_support_script_records_the_shipped_trace(tmp_path, capsys):
+    recorded = tmp_path / "support.jsonl"
+    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "support.script.json"), "--trace", str(recorded)]) == 0
+    assert without_times(str(recorded)) == without_times(SUPPORT)
+
+
+def test_the_support_facts_arrive_in_tool_output_and_one_is_superseded():
+    header, events = read_trace_file(SUPPORT)
+    facts, declared = load_facts(header, FACTS)
+
+    def first(text):
+        return next(i for i, e in enumerate(events) if text in str(e.get("text", "")))
+    assert {events[first(fact.text)]["type"] for fact in facts} == {"observation"}
+    log = events[first("E-5107")]["text"]  # the error is in the part of the log the observation cap cuts
+    assert len(log) > OBSERVATION_LIMIT and "E-5107" not in cap(log, OBSERVATION_LIMIT)
+    [fix] = [fact for fact in facts if fact.stale]
+    assert first(fix.stale[0]) < first(fix.text)
+    assert all(fact.distractors and len(fact.phrasings) >= 4 for fact in facts)
+    assert sum(len(e["text"]) > OBSERVATION_LIMIT for e in events if e["type"] == "observation") >= 3
+    [full] = replay(header, events, ["full"], counter=TokenCounter(), facts=facts, points=probe_points(declared, events))
+    for fact, marks in full.facts.items():
+        assert set(marks.values()) <= {"kept", "unstated"} and "kept" in marks.values(), fact
+
+
+def test_every_policy_replays_the_support_conversation_without_violations():
+    header, events = read_trace_file(SUPPORT)
+    reports = replay(header, events, POLICIES, counter=TokenCounter(), facts=[], points=[])
+    assert [report.policy for report in reports] == POLICIES
+    assert {report.policy: report.violations for report in reports} == dict.fromkeys(POLICIES, 0)
+    # compact:8000 asks for summaries the recording does not hold: without a model it says so, it is not rendered
+    assert [report.policy for report in reports if not report.measured] == ["compact:8000"]
