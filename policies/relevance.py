@@ -40,14 +40,14 @@ def scores(conversation: Conversation, candidates: set[int]) -> dict[int, float]
     query = words(conversation.turns[-1].question["text"])
     lengths = {index: sum(document.values()) for index, document in documents.items()}
     average = sum(lengths.values()) / len(lengths) or 1
+    having = {word: sum(1 for d in documents.values() if word in d) for word in query}  # once a word, not a step
+    idf = {word: math.log(1 + (len(documents) - count + 0.5) / (count + 0.5)) for word, count in having.items()}
     result = {}
     for index in candidates:
         document, score = documents[index], 0.0
         for word in query:
             frequency = document.get(word, 0)
             if frequency:
-                having = sum(1 for d in documents.values() if word in d)
-                idf = math.log(1 + (len(documents) - having + 0.5) / (having + 0.5))
-                score += idf * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * lengths[index] / average))
+                score += idf[word] * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * lengths[index] / average))
         result[index] = score
     return result
