@@ -13,9 +13,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from agent import TinyReAct
-from models import OFFLINE_MODEL, Model, ModelConfigError, available_models, describe_models, load_model, parse_spec
+from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
+from terminal import clean
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
 from traces import Trace, TraceFile, load_trace
@@ -138,7 +139,17 @@ NOT_WITH = [
     ("source", "question", "a question"), ("source", "chat", "--chat"), ("source", "compare", "--compare"),
     ("source", "replay", "--replay"), ("source", "record", "--record"), ("source", "trace", "--trace"),
     ("html", "models", "--models"), ("html", "show_prompt", "--show-prompt"),
+    ("chat", "question", "a question (it takes its questions from the terminal)"),
+    ("models", "json", "--json"), ("verify_cache", "json", "--json"), ("verify_cache", "html", "--html"),
+    ("show_prompt", "json", "--json"), ("show_prompt", "trace", "--trace"), ("show_prompt", "model", "--model"),
+    ("source", "json", "--json"), ("source", "quiet", "-q"), ("source", "policy", "--policy"),
+    ("record", "json", "--json"), ("record", "quiet", "-q"), ("record", "ttl", "--ttl"), ("record", "model", "--model"),
 ]
+
+
+def _flag(option: str) -> str:
+    """An option's name as typed: show_prompt is --show-prompt, source is --from."""
+    return "--from" if option == "source" else "--" + option.replace("_", "-")
 
 
 def conflict(args: argparse.Namespace) -> str | None:
@@ -146,10 +157,10 @@ def conflict(args: argparse.Namespace) -> str | None:
     for option, modes, flag in ONLY_WITH:
         modes = modes if isinstance(modes, tuple) else (modes,)
         if getattr(args, option) and not any(getattr(args, mode) for mode in modes):
-            return f"{flag} only works with {' or '.join('--' + mode for mode in modes)}"
+            return f"{flag} only works with {' or '.join(map(_flag, modes))}"
     for mode, option, flag in NOT_WITH:
         if getattr(args, mode) and getattr(args, option):
-            return f"--{mode} does not go with {flag}"
+            return f"{_flag(mode)} does not go with {flag}"
     if args.replay and args.model and not args.probe and "compact" not in (args.policies or DEFAULT_POLICIES):
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
     if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
@@ -189,7 +200,7 @@ def _main(argv: list[str] | None) -> int:
         if args.compare is not None:
             specs = _specs(args.compare)
         else:
-            specs = _specs(args.policies or DEFAULT_POLICIES) if args.replay else []
+            specs = _specs(args.policies if args.policies is not None else DEFAULT_POLICIES) if args.replay else []
     except ValueError as problem:
         return fail(str(problem))
     if args.show_prompt:
@@ -197,7 +208,7 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_ANSWERED
     if args.models:
         read = load_env_files()
-        print(describe_models(available_models(read)))
+        print(clean(describe_models(available_models(read))))
         return EXIT_ANSWERED
     if args.verify_cache:
         return _verify_cache()
@@ -329,13 +340,13 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
         print(json.dumps({**result.to_dict(), "trace": list(agent.trace.events)}, ensure_ascii=False))
     elif args.quiet:
         if result.answer is not None:
-            print(result.answer)
+            print(clean(result.answer))
     else:
         display.summary(result)
     if isinstance(result.error, ModelConfigError):
         return fail(str(result.error))
     if result.error and (args.json or args.quiet):
-        print(f"error: {result.error}", file=sys.stderr)
+        print(f"error: {clean(result.error)}", file=sys.stderr)
     return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
 
 
@@ -437,11 +448,14 @@ def _replay(args, specs: list[str]) -> int:
     header, events = recorded.header, recorded.events
     try:
         facts, declared = load_facts(header, args.facts)
-        points = probe_points(declared, events)
+        outside = []
+        points = probe_points(declared, events, outside)
     except ValueError as problem:
         return fail(str(problem))
     except OSError as problem:
         return fail(f"{problem.strerror}: {problem.filename}")
+    for problem in outside:  # a trace cut short, or one whose run ended before the point: the rest still replays
+        print(f"warning: {args.replay}: {problem}; that probe point is left out", file=sys.stderr)
     if args.probe_facts:
         wanted = [name.strip() for name in args.probe_facts.split(",") if name.strip()]
         unknown = [name for name in wanted if name not in {fact.id for fact in facts}]
@@ -474,6 +488,10 @@ def _replay(args, specs: list[str]) -> int:
         reports = replay(header, events, specs, counter, facts, points, summaries, window)
     except OSError as problem:
         return fail(f"cannot write the summaries: {problem.strerror or problem}: {summaries.path}")
+    except ModelError as problem:  # writing a summary for compact:T
+        print(f"error: {clean(problem)}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(problem, ModelConfigError) else EXIT_NO_ANSWER
+    failed = None
     if args.probe:
         answers = []
         try:
@@ -482,6 +500,8 @@ def _replay(args, specs: list[str]) -> int:
                       jobs=args.jobs or 1, summaries=summaries, counter=counter, progress=update, answers=answers)
         except KeyboardInterrupt:  # the answers so far are still reported
             interrupted = True
+        except ModelError as problem:  # so are they when the model fails: the tables say how far it got
+            failed = problem
     outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name)),
                (args.csv, lambda: replay_csv(reports)), (args.answers, lambda: answers_csv(answers or []))]
     for path, text in outputs:
@@ -503,6 +523,9 @@ def _replay(args, specs: list[str]) -> int:
     if interrupted:
         print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if failed:
+        print(f"error: probing stopped, the tables hold the answers asked before: {clean(failed)}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(failed, ModelConfigError) else EXIT_NO_ANSWER
     return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
 
 
@@ -516,7 +539,7 @@ def _record(args, policy) -> int:
     except ValueError as problem:
         return fail(str(problem))
     except OSError as problem:
-        return fail(f"{problem.strerror}: {problem.filename}")
+        return fail(f"{problem.strerror}: {problem.filename}" if problem.filename else str(problem))
     print(f"{path}: {calls} model calls, recorded under {policy.name}")
     return EXIT_ANSWERED
 
@@ -533,8 +556,10 @@ def _specs(text: str) -> list[str]:
     specs = [spec.strip() for spec in text.split(",") if spec.strip()]
     if not specs:
         raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
-    for spec in specs:
-        make_policy(spec)  # raises a clear ValueError for a bad one
+    names = [make_policy(spec).name for spec in specs]  # raises a clear ValueError for a bad one
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"policy {', '.join(twice)} is listed twice: use --repeat to run a policy more than once")
     return specs
 
 
@@ -552,7 +577,7 @@ def load_env_files() -> list[str]:
 
 
 def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {clean(message)}", file=sys.stderr)  # messages may quote a server, a file or the model
     return EXIT_USAGE
 
 

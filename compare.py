@@ -160,9 +160,12 @@ def load_facts(header: dict, path: str | None = None) -> tuple[list[Fact], dict]
     if path:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            facts = [Fact(**{"statement": item.get("statement") or item["text"], **item}) for item in data["facts"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as problem:
-            raise ValueError(f"{path} is not a facts file: {type(problem).__name__}: {problem}") from None
+        except json.JSONDecodeError as problem:
+            raise ValueError(f"{path} is not a facts file: not JSON ({problem.msg}, line {problem.lineno})") from None
+        problem = _facts_file_problem(data)
+        if problem:
+            raise ValueError(f"{path} is not a facts file: {problem} (see conversations/README.md)")
+        facts = [Fact(**{"statement": item.get("statement") or item["text"], **item}) for item in data["facts"]]
         return facts, {"turns": data.get("probe_turns", [])}
     probes = {item["fact"]: item for item in header.get("probes", [])}
     facts = [Fact(fact["id"], fact["text"], probes.get(fact["id"], {}).get("answer"), kind=fact.get("kind", ""),
@@ -171,20 +174,55 @@ def load_facts(header: dict, path: str | None = None) -> tuple[list[Fact], dict]
     return facts, {"calls": header.get("probe_points") or []}
 
 
-def probe_points(declared: dict, events: Sequence[dict]) -> list[ProbePoint]:
+def _facts_file_problem(data) -> str | None:
+    """What is wrong with the shape of a facts file, in a few words; None when nothing is."""
+    if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+        return "it needs a \"facts\" list"
+    turns = data.get("probe_turns", [])
+    if not isinstance(turns, list) or not all(type(turn) is int for turn in turns):
+        return "\"probe_turns\" must be a list of whole numbers"
+    known = {name for name in Fact.__dataclass_fields__}
+    for number, item in enumerate(data["facts"], 1):
+        if not isinstance(item, dict):
+            return f"fact {number} is not an object"
+        if set(item) - known:
+            return f"fact {number} has fields it does not know: {', '.join(sorted(set(item) - known))}"
+        for name in ("id", "text"):
+            if not isinstance(item.get(name), str) or not item[name]:
+                return f"fact {number} needs \"{name}\" as text"
+        for name in ("gold", "statement", "kind"):
+            if item.get(name) is not None and not isinstance(item[name], str):
+                return f"fact {number}: \"{name}\" must be text"
+        for name in ("distractors", "stale", "phrasings"):
+            values = item.get(name, [])
+            if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+                return f"fact {number}: \"{name}\" must be a list of texts"
+    return None
+
+
+def probe_points(declared: dict, events: Sequence[dict], outside: list[str] | None = None) -> list[ProbePoint]:
     """Where to probe. Turn N: in place of the N-th question (N one past the last: after the session). Call C (a
-    trace header's points): just before the reply of model call C. With none declared: after the last call."""
+    trace header's points): just before the reply of model call C. With none declared: after the last call, if
+    there is one. A point past the session (a trace cut short) raises ValueError, or is named in `outside`."""
     questions = [i for i, event in enumerate(events) if event["type"] == "question"]
     calls = call_points(events)
     points = []
+
+    def beyond(problem: str) -> None:
+        if outside is None:
+            raise ValueError(problem)
+        outside.append(problem)
+
     for turn in declared.get("turns", []):
         if not 1 <= turn <= len(questions) + 1:
-            raise ValueError(f"probe turn {turn} is outside the session's turns 1 to {len(questions) + 1}")
+            beyond(f"probe turn {turn} is outside the session's turns 1 to {len(questions) + 1}")
+            continue
         index = questions[turn - 1] if turn <= len(questions) else len(events)
         points.append(ProbePoint(f"turn {turn} (call {sum(c < index for c in calls) + 1})", turn, index))
-    for call in declared.get("calls", []) or ([] if declared.get("turns") else [len(calls)]):
+    for call in declared.get("calls", []) or ([] if declared.get("turns") or not calls else [len(calls)]):
         if not 1 <= call <= len(calls):
-            raise ValueError(f"probe call {call} is outside the session's calls 1 to {len(calls)}")
+            beyond(f"probe call {call} is outside the session's calls 1 to {len(calls)}")
+            continue
         index = calls[call - 1]
         points.append(ProbePoint(f"call {call} (turn {sum(q < index for q in questions)})", call, index))
     return points

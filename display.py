@@ -6,7 +6,6 @@ Model, tool and user text is hostile to a terminal. It is always handed to rich 
 markup, and control characters (escape sequences that could set the window title, clear the screen or
 write the clipboard) are removed from it on the way out; the trace keeps it raw. NO_COLOR is honoured by rich.
 """
-import re
 from contextlib import contextmanager
 from typing import Sequence
 
@@ -17,20 +16,9 @@ from rich.text import Text
 from compare import VERDICTS, tally
 from models.retry import describe
 from policies import BUCKET_NAMES as BUCKETS
+from terminal import clean
 from tokens import TokenCounter, local_counter
 
-# Terminal commands, removed whole: OSC strings (window title, clipboard, hyperlinks) up to BEL or ST, CSI
-# sequences (cursor, colours, clearing), other escapes (character sets, modes); then any C0 or C1 control character left,
-# except newline and tab.
-ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-                     r"|\x1b[ -/]*[0-~]?"
-                     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def clean(text: object) -> str:
-    """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs kept."""
-    return ESCAPES.sub("", str(text))
 
 
 def plain(text: object, style: str = "") -> Text:

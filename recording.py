@@ -25,12 +25,18 @@ from traces import Trace
 def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     """Play the script into a trace file under `policy`; returns the number of model calls. Raises ValueError naming
     what is wrong with the script, or what went differently from it."""
+    if policy.needs_summaries:
+        raise ValueError(f"--record plays the script's replies, and {policy.name} would ask the model for summaries the "
+                         "script does not hold: record under another policy, then replay it under this one")
     try:
         script = json.loads(Path(script_path).read_text(encoding="utf-8"))
-        turns = script["turns"]
-        replies, results = _replies(turns)
-    except (json.JSONDecodeError, KeyError, TypeError) as problem:
-        raise ValueError(f"{script_path} is not a conversation script: {type(problem).__name__}: {problem}") from None
+    except json.JSONDecodeError as problem:
+        raise ValueError(f"{script_path} is not a conversation script: not JSON ({problem.msg})") from None
+    problem = _script_problem(script)
+    if problem:
+        raise ValueError(f"{script_path} is not a conversation script: {problem} (see conversations/README.md)")
+    turns = script["turns"]
+    replies, results = _replies(turns)
     model = ScriptedModel(replies)
     used = set()
     tools = _taped_tools(results, model, used, policy)
@@ -46,11 +52,30 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
                 raise ValueError(f"turn {number} ended with {result.stop_reason.value}, not the scripted answer")
     finally:
         trace.close()
+    if trace.write_error:  # a recording that did not reach its file is no recording
+        raise OSError(trace.write_error)
     unused = sorted(set(results) - used)
     if unused:
         raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
                          "their actions were refused by the loop (see the trace's observations)")
     return len(model.calls)
+
+
+def _script_problem(script) -> str | None:
+    """What is wrong with the shape of a conversation script, in a few words; None when nothing is."""
+    if not isinstance(script, dict) or not isinstance(script.get("turns"), list) or not script["turns"]:
+        return "it needs a \"turns\" list"
+    for number, turn in enumerate(script["turns"], 1):
+        if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not isinstance(turn.get("answer"), str):
+            return f"turn {number} needs \"user\" and \"answer\" as text"
+        if not isinstance(turn.get("thought", ""), str) or not isinstance(turn.get("steps", []), list):
+            return f"turn {number}: \"thought\" must be text and \"steps\" a list"
+        for step in turn.get("steps", []):
+            whole = isinstance(step, dict) and isinstance(step.get("reply"), str)
+            parts = isinstance(step, dict) and isinstance(step.get("thought"), str) and isinstance(step.get("action"), str)
+            if not (whole or parts):
+                return f"turn {number}: each step needs a \"reply\", or a \"thought\" and an \"action\", as text"
+    return None
 
 
 def _replies(turns: list[dict]) -> tuple[list[str], dict[int, tuple[str, str]]]:

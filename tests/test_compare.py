@@ -336,4 +336,4 @@ def test_record_under_pinned_runs_the_policy_tool_and_a_bad_script_is_one_line(t
     assert [e["text"] for e in events if e["type"] == "note"] == ["code 4471"]
     script.write_text(json.dumps({"turns": [{"steps": []}]}))
     assert command_line.main(["--record", str(script)]) == 2
-    assert "is not a conversation script: KeyError" in capsys.readouterr().err
+    assert "is not a conversation script: turn 1 needs \"user\" and \"answer\" as text" in capsys.readouterr().err

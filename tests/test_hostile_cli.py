@@ -152,3 +152,60 @@ def test_ctrl_c_while_the_embedded_model_loads_is_one_line(tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and out == "" and err.strip().splitlines()[-1].startswith("interrupted")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_quiet_output_and_error_lines_carry_no_escape_sequences(world, capsys):
+    world([f"Answer: 47{ESCAPES}"])
+    assert cli.main(["q?", "-q"]) == 0
+    assert capsys.readouterr().out == "47\n"
+    assert cli.fail(f"the server said {ESCAPES}no") == 2
+    assert capsys.readouterr().err == "error: the server said no\n"
+
+
+def test_a_probe_whose_model_fails_is_one_line_and_keeps_the_tables(capsys):
+    code = cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--probe", "--policies", "full",
+                     "--model", "llamacpp:x", "--phrasings", "1", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and json.loads(captured.out)["calls"] == 7
+    assert captured.err.startswith("error: probing stopped") and captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"facts": [5]}', "fact 1 is not an object"),
+    ('{"facts": [{"id": "a", "text": "x", "phrasings": 5}]}', '"phrasings" must be a list of texts'),
+    ('{"facts": [], "probe_turns": ["a"]}', '"probe_turns" must be a list of whole numbers'),
+    ('{"facts": [{"id": ["a"], "text": "x"}]}', 'needs "id" as text'),
+])
+def test_a_facts_file_of_the_wrong_shape_is_one_line(tmp_path, capsys, content, message):
+    facts = tmp_path / "facts.json"
+    facts.write_text(content)
+    assert cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--facts", str(facts)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("script, extra, message", [
+    ('{"turns": [5]}', [], 'turn 1 needs "user" and "answer" as text'),
+    ('{"turns": [{"user": "hi", "answer": "x", "steps": "abc"}]}', [], '"steps" a list'),
+    (None, ["--policy", "compact:50"], "would ask the model for summaries the script does not hold"),
+    (None, ["--trace", "/dev/full"], "could not write the trace file /dev/full"),
+])
+def test_record_refuses_what_it_cannot_record_in_one_line(tmp_path, capsys, script, extra, message):
+    path = os.path.join(ROOT, "conversations", "example.script.json")
+    if script is not None:
+        path = tmp_path / "script.json"
+        path.write_text(script)
+    args = ["--record", str(path), *(extra if "--trace" in extra else ["--trace", str(tmp_path / "t.jsonl"), *extra])]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_trace_cut_before_its_probe_points_still_replays_the_rest(tmp_path, capsys):
+    source = open(os.path.join(ROOT, "conversations", "long.jsonl"), encoding="utf-8").read()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(source[:60_000], encoding="utf-8")  # its header names probe points past the cut
+    assert cli.main(["--replay", str(cut), "--policies", "full", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["calls"] > 10
+    assert "probe call 55 is outside the session's calls" in captured.err and "left out" in captured.err

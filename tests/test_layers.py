@@ -14,7 +14,7 @@ LAYER = {
     "policies": 3,
     "tokens": 2,
     "models": 1, "prompts": 1,
-    "tools": 0, "replies": 0, "traces": 0,
+    "tools": 0, "replies": 0, "traces": 0, "terminal": 0,
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "display", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
