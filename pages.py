@@ -30,6 +30,7 @@ from compare import (VERDICTS, Fact, PolicyReplay, ProbeAnswer, ProbePoint, Summ
 from models import Message
 from models.retry import describe
 from policies import BUCKET_NAMES, make_policy
+from terminal import clean
 from tokens import TokenCounter, local_counter
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
@@ -143,7 +144,8 @@ def table(columns: list[str], rows: list[list[str]], css: str = "", text_columns
 
 
 def page(title: str, body: list[str], store: Store) -> str:
-    """The whole document, with API keys found in the environment blanked out as a last guard."""
+    """The whole document, with API keys found in the environment blanked out as a last guard, and no terminal
+    command left in it (a browser ignores them, but `cat page.html` would not)."""
     document = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
                 f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
                 f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n'
@@ -152,7 +154,7 @@ def page(title: str, body: list[str], store: Store) -> str:
                 '<button type="button" id="close-all">close all</button></nav>\n'
                 '<noscript><p>Folded texts need JavaScript to open; everything else is here.</p></noscript>\n'
                 + "\n".join(body) + "\n" + store.script() + "\n</body>\n</html>\n")
-    return redact(document)
+    return clean(redact(document))
 
 
 def redact(text: str) -> str:

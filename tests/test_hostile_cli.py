@@ -209,3 +209,11 @@ def test_a_trace_cut_before_its_probe_points_still_replays_the_rest(tmp_path, ca
     captured = capsys.readouterr()
     assert json.loads(captured.out)["calls"] > 10
     assert "probe call 55 is outside the session's calls" in captured.err and "left out" in captured.err
+
+
+def test_an_html_page_holds_no_terminal_command(world, tmp_path):
+    world([f"Thought: {ESCAPES}hi\nAction: add_numbers(1, 1)", f"Answer: 2{ESCAPES}"])
+    page = tmp_path / "run.html"
+    assert cli.main(["1 + 1?", "-q", "--html", str(page)]) == 0
+    data = page.read_bytes()
+    assert b"\x1b" not in data and b"\x07" not in data and "\x9b".encode() not in data
