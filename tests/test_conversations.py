@@ -52,3 +52,17 @@ def test_every_policy_replays_the_support_conversation_without_violations():
     assert {report.policy: report.violations for report in reports} == dict.fromkeys(POLICIES, 0)
     # compact:8000 asks for summaries the recording does not hold: without a model it says so, it is not rendered
     assert [report.policy for report in reports if not report.measured] == ["compact:8000"]
+
+
+def test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys):
+    """conversations/short.jsonl is what bench/offline_probe.py probes: small enough for the embedded model."""
+    recorded = tmp_path / "short.jsonl"
+    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "short.script.json"), "--trace", str(recorded)]) == 0
+    shipped = os.path.join(CONVERSATIONS, "short.jsonl")
+    assert without_times(str(recorded)) == without_times(shipped)
+    header, events = read_trace_file(shipped)
+    facts, declared = load_facts(header, os.path.join(CONVERSATIONS, "short.facts.json"))
+    points = probe_points(declared, events)
+    [report] = replay(header, events, ["full"], facts=facts, points=points)
+    assert len(report.sizes) <= 40 and report.peak <= 2_000 and report.violations == 0
+    assert all(state in ("kept", "unstated") for marks in report.facts.values() for state in marks.values())
