@@ -36,8 +36,9 @@ POLICIES = {
     "budget": Budget,
     "forget": Forget,
 }
-POLICY_HELP = ("full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T, facts[:top|end], retrieve:K, "
-               "budget:T, forget, or several joined by + (elide:2+pinned)")
+POLICY_HELP = ("full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T, "
+               "facts[:top|end] (extracted by rule, no model call), retrieve:K, budget:T, forget, "
+               "or several joined by + (elide:2+pinned)")
 
 BUCKET_NAMES = ["instructions", "tools", "user", "model", "observations", "notes", "markers"]
 BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model", "observation": "observations",
