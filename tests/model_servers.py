@@ -17,11 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 
-# Settings the model layer reads; tests start without them, so a developer's own setup cannot leak in.
-MODEL_VARIABLES = ["TINYREACT_MODEL", "TINYREACT_CALL_DEADLINE", "GEMINI_MAX_OUTPUT_TOKENS", "OPENAI_API_KEY",
-                   "OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL"]
-
-
 @dataclass
 class Answer:
     """One HTTP answer: `chunks` are written one by one, `pause` seconds apart (a stream, or a slow drip)."""

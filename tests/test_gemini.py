@@ -6,17 +6,11 @@ import pytest
 from models import Message, ModelConfigError, ModelError
 from models import retry
 from models.gemini import GeminiModel
-from model_servers import (MODEL_VARIABLES, Answer, GeminiStandIn, gemini_error, gemini_response, quota_failure, retry_info, sse)
+from model_servers import (Answer, GeminiStandIn, gemini_error, gemini_response, quota_failure, retry_info, sse)
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),
             Message.of("model", "Action: add_numbers(2, 2)"), Message.of("user", "Observation1: 4")]
 STOP = ["\nObservation"]
-
-
-@pytest.fixture(autouse=True)
-def no_model_settings(monkeypatch):
-    for name in MODEL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -5,13 +5,7 @@ import pytest
 
 import models
 from models import Embedded, ModelConfigError, available_models, describe_models, load_model, parse_spec
-from model_servers import MODEL_VARIABLES, OpenAIStandIn
-
-
-@pytest.fixture(autouse=True)
-def no_model_settings(monkeypatch):
-    for name in MODEL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+from model_servers import OpenAIStandIn
 
 
 class TinyLocal:

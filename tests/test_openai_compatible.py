@@ -9,19 +9,13 @@ from models import Message, ModelConfigError, ModelError, load_model
 from models import retry
 from models.openai_compatible import COUNTED_LOCALLY
 from tokens import local_counter
-from model_servers import (MODEL_VARIABLES, Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
+from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
                            openai_error, sse)
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),
             Message.of("model", "Action: add_numbers(2, 2)"), Message.of("user", "Observation1: 4")]
 STOP = ["\nObservation"]
 KEY = "sk-test-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def no_model_settings(monkeypatch):
-    for name in MODEL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
