@@ -159,7 +159,7 @@ class TinyReAct:
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, parsed.answer)
                 try:
-                    tool, arguments = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
+                    tool, arguments, call = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
                 except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
                     self._observe(step, str(refusal), call=refusal.call)
                     continue
@@ -167,7 +167,7 @@ class TinyReAct:
                     observation = str(tool(**arguments))  # <- the tool runs here
                 except Exception as failure:  # a tool's failure is news for the model, not a crash
                     observation = f"Error: {tool.__name__} failed: {type(failure).__name__}: {failure}".replace("\n", " ")
-                self._observe(step, observation, call=self._call_key(tool, arguments))
+                self._observe(step, observation, call=call)
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
             answer, reason = stop.answer, stop.reason
@@ -210,8 +210,9 @@ class TinyReAct:
                 self.trace.add(kind, step=step, text=getattr(parsed, kind))
         return parsed
 
-    def _prepare(self, action: str | None, reply: ModelReply) -> tuple[Callable, dict]:
-        """The tool an Action names and its checked arguments; raises Refused with a message for the model."""
+    def _prepare(self, action: str | None, reply: ModelReply) -> tuple[Callable, dict, str]:
+        """The tool an Action names, its checked arguments, and the call as the trace records it (to see repeats);
+        raises Refused with a message for the model."""
         if action is None:
             raise Refused(_format_error(reply))
         try:
@@ -225,11 +226,11 @@ class TinyReAct:
             arguments = bind_arguments(tool, call.args, call.kwargs)
         except TypeError as problem:
             raise Refused(f"Error: {call.name}(): {problem}.") from None
-        call = self._call_key(tool, arguments)
-        if self._repeats(call) >= MAX_REPEATS:
+        key = self._call_key(tool, arguments)
+        if self._repeats(key) >= MAX_REPEATS:
             raise Refused(f"Warning: you have already run {action} {MAX_REPEATS} times in a row; it was not run again. "
-                          "Use the earlier Observation, try something different, or give your Answer.", call)
-        return tool, arguments
+                          "Use the earlier Observation, try something different, or give your Answer.", key)
+        return tool, arguments, key
 
     def _observe(self, step: int, text: str, call: str | None = None) -> None:
         """Record an observation whole (with the tool call that made it; past the safety cap, cut and marked with its
