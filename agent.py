@@ -283,7 +283,7 @@ class TinyReAct:
     def _repeats(self, call: str) -> int:
         """How many of this query's latest observations, back to back, came from exactly this tool call."""
         count = 0
-        for event in reversed(self.trace.events):
+        for event in reversed(self.trace):
             if event["type"] == "question":
                 break
             if event["type"] == "observation":
@@ -295,7 +295,7 @@ class TinyReAct:
     def _unreadable_replies(self) -> int:
         """How many of this query's latest replies, back to back, had neither an Action nor an Answer."""
         count, acted = 0, False
-        for event in reversed(self.trace.events):
+        for event in reversed(self.trace):
             if event["type"] == "question":
                 break
             if event["type"] == "action":

@@ -5,7 +5,7 @@ as a call of a known name with literal arguments, which `ast.literal_eval` turns
 """
 import ast
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_ACTION_CHARS = 2_000
 # Asked of every backend, and replies are cut at an Observation line too: some backends ignore stop sequences.
@@ -16,15 +16,13 @@ _LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ 
 _OBSERVATION_LINE = re.compile(r"^[ \t]*\**[ \t]*Observation", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     thought: str | None = None
     action: str | None = None
     answer: str | None = None
 
 
-@dataclass(frozen=True)
-class ActionCall:
+class ActionCall(NamedTuple):
     name: str
     args: tuple
     kwargs: dict
@@ -36,7 +34,7 @@ class ActionError(ValueError):
 
 def cut_at_observation(text: str) -> str:
     """Drop everything from the first line that starts with `Observation`: the model must not write its own."""
-    match = _OBSERVATION_LINE.search(text)
+    match = _OBSERVATION_LINE.search(text) if "Observation" in text else None
     return text[: match.start()].rstrip() if match else text.rstrip()
 
 
@@ -70,7 +68,7 @@ def parse_action(text: str) -> ActionCall:
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ActionError(f"the action {_quote(text)} is not a tool call; write one call like add_numbers(2, 3)")
-    args = tuple(_literal(node, call.func.id) for node in call.args)
+    args = tuple([_literal(node, call.func.id) for node in call.args])
     kwargs = {}
     for keyword in call.keywords:
         if keyword.arg is None:
@@ -82,6 +80,8 @@ def parse_action(text: str) -> ActionCall:
 
 
 def _literal(node: ast.AST, name: str):
+    if type(node) is ast.Constant:  # a number or a string, most arguments: literal_eval would return its value
+        return node.value
     if isinstance(node, ast.Starred):
         raise ActionError(f"{name}(): *arguments are not allowed; write each value")
     try:

@@ -85,17 +85,17 @@ class Meter:
 
     def __call__(self, messages: list[Message], tool_docs: str) -> dict[str, int]:
         kept = self._kept(messages)
-        self._messages, self._totals = messages, self._totals[:kept]
+        self._messages, totals = messages, self._totals[:kept]
+        running = dict(totals[-1]) if totals else dict.fromkeys(BUCKET_NAMES, 0)
         for message in messages[kept:]:
-            counts = dict(self._totals[-1]) if self._totals else dict.fromkeys(BUCKET_NAMES, 0)
             for part in message.parts:
-                counts[BUCKETS.get(part.kind, "markers")] += self.count(part.text)
-            self._totals.append(counts)
-        counts = dict(self._totals[-1]) if self._totals else dict.fromkeys(BUCKET_NAMES, 0)
-        if tool_docs and counts["instructions"]:
-            counts["tools"] = min(self.count(tool_docs), counts["instructions"])
-            counts["instructions"] -= counts["tools"]
-        return counts
+                running[BUCKETS.get(part.kind, "markers")] += self.count(part.text)
+            totals.append(dict(running))
+        self._totals = totals
+        if tool_docs and running["instructions"]:
+            running["tools"] = min(self.count(tool_docs), running["instructions"])
+            running["instructions"] -= running["tools"]
+        return running
 
     def _kept(self, messages: list[Message]) -> int:
         """How many messages at the start are the very ones counted last time (the last of them may have grown)."""

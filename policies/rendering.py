@@ -29,7 +29,7 @@ def cap(text: str, limit: int) -> str:
     return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"[:limit]
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     reply: dict
     index: int  # position of the reply in the trace
@@ -40,7 +40,7 @@ class Step:
     terms: dict | None = field(default=None, repr=False)  # its words and their counts, for relevance (retrieve, budget)
 
 
-@dataclass
+@dataclass(slots=True)
 class Turn:
     question: dict
     index: int
@@ -93,8 +93,13 @@ class ConversationReader:
         return conversation
 
 
+_READ = {"reset", "instructions", "question", "finish", "reply", "action", "observation", "summary", "note", "forget"}
+
+
 def _read_event(conversation: Conversation, event: dict, index: int) -> None:
     kind, turns = event["type"], conversation.turns
+    if kind not in _READ:  # context, usage, thought, answer, warnings: the record of a call, not the conversation
+        return
     if kind == "reset":
         conversation.instructions, conversation.summary = None, None
         turns.clear()

@@ -2,7 +2,10 @@
 import pytest
 
 from servers import FakeOpenMeteo, FakeWikipedia
-from tools import DEFAULT_TOOLS, bind_arguments, describe
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tools import DEFAULT_TOOLS, _bind_plain, bind_arguments, describe, plain_parameters
 from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
 from tools.weather import get_temperature
 from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
@@ -131,3 +134,27 @@ def test_wikipedia_timeout(monkeypatch):
     with FakeWikipedia(PAGES, delay=1.0) as slow:
         monkeypatch.setenv("WIKIPEDIA_API_URL", slow.url + "/w/api.php")
         assert wikipedia_coordinates("Caesars Superdome") == "Error: Wikipedia did not answer within 0.2 seconds."
+
+
+def _tool_with_a_default(city: str, unit: str = "celsius", days: int = 1) -> str:
+    return city
+
+
+@settings(max_examples=300, deadline=None)
+@given(args=st.lists(st.sampled_from(["x", 2, "3", None]), max_size=4),
+       names=st.lists(st.sampled_from(["city", "unit", "days", "a", "b", "other"]), max_size=4, unique=True))
+def test_the_quick_binding_agrees_with_inspect_on_every_call(args, names):
+    """Tools of plain parameters are bound without inspect; a call must fit, or be refused, exactly as inspect says."""
+    import inspect
+
+    for tool in (add_numbers, _tool_with_a_default):
+        kwargs = {name: 1 for name in names}
+        try:
+            expected = inspect.signature(tool).bind(*args, **kwargs)
+            expected.apply_defaults()
+        except TypeError as error:
+            with pytest.raises(TypeError, match=str(error).replace("'", "").split(";")[0]):
+                bind_arguments(tool, tuple(args), kwargs)
+            continue
+        quick = _bind_plain(plain_parameters(tool), tuple(args), kwargs)
+        assert quick == expected.arguments and list(quick) == list(expected.arguments)

@@ -45,18 +45,53 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
     Raises TypeError with a message meant for the model when the call does not fit the signature or an
     argument cannot be converted; nothing else escapes, whatever the model wrote.
     """
-    parameters = signature(tool)
-    try:
-        bound = parameters.bind(*args, **kwargs)
-    except TypeError as error:
-        raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
-    bound.apply_defaults()
-    for name, value in bound.arguments.items():
+    plain = plain_parameters(tool)
+    arguments = _bind_plain(plain, args, kwargs) if plain is not None else None
+    if arguments is None:  # an unusual signature, or a call that does not fit: inspect binds it and words the error
+        parameters = signature(tool)
         try:
-            bound.arguments[name] = _coerce(name, value, parameters.parameters[name].annotation)
+            bound = parameters.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
+        bound.apply_defaults()
+        arguments = bound.arguments
+    parameters = signature(tool).parameters
+    for name, value in arguments.items():
+        try:
+            arguments[name] = _coerce(name, value, parameters[name].annotation)
         except (ValueError, ArithmeticError) as error:  # a case _coerce did not foresee is still a bad argument
             raise TypeError(f"{name} could not be read: {error}") from None
-    return bound.arguments
+    return arguments
+
+
+@lru_cache(maxsize=1024)
+def plain_parameters(tool: Callable) -> tuple[tuple[str, object], ...] | None:
+    """(name, default) of each parameter when every one can be given by position or by name, as in most tools;
+    None otherwise (*args, keyword-only, positional-only), and `inspect` binds the call."""
+    parameters = signature(tool).parameters.values()
+    if any(parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for parameter in parameters):
+        return None
+    return tuple((parameter.name, parameter.default) for parameter in parameters)
+
+
+def _bind_plain(parameters: tuple[tuple[str, object], ...], args: tuple, kwargs: dict) -> dict | None:
+    """What `Signature.bind` then `apply_defaults` give for a call that fits (in parameter order); None for any
+    call that does not, so that inspect says what is wrong."""
+    if len(args) > len(parameters):
+        return None
+    arguments, named = {}, 0
+    for position, (name, default) in enumerate(parameters):
+        if position < len(args):
+            if name in kwargs:
+                return None
+            arguments[name] = args[position]
+        elif name in kwargs:
+            arguments[name], named = kwargs[name], named + 1
+        elif default is inspect.Parameter.empty:
+            return None
+        else:
+            arguments[name] = default
+    return arguments if named == len(kwargs) else None  # else a name that is no parameter
 
 
 # Commas are accepted only between groups of three digits ("1,000", "12,345.6"): in "2,5" or "1,00" the comma
