@@ -17,7 +17,7 @@ from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
 from terminal import clean
-from tokens import local_counter
+from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
 from traces import Trace, TraceFile, load_trace
 
@@ -224,6 +224,7 @@ def _main(argv: list[str] | None) -> int:
     if not chat and not (args.question or "").strip():
         return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
     load_env_files()
+    read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
     try:
         model = _load_model(args.model)
     except (ModelConfigError, ValueError) as problem:

@@ -8,6 +8,8 @@ the counter says so once on stderr and counts an estimate of four characters a t
 under a name that says it is an estimate, wherever a count is shown. Billed totals never come from here:
 they are the API's own usage numbers.
 """
+import os
+import subprocess
 import sys
 from functools import lru_cache
 from typing import Callable
@@ -45,6 +47,23 @@ def local_counter() -> TokenCounter:
         print(f"warning: {message}", file=sys.stderr)
         return TokenCounter(_estimate, ESTIMATE)
     return TokenCounter(tokenizer.count, GEMMA)
+
+
+def read_vocabulary_elsewhere() -> subprocess.Popen | None:
+    """On the first run, start a helper process that reads the vocabulary from the weights package into the cache
+    (about a quarter of a second), on the other core, while this process loads a model's SDK; None when the cache
+    has it already. `local_counter` then finds it there: if the helper is still at it, the cache's lock has this
+    process wait, and if the helper failed, this process reads it itself and says why. A thread would not help: the
+    SDK's import and the reading both hold the GIL."""
+    try:
+        from models.gemma import model_cache  # numpy: the counter needs it soon anyway
+        if model_cache().has("tokenizer"):
+            return None
+        return subprocess.Popen([sys.executable, "-c", "from models.gemma import ensure_tokenizer; ensure_tokenizer()"],
+                                cwd=os.path.dirname(os.path.abspath(__file__)), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except Exception:  # no model package, an unreadable cache, no process to spare: local_counter will say what
+        return None
 
 
 def count_tokens(text: str) -> int:

@@ -119,6 +119,7 @@ class GeminiModel:
         retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
         self.dropped: set[str] = set()  # fields the API refused for this model and that are no longer sent
         self._client = None
+        self._connect()  # the SDK takes most of a second to import: now, while a first run's vocabulary is read
 
     def __repr__(self) -> str:  # never show the key
         return f"GeminiModel({self.name!r})"

@@ -39,9 +39,17 @@ def model_cache() -> ModelCache:
 
 def load_tokenizer(progress: Progress = lambda text: None) -> GemmaTokenizer:
     """The tokenizer from the cached vocabulary, reading it from the weights packages the first time."""
+    ensure_tokenizer(progress)
+    return _read_tokenizer(model_cache().folder)
+
+
+def ensure_tokenizer(progress: Progress = lambda text: None) -> bool:
+    """The vocabulary in the cache, read from the weights packages the first time; True if it was there."""
     cache = model_cache()
+    if cache.has("tokenizer"):
+        return True
     ensure_vocabulary(cache, WEIGHTS, "gemma3", progress)
-    return _read_tokenizer(cache.folder)
+    return False
 
 
 @lru_cache(maxsize=1)  # once per process: the model and the token counter (tokens.py) share it

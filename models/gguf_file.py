@@ -29,13 +29,26 @@ class Tensor:
 
 
 class _Reader:
+    """The header, read from the stream in blocks: a vocabulary is 262,144 short strings, and reading them from the
+    stream one at a time took most of a second."""
+    BLOCK = 1 << 20
+
     def __init__(self, stream: BinaryIO):
         self.stream, self.position = stream, 0
+        self._buffer, self._at = b"", 0  # bytes read from the stream, and how many of them have been used
+
+    def _have(self, size: int) -> None:
+        """Make sure `size` unused bytes are in the buffer."""
+        if self._at + size > len(self._buffer):
+            self._buffer = self._buffer[self._at:] + self.stream.read(max(size, self.BLOCK))
+            self._at = 0
+            if size > len(self._buffer):
+                raise ValueError("the GGUF file ends inside its header")
 
     def read(self, size: int) -> bytes:
-        data = self.stream.read(size)
-        if len(data) != size:
-            raise ValueError("the GGUF file ends inside its header")
+        self._have(size)
+        data = self._buffer[self._at:self._at + size]
+        self._at += size
         self.position += size
         return data
 
@@ -46,6 +59,28 @@ class _Reader:
     def string(self) -> str:
         return self.read(self.number(10)).decode("utf-8")
 
+    def strings(self, count: int) -> list[str]:
+        """`count` strings, each its length (8 bytes) then its UTF-8 bytes: `string()` in one tight loop, with the
+        buffer in local variables (refilled through `_have` when it runs out)."""
+        strings, length, used = [], struct.Struct("<Q").unpack_from, 0
+        buffer, at, end = self._buffer, self._at, len(self._buffer)
+        for _ in range(count):
+            if at + 8 > end:
+                self._at = at
+                self._have(8)
+                buffer, at, end = self._buffer, self._at, len(self._buffer)
+            size, = length(buffer, at)
+            at += 8
+            if at + size > end:
+                self._at = at
+                self._have(size)
+                buffer, at, end = self._buffer, self._at, len(self._buffer)
+            strings.append(buffer[at:at + size].decode("utf-8"))
+            at += size
+            used += 8 + size
+        self._at, self.position = at, self.position + used
+        return strings
+
     def value(self, kind: int):
         if kind == STRING:
             return self.string()
@@ -53,6 +88,8 @@ class _Reader:
             item_kind, count = self.number(4), self.number(10)
             if item_kind in NUMBERS:  # one read for the whole array
                 return np.frombuffer(self.read(count * struct.calcsize(NUMBERS[item_kind])), "<" + NUMBERS[item_kind])
+            if item_kind == STRING:
+                return self.strings(count)
             return [self.value(item_kind) for _ in range(count)]
         return self.number(kind)
 
@@ -114,9 +151,10 @@ def unpack_vocabulary(cache, source, architecture: str) -> None:
     for name in ("tokens", "merges"):
         if f"tokenizer.ggml.{name}" in metadata:
             strings = metadata[f"tokenizer.ggml.{name}"]
-            if any(SEPARATOR in s for s in strings):
+            joined = SEPARATOR.join(strings)
+            if joined.count(SEPARATOR) != max(len(strings) - 1, 0):
                 raise ValueError(f"a string in tokenizer.ggml.{name} contains NUL, which separates them in the cache")
-            cache.write_array(f"{name}.npy", np.frombuffer(SEPARATOR.join(strings).encode("utf-8"), np.uint8))
+            cache.write_array(f"{name}.npy", np.frombuffer(joined.encode("utf-8"), np.uint8))
     cache.write_array("token_types.npy", metadata["tokenizer.ggml.token_type"].astype(np.int8))
     if "tokenizer.ggml.scores" in metadata:
         cache.write_array("token_scores.npy", metadata["tokenizer.ggml.scores"].astype(np.float32))

