@@ -67,18 +67,22 @@ class Instant:
         return next(self.replies)
 
 
-def per_step_ms(run_once) -> float:
-    run_once()
-    seconds = []
-    for _ in range(RUNS * 5):
-        started = time.perf_counter()
+def per_step_ms(*runs) -> list[float]:
+    """Median milliseconds per step of each of `runs`, timed in turn (one run of each, then again, RUNS * 5 times),
+    so that a machine that slows down part of the time slows each of them alike."""
+    for run_once in runs:
         run_once()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds) / STEPS * 1000
+    seconds = [[] for _ in runs]
+    for _ in range(RUNS * 5):
+        for run_once, times in zip(runs, seconds):
+            started = time.perf_counter()
+            run_once()
+            times.append(time.perf_counter() - started)
+    return [statistics.median(times) / STEPS * 1000 for times in seconds]
 
 
-def tinyreact_overhead() -> float:
-    """Milliseconds per step of TinyReAct's loop on the 20-step task (full policy, no trace file), instant model."""
+def tinyreact_run():
+    """One run of TinyReAct's loop on the 20-step task (full policy, no trace file), with the instant model."""
     from agent import TinyReAct
     from models import ModelReply
     from tools import DEFAULT_TOOLS
@@ -89,11 +93,11 @@ def tinyreact_overhead() -> float:
         result = TinyReAct(Instant(replies), tools=DEFAULT_TOOLS, ttl=STEPS + 5).query("Add one twenty times, starting from 1.")
         assert result.answer == "done" and result.steps == STEPS
 
-    return per_step_ms(run_once)
+    return run_once
 
 
-def bare_step() -> float:
-    """Milliseconds per step of the least a text ReAct loop must do: find the Action, parse it, call the tool."""
+def bare_run():
+    """One run of the least a text ReAct loop must do at each step: find the Action, parse it, call the tool."""
     import ast
 
     from tools import DEFAULT_TOOLS
@@ -105,7 +109,7 @@ def bare_step() -> float:
             call = ast.parse(text.partition("Action: ")[2], mode="eval").body
             tools[call.func.id](*[ast.literal_eval(argument) for argument in call.args])
 
-    return per_step_ms(run_once)
+    return run_once
 
 
 def wall(command: list[str], runs: int = 7) -> float:
@@ -172,8 +176,8 @@ def main() -> None:
           + ", ".join(line for line in peers_versions.splitlines() if line.split("==")[0] in
                       ("smolagents", "langchain-classic", "langchain-core")))
 
-    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs", flush=True)
-    bare, ours = bare_step(), tinyreact_overhead()
+    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs, bare and TinyReAct in turn", flush=True)
+    bare, ours = per_step_ms(bare_run(), tinyreact_run())
     print(f"   {'bare text ReAct step (ast-parse the Action, literal_eval, call)':<64} {bare:8.3f} ms/step")
     print(f"   {'TinyReAct, full policy, no trace file':<64} {ours:8.3f} ms/step   {ours / bare:6.1f}× the bare step "
           f"(target ≤ 3×: {'met' if ours <= 3 * bare else 'MISSED'})")
