@@ -159,12 +159,12 @@ class TinyReAct:
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, parsed.answer)
                 try:
-                    tool, arguments, call = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
+                    tool, args, kwargs, call = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
                 except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
                     self._observe(step, str(refusal), call=refusal.call)
                     continue
                 try:
-                    observation = str(tool(**arguments))  # <- the tool runs here
+                    observation = str(tool(*args, **kwargs))  # <- the tool runs here
                 except Exception as failure:  # a tool's failure is news for the model, not a crash
                     observation = f"Error: {tool.__name__} failed: {type(failure).__name__}: {failure}".replace("\n", " ")
                 self._observe(step, observation, call=call)
@@ -210,9 +210,9 @@ class TinyReAct:
                 self.trace.add(kind, step=step, text=getattr(parsed, kind))
         return parsed
 
-    def _prepare(self, action: str | None, reply: ModelReply) -> tuple[Callable, dict, str]:
-        """The tool an Action names, its checked arguments, and the call as the trace records it (to see repeats);
-        raises Refused with a message for the model."""
+    def _prepare(self, action: str | None, reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
+        """The tool an Action names, its checked arguments (positional and named), and the call as the trace records
+        it (to see repeats); raises Refused with a message for the model."""
         if action is None:
             raise Refused(_format_error(reply))
         try:
@@ -223,14 +223,14 @@ class TinyReAct:
         if tool is None:
             raise Refused(f"Error: there is no tool named {call.name!r}. Available tools: {', '.join(self.tools)}.")
         try:
-            arguments = bind_arguments(tool, call.args, call.kwargs)
+            args, kwargs = bind_arguments(tool, call.args, call.kwargs)
         except TypeError as problem:
             raise Refused(f"Error: {call.name}(): {problem}.") from None
-        key = self._call_key(tool, arguments)
+        key = self._call_key(tool, args, kwargs)
         if self._repeats(key) >= MAX_REPEATS:
             raise Refused(f"Warning: you have already run {action} {MAX_REPEATS} times in a row; it was not run again. "
                           "Use the earlier Observation, try something different, or give your Answer.", key)
-        return tool, arguments, key
+        return tool, args, kwargs, key
 
     def _observe(self, step: int, text: str, call: str | None = None) -> None:
         """Record an observation whole (with the tool call that made it; past the safety cap, cut and marked with its
@@ -307,8 +307,9 @@ class TinyReAct:
         return count
 
     @staticmethod
-    def _call_key(tool: Callable, arguments: dict) -> str:
-        return f"{tool.__name__}({', '.join(f'{name}={value!r}' for name, value in arguments.items())})"
+    def _call_key(tool: Callable, args: tuple, kwargs: dict) -> str:
+        written = [repr(value) for value in args] + [f"{name}={value!r}" for name, value in kwargs.items()]
+        return f"{tool.__name__}({', '.join(written)})"
 
 
 def _format_error(reply: ModelReply) -> str:

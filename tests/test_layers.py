@@ -84,3 +84,13 @@ def test_the_checker_sees_an_upward_import():
     agent = os.path.join(ROOT, "agent.py")
     assert "cli" not in {name for name, _, _ in imports(agent)}
     assert "cli" in {name for name, _, _ in imports(agent, main_block=True)}
+
+
+def test_the_readme_quotes_the_loop_as_it_is():
+    """The README shows `TinyReAct.query` whole, as the loop a reader learns from: it must be the code that runs."""
+    with open(os.path.join(ROOT, "agent.py"), encoding="utf-8") as file:
+        source = file.read()
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
+        readme = file.read()
+    query = source[source.index("    def query(self"):source.index("\n    def ", source.index("    def query(self") + 1)]
+    assert query.rstrip() + "\n```" in readme

@@ -45,10 +45,10 @@ def test_arithmetic():
 
 
 def test_binding_coerces_numeric_strings_and_reports_bad_calls():
-    assert bind_arguments(add_numbers, ("7", " 1,000.5"), {}) == {"x": 7.0, "y": 1000.5}
-    assert bind_arguments(add_numbers, ("12,345.6", "-1,000,000"), {}) == {"x": 12345.6, "y": -1000000.0}
-    assert bind_arguments(wikipedia_summary, ("Paris",), {"sentences": "3"}) == {"query": "Paris", "sentences": 3}
-    assert bind_arguments(search_wikipedia_page, (2025,), {}) == {"query": "2025"}
+    assert bind_arguments(add_numbers, ("7", " 1,000.5"), {}) == ((), {"x": 7.0, "y": 1000.5})
+    assert bind_arguments(add_numbers, ("12,345.6", "-1,000,000"), {}) == ((), {"x": 12345.6, "y": -1000000.0})
+    assert bind_arguments(wikipedia_summary, ("Paris",), {"sentences": "3"}) == ((), {"query": "Paris", "sentences": 3})
+    assert bind_arguments(search_wikipedia_page, (2025,), {}) == ((), {"query": "2025"})
     with pytest.raises(TypeError, match="missing a required argument"):
         bind_arguments(add_numbers, (1,), {})
     with pytest.raises(TypeError, match="too many"):
@@ -75,7 +75,7 @@ def test_numbers_too_large_for_a_float_are_refused_not_raised():
         bind_arguments(wikipedia_summary, ("x", huge), {})
     with pytest.raises(TypeError, match="y is too large"):
         bind_arguments(add_numbers, (1, -huge), {})
-    assert bind_arguments(multiply_numbers, (10**300, 2), {}) == {"x": 10**300, "y": 2}
+    assert bind_arguments(multiply_numbers, (10**300, 2), {}) == ((), {"x": 10**300, "y": 2})
 
 
 def test_arithmetic_on_huge_integers_returns_an_error_message():
@@ -158,3 +158,31 @@ def test_the_quick_binding_agrees_with_inspect_on_every_call(args, names):
             continue
         quick = _bind_plain(plain_parameters(tool), tuple(args), kwargs)
         assert quick == expected.arguments and list(quick) == list(expected.arguments)
+
+
+def total(*numbers: float) -> float:
+    """Add up any amount of numbers."""
+    return sum(numbers)
+
+
+def label(text: str, /, **labels: str) -> str:
+    """The text with its labels."""
+    return text + "".join(f" [{name}: {value}]" for name, value in sorted(labels.items()))
+
+
+def test_tools_with_star_arguments_or_positional_only_parameters_run_with_converted_arguments():
+    """A tool may take *args, **kwargs or positional-only parameters: each value is converted to its annotation,
+    and the tool gets them the way its signature takes them."""
+    assert bind_arguments(total, (1, "2", "1,000"), {}) == ((1, 2.0, 1000.0), {})
+    assert bind_arguments(label, ("x",), {"size": 3}) == (("x",), {"size": "3"})
+    with pytest.raises(TypeError, match="numbers must be a number, got 'two'"):
+        bind_arguments(total, (1, "two"), {})
+    with pytest.raises(TypeError, match="positional only"):
+        bind_arguments(label, (), {"text": "x"})
+    from agent import TinyReAct
+    from models.scripted import ScriptedModel
+
+    model = ScriptedModel(["Action: total(1, 2, '3')", "Action: label('box', colour='red', size=3)", "Answer: done"])
+    result = TinyReAct(model, tools=[total, label]).query("Add and label.")
+    observations = [(event["call"], event["text"]) for event in result.trace if event["type"] == "observation"]
+    assert observations == [("total(1, 2, 3.0)", "6.0"), ("label('box', colour='red', size='3')", "box [colour: red] [size: 3]")]

@@ -39,26 +39,41 @@ def describe(tool: Callable) -> str:
     return f"{tool.__name__}{signature_text}\n" + "\n".join(f"    {line}" for line in doc.splitlines() if line.strip())
 
 
-def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
-    """Match literal arguments to the tool's parameters, converting numeric strings where a number is expected.
+def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The call the tool will get, as (positional, named) arguments: the model's literal arguments matched to the
+    tool's parameters, numeric strings converted where a number is expected. Every argument is passed by name,
+    except those of a tool with positional-only parameters or *args.
 
     Raises TypeError with a message meant for the model when the call does not fit the signature or an
     argument cannot be converted; nothing else escapes, whatever the model wrote.
     """
     plain = plain_parameters(tool)
     arguments = _bind_plain(plain, args, kwargs) if plain is not None else None
-    if arguments is None:  # an unusual signature, or a call that does not fit: inspect binds it and words the error
-        parameters = signature(tool)
-        try:
-            bound = parameters.bind(*args, **kwargs)
-        except TypeError as error:
-            raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
-        bound.apply_defaults()
-        arguments = bound.arguments
+    if arguments is not None:
+        return (), _converted(tool, arguments)
+    parameters = signature(tool)  # an unusual signature, or a call that does not fit: inspect binds it and words the error
+    try:
+        bound = parameters.bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
+    bound.apply_defaults()
+    bound.arguments.update(_converted(tool, bound.arguments))
+    return bound.args, bound.kwargs
+
+
+def _converted(tool: Callable, arguments: dict) -> dict:
+    """`arguments` (name -> value, a tuple for *args and a dict for **kwargs) with each value converted to its
+    parameter's annotation."""
     parameters = signature(tool).parameters
     for name, value in arguments.items():
+        annotation, kind = parameters[name].annotation, parameters[name].kind
         try:
-            arguments[name] = _coerce(name, value, parameters[name].annotation)
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                arguments[name] = tuple(_coerce(name, item, annotation) for item in value)
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                arguments[name] = {key: _coerce(key, item, annotation) for key, item in value.items()}
+            else:
+                arguments[name] = _coerce(name, value, annotation)
         except (ValueError, ArithmeticError) as error:  # a case _coerce did not foresee is still a bad argument
             raise TypeError(f"{name} could not be read: {error}") from None
     return arguments
