@@ -500,12 +500,18 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
 
 
 def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
-    """One column per run, one row per call number: what each policy showed and what the model did with it."""
+    """One column per run, one row per call number: what each policy showed, what changed since its call before,
+    and what the model did with it."""
     scale = max((sum(call.context["tokens"].values()) for *_, calls in runs for call in calls if call.context), default=0)
     rendered = []
     for name, header, events, calls in runs:
-        contexts = Contexts(events)
-        rendered.append([(call, contexts.at(call)) for call in calls])
+        contexts, before, column = Contexts(events), None, []
+        for call in calls:
+            messages = contexts.at(call)
+            found = changes(before, messages, store.counter.count) if messages is not None else None
+            column.append((call, messages, found))
+            before = messages if messages is not None else before
+        rendered.append(column)
     head = "".join(f"<th>{esc(label)}</th>" for label in labels)
     rows = []
     for number in range(max((len(calls) for calls in rendered), default=0)):
@@ -514,13 +520,14 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
             if number >= len(calls):
                 cells.append('<td class="ended"></td>')
                 continue
-            call, messages = calls[number]
+            call, messages, found = calls[number]
             cell = []
             if call.context:
                 tokens = call.context["tokens"]
                 cell.append(bar(tokens, scale, small=True))
             if messages is not None:
                 cell.append(folded_context(store.context(messages), "context"))
+                cell.append(f'<details class="diff"><summary>{change_line(found)}</summary>{change_list(store, found)}</details>')
             cell += [call_event(store, event) for event in call.shown() if event["type"] not in ("usage", "reply")]
             cells.append(f'<td>{"".join(cell)}</td>')
         rows.append(f'<tr><th class="call-number">call {number + 1}</th>{"".join(cells)}</tr>')

@@ -509,3 +509,18 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
             assert driver.execute_script("return [...document.querySelectorAll('details')].every(d => "
                                          "d.open === !d.matches('.context'))"), kind
             assert driver.get_log("browser") == [], kind
+
+
+def test_comparison_page_says_what_changed_at_each_call_of_each_policy(tmp_path, counter):
+    """As the run page does for one run: each cell names what its policy added, dropped or elided since the call
+    before, so that where the policies part ways can be read across a row."""
+    root = parse(compare_page(compare_traces(str(tmp_path)), counter))
+    body = root.one("table", "side-by-side").one("tbody").all("tr")
+    tags = [[{span.text.split()[-1] for span in cell.one("details", "diff").all("summary")[0].all("span", "tag")}
+             for cell in row.all("td")] for row in body]
+    assert tags[0] == [{"instructions", "added"}] * 3  # the first call is the same under every policy
+    assert all(row[0] == {"added"} for row in tags[1:])  # full history only ever adds
+    assert any("dropped" in row[1] for row in tags[1:]) and any("marker" in row[1] for row in tags[1:])  # window:1
+    assert any("elided" in row[2] for row in tags[1:])  # elide:1
+    dropped = body[-1].all("td")[1].one("details", "diff").all("li")
+    assert any("dropped" in item.one("span", "tag").text for item in dropped)
