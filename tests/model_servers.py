@@ -11,86 +11,8 @@ Each rule is written from the provider's documentation, cited beside it. Answers
 """
 import json
 import re
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
-
-@dataclass
-class Answer:
-    """One HTTP answer: `chunks` are written one by one, `pause` seconds apart (a stream, or a slow drip)."""
-    status: int = 200
-    chunks: list[bytes] = field(default_factory=list)
-    headers: dict = field(default_factory=dict)
-    pause: float = 0.0
-
-    @classmethod
-    def json(cls, status: int, payload) -> "Answer":
-        return cls(status, [json.dumps(payload).encode()], {"Content-Type": "application/json; charset=UTF-8"})
-
-
-class StandIn:
-    """An HTTP/1.0 server on 127.0.0.1 in a background thread; subclasses implement `handle(request) -> Answer`.
-    It records every request; a slow answer stops dripping when the server is closed."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.closing = threading.Event()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self._serve(b"")
-
-            def do_POST(self):
-                self._serve(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def _serve(self, body: bytes):
-                url = urlparse(self.path)
-                try:
-                    parsed = json.loads(body) if body else None
-                except ValueError:
-                    parsed = body
-                request = {"method": self.command, "path": url.path, "headers": dict(self.headers),
-                           "query": {k: v[-1] for k, v in parse_qs(url.query).items()}, "body": parsed}
-                owner.requests.append(request)
-                answer = owner.handle(request)
-                try:
-                    self.send_response(answer.status)
-                    headers = {"Content-Type": "application/json; charset=UTF-8", **answer.headers}
-                    headers.setdefault("Content-Length", str(sum(len(c) for c in answer.chunks)))
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    for number, chunk in enumerate(answer.chunks):
-                        if number and answer.pause and owner.closing.wait(answer.pause):
-                            return
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client closed the stream at its cut, or gave up: as a real server sees it
-
-            def log_message(self, *args):
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-
-    def handle(self, request: dict) -> Answer:
-        raise NotImplementedError
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.closing.set()
-        self._server.shutdown()
-        self._server.server_close()
+from servers import Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
 
 
 def sse(events: list) -> list[bytes]:
@@ -180,7 +102,7 @@ def thinking_rule(model: str, generation: dict) -> str | None:
     return None
 
 
-class GeminiStandIn(StandIn):
+class GeminiStandIn(Loopback):
     """generateContent and streamGenerateContent from a queue of replies: a text (stopped at the request's
     stop sequences, as the API does), a response dict, or an Answer sent as it is.
     `pause` spaces the events of a streamed reply."""
@@ -251,7 +173,7 @@ def openai_error(status: int, message: str, type: str = "invalid_request_error",
     return answer
 
 
-class OpenAIStandIn(StandIn):
+class OpenAIStandIn(Loopback):
     """chat/completions from a queue of replies: a text (stopped at the request's stop sequences), a
     chat.completion dict, or an Answer. `key`: the bearer token required (None: any). `models`: the ids
     listed at /v1/models; another model is a 404 model_not_found. `usage`: whether answers carry usage.

@@ -10,15 +10,32 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 
+@dataclass
+class Answer:
+    """One HTTP answer: `chunks` are written one by one, `pause` seconds apart (a stream, or a slow drip)."""
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)
+    pause: float = 0.0
+
+    @classmethod
+    def json(cls, status: int, payload) -> "Answer":
+        return cls(status, [json.dumps(payload).encode()], {"Content-Type": "application/json; charset=UTF-8"})
+
+
 class Loopback:
-    """A JSON server on 127.0.0.1 in a background thread; subclasses implement `handle`."""
+    """An HTTP/1.0 server on 127.0.0.1 in a background thread, for every fake and stand-in of the tests. Subclasses
+    implement `handle(request)`, returning an Answer, or (status, payload) for one JSON body (bytes are sent as they
+    are). It records every request; a slow answer stops dripping when the server is closed."""
 
     def __init__(self):
         self.requests: list[dict] = []
+        self.closing = threading.Event()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,19 +47,32 @@ class Loopback:
 
             def _serve(self, body: bytes):
                 url = urlparse(self.path)
-                request = {
-                    "method": self.command, "path": url.path, "headers": dict(self.headers),
-                    "query": {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()},
-                    "body": json.loads(body) if body else None,
-                }
+                try:
+                    parsed = json.loads(body) if body else None
+                except ValueError:
+                    parsed = body
+                request = {"method": self.command, "path": url.path, "headers": dict(self.headers),
+                           "query": {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()},
+                           "body": parsed}
                 owner.requests.append(request)
-                status, payload = owner.handle(request)
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                answer = owner.handle(request)
+                if isinstance(answer, tuple):
+                    status, payload = answer
+                    answer = Answer(status, [payload if isinstance(payload, bytes) else json.dumps(payload).encode()])
+                try:
+                    self.send_response(answer.status)
+                    headers = {"Content-Type": "application/json; charset=UTF-8", **answer.headers}
+                    headers.setdefault("Content-Length", str(sum(len(c) for c in answer.chunks)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    for number, chunk in enumerate(answer.chunks):
+                        if number and answer.pause and owner.closing.wait(answer.pause):
+                            return
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client closed the stream at its cut, or gave up: as a real server sees it
 
             def log_message(self, *args):
                 pass
@@ -54,7 +84,7 @@ class Loopback:
         # shutdown() waits for serve_forever to look at its flag, which it does once per poll: poll often, stop at once
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
-    def handle(self, request: dict) -> tuple[int, object]:
+    def handle(self, request: dict) -> "Answer | tuple[int, object]":
         raise NotImplementedError
 
     def __enter__(self):
@@ -62,6 +92,7 @@ class Loopback:
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
 
