@@ -440,8 +440,8 @@ def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -
 def _replay(args, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
     from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
-    from compare import (Summaries, context_window, cut_on_record, load_facts, probe, probe_points,  # see _compare
-                         replay)
+    from compare import (Summaries, context_window, cut_on_record, load_facts, probe, probe_calls,  # see _compare
+                         probe_points, replay)
     from pages import replay_page
     from reports import answers_csv, replay_csv, replay_json, svg_plot
 
@@ -503,7 +503,8 @@ def _replay(args, specs: list[str]) -> int:
             interrupted = True
         except ModelError as problem:  # so are they when the model fails: the tables say how far it got
             failed = problem
-    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name)),
+    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name, points,
+                                            probe_calls(points, events))),
                (args.csv, lambda: replay_csv(reports)), (args.answers, lambda: answers_csv(answers or []))]
     for path, text in outputs:
         try:

@@ -299,6 +299,12 @@ def call_points(events: Sequence[dict]) -> list[int]:
     return [i for i, event in enumerate(events) if event["type"] == "reply"]
 
 
+def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:
+    """The call each probe point comes just before, numbered from 1, by the point's label (for charts)."""
+    calls = call_points(events)
+    return {point.label: sum(index < point.index for index in calls) + 1 for point in points}
+
+
 class Summaries:
     """Where a replay gets the summaries compact:T asks for: written by `model` when there is one, and cached in a
     JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the request,

@@ -26,18 +26,17 @@ from typing import Sequence
 
 from agent import MAX_FORMAT_ERRORS, StopReason, summarise
 from compare import (VERDICTS, Fact, PolicyReplay, ProbeAnswer, ProbePoint, Summaries, call_points, load_facts, matches,
-                     probe_points, summarised, tally)
+                     probe_calls, probe_points, summarised, tally)
 from models import Message
 from models.retry import describe
 from policies import BUCKET_NAMES, make_policy
+from reports import context_chart
 from terminal import clean
 from tokens import TokenCounter, local_counter
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
 COLOURS = {"instructions": "#8c96a8", "tools": "#b39ddb", "user": "#4e79a7", "model": "#f28e2b",
            "observations": "#59a14f", "notes": "#e0b000", "markers": "#c0b5ae"}
-LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
 ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # an observation replaced by elide's stand-in
 PREVIEW = 140  # characters of a text shown before it is unfolded
 NOTICES = ["retry", "config_fallback"]  # what a model backend reports during a call
@@ -553,7 +552,7 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
         points = probe_points(declared, events) if points is None else points
     points = points if points is not None else probe_points({}, events)
     calls = call_points(events)
-    at_call = {point.label: sum(index < point.index for index in calls) + 1 for point in points}  # the call it precedes
+    at_call = probe_calls(points, events)
     title = title or f"Replay: {header.get('title') or 'a recorded session'}"
     measured = [report for report in reports if report.measured]
     asked = sum(event["type"] == "question" for event in events)
@@ -561,7 +560,8 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
             f'<p class="meta">{len(calls)} model calls · {asked} questions · every policy shown the same recorded '
             f'replies · token counts: {esc(counter.name)}; nothing here was billed'
             + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
-            plot(measured, points, at_call, counter.name), totals_table(measured)]
+            "<h2>Context size per call</h2>\n" + context_chart(measured, counter.name, points, at_call),
+            totals_table(measured)]
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]
     body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
     if facts and points and measured:
@@ -573,57 +573,6 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
     for report in measured:
         body.append(policy_calls(store, events, set(at_call.values()), report, scale, counter, summaries))
     return page(title, body, store)
-
-
-def plot(reports: list[PolicyReplay], points: list[ProbePoint], at_call: dict, counter_name: str) -> str:
-    """Context size per call, one line per policy. Lines that coincide stay visible: each is drawn thinner than the
-    one before it and with its own dash pattern, so a line on top of another shows as a stripe within it."""
-    width, height, left, right, top, bottom = 900, 380, 70, 170, 20, 45
-    calls = max((len(report.sizes) for report in reports), default=1)
-    peak = max((report.peak for report in reports), default=1) or 1
-
-    def x(number):  # a call number, from 1
-        return left + (width - left - right) * ((number - 1) / max(calls - 1, 1))
-
-    def y(value):
-        return height - bottom - (height - bottom - top) * value / peak
-
-    out = [f'<svg class="plot" viewBox="0 0 {width} {height}" role="img" aria-label="context size per call">',
-           f'<line x1="{left}" y1="{y(0)}" x2="{x(calls)}" y2="{y(0)}" stroke="#333"/>',
-           f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(peak)}" stroke="#333"/>',
-           f'<text x="{(left + x(calls)) / 2}" y="{height - 8}" text-anchor="middle">model call</text>',
-           f'<text x="14" y="{(y(0) + y(peak)) / 2}" transform="rotate(-90 14 {(y(0) + y(peak)) / 2})" '
-           f'text-anchor="middle">context tokens ({esc(counter_name)})</text>']
-    for fraction in (0, 0.25, 0.5, 0.75, 1):
-        value = round(peak * fraction)
-        out.append(f'<line x1="{left}" y1="{y(value):.1f}" x2="{x(calls)}" y2="{y(value):.1f}" stroke="#e4e4e4"/>'
-                   f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,}</text>')
-    for number in sorted({1, calls, *range(1, calls + 1, max(calls // 8, 1))}):
-        out.append(f'<text x="{x(number):.1f}" y="{y(0) + 16}" text-anchor="middle">{number}</text>')
-    marked = [at_call[point.label] for point in points if at_call[point.label] <= calls]  # not the points after the end
-    for point in points:
-        number = at_call[point.label]
-        if number <= calls:
-            out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
-                       f'stroke="#888" stroke-dasharray="3 3"><title>probe point: {esc(point.label)}</title></line>'
-                       f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">probe {number}</text>')
-    widths = [2 + 1.5 * (len(reports) - n - 1) for n in range(len(reports))]
-    for n, report in enumerate(reports):
-        colour, dash = LINE_COLOURS[n % len(LINE_COLOURS)], DASHES[n % len(DASHES)]
-        line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
-        out.append(f'<polyline class="policy" fill="none" stroke="{colour}" stroke-width="{widths[n]}" '
-                   f'stroke-dasharray="{dash}" stroke-linejoin="round" points="{line}">'
-                   f'<title>{esc(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
-        for number in marked:
-            if number <= len(report.sizes):
-                out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" fill="{colour}">'
-                           f'<title>{esc(report.policy)} at call {number}: {report.sizes[number - 1]:,} tokens</title></circle>')
-        legend_y = top + 20 * n + 10
-        out.append(f'<line x1="{width - right + 12}" y1="{legend_y}" x2="{width - right + 40}" y2="{legend_y}" '
-                   f'stroke="{colour}" stroke-width="3" stroke-dasharray="{dash}"/>'
-                   f'<text x="{width - right + 46}" y="{legend_y + 4}">{esc(report.policy)}</text>')
-    out.append("</svg>")
-    return "<h2>Context size per call</h2>\n" + "\n".join(out)
 
 
 def totals_table(reports: list[PolicyReplay]) -> str:

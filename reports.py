@@ -9,45 +9,79 @@ from dataclasses import asdict
 from compare import Fact, PolicyReplay, ProbeAnswer, ProbePoint, tally
 from policies import BUCKET_NAMES
 
-def svg_plot(reports: list[PolicyReplay], title: str, counter: str) -> str:
-    """A line chart of context size per call, one line per policy, as a standalone SVG file."""
-    width, height, left, bottom, top_pad, right = 900, 480, 70, 50, 40, 190
-    measured = [r for r in reports if r.measured and r.sizes]
-    calls = max((len(r.sizes) for r in measured), default=1)
-    top = max((r.peak for r in measured), default=1) or 1
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
 
-    def x(i):
-        return left + (width - left - right) * (i / max(calls - 1, 1))
 
-    def y(v):
-        return height - bottom - (height - bottom - top_pad) * v / top
+def svg_plot(reports: list[PolicyReplay], title: str, counter: str, points: list[ProbePoint] = (),
+             at_call: dict | None = None) -> str:
+    """The chart of `context_chart` as a standalone SVG file (`--plot`), with its title, for the measured policies."""
+    return context_chart([r for r in reports if r.measured and r.sizes], counter, points, at_call, title) + "\n"
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{left}" y="24" font-size="15">{_xml(title)}</text>',
-           f'<line x1="{left}" y1="{y(0)}" x2="{x(calls - 1)}" y2="{y(0)}" stroke="black"/>',
-           f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(top)}" stroke="black"/>',
-           f'<text x="{(left + x(calls - 1)) / 2}" y="{height - 12}" text-anchor="middle">model call</text>',
-           f'<text x="16" y="{(y(0) + y(top)) / 2}" transform="rotate(-90 16 {(y(0) + y(top)) / 2})" '
-           f'text-anchor="middle">context tokens ({_xml(counter)})</text>']
+
+def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[ProbePoint] = (),
+                  at_call: dict | None = None, title: str | None = None) -> str:
+    """Context size per call, one line per policy, as SVG; the probe points, when given, marked on every line (at_call:
+    a point's label -> its call number). Lines that coincide stay visible: each is drawn thinner than the one before it
+    and with its own dash pattern, so a line on top of another shows as a stripe within it. With a title, a standalone
+    file (its own size, font and background); without, a chart for a page, which gives those."""
+    width, height, left, right, bottom = 900, 380, 70, 170, 45
+    top = 45 if title else 20
+    calls = max((len(report.sizes) for report in reports), default=1)
+    peak = max((report.peak for report in reports), default=1) or 1
+
+    def x(number):  # a call number, from 1
+        return left + (width - left - right) * ((number - 1) / max(calls - 1, 1))
+
+    def y(value):
+        return height - bottom - (height - bottom - top) * value / peak
+
+    if title:
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+               'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>',
+               f'<text x="{left}" y="20" font-size="15">{_xml(title)}</text>']
+    else:
+        out = [f'<svg class="plot" viewBox="0 0 {width} {height}" role="img" aria-label="context size per call">']
+    out += [f'<line x1="{left}" y1="{y(0)}" x2="{x(calls)}" y2="{y(0)}" stroke="#333"/>',
+            f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(peak)}" stroke="#333"/>',
+            f'<text x="{(left + x(calls)) / 2}" y="{height - 8}" text-anchor="middle">model call</text>',
+            f'<text x="14" y="{(y(0) + y(peak)) / 2}" transform="rotate(-90 14 {(y(0) + y(peak)) / 2})" '
+            f'text-anchor="middle">context tokens ({_xml(counter_name)})</text>']
     for fraction in (0, 0.25, 0.5, 0.75, 1):
-        value = round(top * fraction)
-        out.append(f'<text x="{left - 6}" y="{y(value) + 4}" text-anchor="end">{value:,}</text>')
-        out.append(f'<line x1="{left}" y1="{y(value)}" x2="{x(calls - 1)}" y2="{y(value)}" stroke="#ddd"/>')
-    for i in sorted({0, calls - 1, *range(0, calls, max(calls // 8, 1))}):
-        out.append(f'<text x="{x(i)}" y="{y(0) + 16}" text-anchor="middle">{i + 1}</text>')
-    for n, report in enumerate(measured):
-        colour = colours[n % len(colours)]
-        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes))
-        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
-        out.append(f'<text x="{width - right + 12}" y="{top_pad + 18 * n + 10}" fill="{colour}">{_xml(report.policy)}</text>')
+        value = round(peak * fraction)
+        out.append(f'<line x1="{left}" y1="{y(value):.1f}" x2="{x(calls)}" y2="{y(value):.1f}" stroke="#e4e4e4"/>'
+                   f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,}</text>')
+    for number in sorted({1, calls, *range(1, calls + 1, max(calls // 8, 1))}):
+        out.append(f'<text x="{x(number):.1f}" y="{y(0) + 16}" text-anchor="middle">{number}</text>')
+    at_call = at_call or {}
+    marked = [at_call[point.label] for point in points if at_call[point.label] <= calls]  # not the points after the end
+    for point in points:
+        number = at_call[point.label]
+        if number <= calls:
+            out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
+                       f'stroke="#888" stroke-dasharray="3 3"><title>probe point: {_xml(point.label)}</title></line>'
+                       f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">probe {number}</text>')
+    widths = [2 + 1.5 * (len(reports) - n - 1) for n in range(len(reports))]
+    for n, report in enumerate(reports):
+        colour, dash = LINE_COLOURS[n % len(LINE_COLOURS)], DASHES[n % len(DASHES)]
+        line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
+        out.append(f'<polyline class="policy" fill="none" stroke="{colour}" stroke-width="{widths[n]}" '
+                   f'stroke-dasharray="{dash}" stroke-linejoin="round" points="{line}">'
+                   f'<title>{_xml(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
+        for number in marked:
+            if number <= len(report.sizes):
+                out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" fill="{colour}">'
+                           f'<title>{_xml(report.policy)} at call {number}: {report.sizes[number - 1]:,} tokens</title></circle>')
+        legend_y = top + 20 * n + 10
+        out.append(f'<line x1="{width - right + 12}" y1="{legend_y}" x2="{width - right + 40}" y2="{legend_y}" '
+                   f'stroke="{colour}" stroke-width="3" stroke-dasharray="{dash}"/>'
+                   f'<text x="{width - right + 46}" y="{legend_y + 4}">{_xml(report.policy)}</text>')
     out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return "\n".join(out)
 
 
 def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def replay_csv(reports: list[PolicyReplay]) -> str:

@@ -243,7 +243,9 @@ def test_replay_command_line_outputs(tmp_path):
                "--csv", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
     assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
-    assert (tmp_path / "p.svg").read_text().count("<polyline") == 3
+    svg = (tmp_path / "p.svg").read_text()
+    assert svg.count("<polyline") == 3 and svg.count('<line class="probe"') == 4  # the header's four probe points
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and f"Context size per call: {LONG}" in svg
     rows = (tmp_path / "p.csv").read_text().splitlines()
     assert rows[0].startswith("policy,call,context_tokens,instructions,tools,user,model,observations,notes,markers,")
     assert rows[1].startswith("full,1,945,") and rows[1].count(",") == 16

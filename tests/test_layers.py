@@ -7,8 +7,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Higher imports lower, never the other way; modules of one package may import each other.
 LAYER = {
-    "cli": 7,
-    "display": 6, "reports": 6, "pages": 6,
+    "cli": 8,
+    "pages": 7,
+    "display": 6, "reports": 6,
     "compare": 5, "recording": 5,
     "agent": 4,
     "policies": 3,
