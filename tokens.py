@@ -11,6 +11,7 @@ they are the API's own usage numbers.
 import os
 import subprocess
 import sys
+import threading
 from functools import lru_cache
 from typing import Callable
 
@@ -57,13 +58,18 @@ def read_vocabulary_elsewhere() -> subprocess.Popen | None:
     SDK's import and the reading both hold the GIL."""
     try:
         from models.gemma import model_cache  # numpy: the counter needs it soon anyway
-        if model_cache().has("tokenizer"):
+        cache = model_cache()
+        if cache.has("tokenizer"):
             return None
-        return subprocess.Popen([sys.executable, "-c", "from models.gemma import ensure_tokenizer; ensure_tokenizer()"],
-                                cwd=os.path.dirname(os.path.abspath(__file__)), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        project = os.path.dirname(os.path.abspath(__file__))
+        command = f"import sys; sys.path.insert(0, {project!r}); from models.gemma import ensure_tokenizer; ensure_tokenizer()"
+        helper = subprocess.Popen([sys.executable, "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL,  # the same folder, however the variable was written:
+                                  env={**os.environ, "TINYREACT_CACHE_DIR": str(cache.folder.parent.absolute())})
     except Exception:  # no model package, an unreadable cache, no process to spare: local_counter will say what
         return None
+    threading.Thread(target=helper.wait, daemon=True).start()  # reaped when it ends, without waiting for it here
+    return helper
 
 
 def count_tokens(text: str) -> int:

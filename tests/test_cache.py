@@ -310,3 +310,15 @@ def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypa
     assert model_cache().has("tokenizer") and model_cache().folder.parent == tmp_path
     assert read_vocabulary_elsewhere() is None
     assert load_tokenizer().encode("The capital of France is") == [818, 5279, 529, 7001, 563]
+
+
+def test_the_helper_fills_the_cache_this_process_reads_wherever_it_runs_from(tmp_path, monkeypatch):
+    """A relative TINYREACT_CACHE_DIR names a folder from the user's working directory, not the project's."""
+    from models.gemma import model_cache
+    from tokens import read_vocabulary_elsewhere
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", "relative-cache")
+    helper = read_vocabulary_elsewhere()
+    assert helper is not None and helper.wait(timeout=120) == 0
+    assert model_cache().has("tokenizer") and (tmp_path / "relative-cache").is_dir()
