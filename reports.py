@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 from compare import Fact, PolicyReplay, ProbeAnswer, ProbePoint, tally
 from policies import BUCKET_NAMES
+from terminal import clean
 
 LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
@@ -22,7 +23,7 @@ def svg_plot(reports: list[PolicyReplay], title: str, counter: str, points: list
 def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[ProbePoint] = (),
                   at_call: dict | None = None, title: str | None = None) -> str:
     """Context size per call, one line per policy, as SVG; the probe points, when given, marked on every line (at_call:
-    a point's label -> its call number). Lines that coincide stay visible: each is drawn thinner than the one before it
+    a point's label -> the call it comes before; a point after the last call has no call to mark). Lines that coincide stay visible: each is drawn thinner than the one before it
     and with its own dash pattern, so a line on top of another shows as a stripe within it. With a title, a standalone
     file (its own size, font and background); without, a chart for a page, which gives those."""
     width, height, left, right, bottom = 900, 380, 70, 170, 45
@@ -53,11 +54,11 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
                    f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{value:,}</text>')
     for number in sorted({1, calls, *range(1, calls + 1, max(calls // 8, 1))}):
         out.append(f'<text x="{x(number):.1f}" y="{y(0) + 16}" text-anchor="middle">{number}</text>')
-    at_call = at_call or {}
-    marked = [at_call[point.label] for point in points if at_call[point.label] <= calls]  # not the points after the end
+    at_call = {label: number for label, number in (at_call or {}).items() if number <= calls}  # none after the end
+    marked = [at_call[point.label] for point in points if point.label in at_call]
     for point in points:
-        number = at_call[point.label]
-        if number <= calls:
+        number = at_call.get(point.label)
+        if number:
             out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
                        f'stroke="#888" stroke-dasharray="3 3"><title>probe point: {_xml(point.label)}</title></line>'
                        f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">probe {number}</text>')
@@ -81,7 +82,8 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
 
 
 def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """Text as XML character data: control characters (which XML 1.0 refuses, and a terminal would obey) dropped."""
+    return clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def replay_csv(reports: list[PolicyReplay]) -> str:

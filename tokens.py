@@ -64,7 +64,7 @@ def read_vocabulary_elsewhere() -> subprocess.Popen | None:
         project = os.path.dirname(os.path.abspath(__file__))
         command = f"import sys; sys.path.insert(0, {project!r}); from models.gemma import ensure_tokenizer; ensure_tokenizer()"
         helper = subprocess.Popen([sys.executable, "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL,  # the same folder, however the variable was written:
+                                  stderr=subprocess.DEVNULL, cwd=project,  # not the user's folder: `-c` imports from it
                                   env={**os.environ, "TINYREACT_CACHE_DIR": str(cache.folder.parent.absolute())})
     except Exception:  # no model package, an unreadable cache, no process to spare: local_counter will say what
         return None

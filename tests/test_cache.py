@@ -313,12 +313,15 @@ def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypa
 
 
 def test_the_helper_fills_the_cache_this_process_reads_wherever_it_runs_from(tmp_path, monkeypatch):
-    """A relative TINYREACT_CACHE_DIR names a folder from the user's working directory, not the project's."""
+    """A relative TINYREACT_CACHE_DIR names a folder from the user's working directory, not the project's; and the
+    helper imports nothing from the user's folder."""
     from models.gemma import model_cache
     from tokens import read_vocabulary_elsewhere
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TINYREACT_CACHE_DIR", "relative-cache")
+    (tmp_path / "numpy.py").write_text("open('imported-from-here', 'w').close()\n")  # a user's own file of that name
     helper = read_vocabulary_elsewhere()
     assert helper is not None and helper.wait(timeout=120) == 0
     assert model_cache().has("tokenizer") and (tmp_path / "relative-cache").is_dir()
+    assert not (tmp_path / "imported-from-here").exists()

@@ -231,6 +231,16 @@ def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
     assert svg.startswith("<svg") and svg.count("<polyline") == 6  # compact:8000 never asks for a summary here
 
 
+def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
+    """The title holds the replayed file's name as typed: markup characters are escaped, control characters dropped."""
+    import xml.etree.ElementTree as ElementTree
+
+    _, _, reports = long_replay
+    svg = svg_plot(list(reports.values()), 'Context size per call: R&D <"v2">\x1b[1m\x07.jsonl', "Gemma 3 tokenizer, local")
+    title = ElementTree.fromstring(svg).find("{http://www.w3.org/2000/svg}text")
+    assert title.text == 'Context size per call: R&D <"v2">.jsonl' and "\x1b" not in svg  # the escape dropped whole
+
+
 def cli(*args, env=None):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
     environment.update(env or {})
