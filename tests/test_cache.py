@@ -300,22 +300,9 @@ def test_the_header_reads_the_same_whatever_the_block_it_is_read_in(tmp_path, mo
 
 def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypatch):
     """The first run with a key reads the counter's vocabulary in a helper process while the SDK loads; this process
-    then finds it in the cache, and the next run starts no helper."""
+    then finds it in the cache, and the next run starts no helper. A relative TINYREACT_CACHE_DIR names a folder from
+    the user's working directory, and the helper imports nothing from that folder."""
     from models.gemma import load_tokenizer, model_cache
-    from tokens import read_vocabulary_elsewhere
-
-    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
-    helper = read_vocabulary_elsewhere()
-    assert helper is not None and helper.wait(timeout=120) == 0
-    assert model_cache().has("tokenizer") and model_cache().folder.parent == tmp_path
-    assert read_vocabulary_elsewhere() is None
-    assert load_tokenizer().encode("The capital of France is") == [818, 5279, 529, 7001, 563]
-
-
-def test_the_helper_fills_the_cache_this_process_reads_wherever_it_runs_from(tmp_path, monkeypatch):
-    """A relative TINYREACT_CACHE_DIR names a folder from the user's working directory, not the project's; and the
-    helper imports nothing from the user's folder."""
-    from models.gemma import model_cache
     from tokens import read_vocabulary_elsewhere
 
     monkeypatch.chdir(tmp_path)
@@ -323,5 +310,7 @@ def test_the_helper_fills_the_cache_this_process_reads_wherever_it_runs_from(tmp
     (tmp_path / "numpy.py").write_text("open('imported-from-here', 'w').close()\n")  # a user's own file of that name
     helper = read_vocabulary_elsewhere()
     assert helper is not None and helper.wait(timeout=120) == 0
-    assert model_cache().has("tokenizer") and (tmp_path / "relative-cache").is_dir()
+    assert model_cache().has("tokenizer") and model_cache().folder.parent.absolute() == tmp_path / "relative-cache"
     assert not (tmp_path / "imported-from-here").exists()
+    assert read_vocabulary_elsewhere() is None
+    assert load_tokenizer().encode("The capital of France is") == [818, 5279, 529, 7001, 563]

@@ -140,7 +140,7 @@ def _tool_with_a_default(city: str, unit: str = "celsius", days: int = 1) -> str
     return city
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(args=st.lists(st.sampled_from(["x", 2, "3", None]), max_size=4),
        names=st.lists(st.sampled_from(["city", "unit", "days", "a", "b", "other"]), max_size=4, unique=True))
 def test_the_quick_binding_agrees_with_inspect_on_every_call(args, names):
