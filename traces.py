@@ -13,7 +13,6 @@ know, accepts every older version, and drops a last line cut off mid-write, sayi
 import json
 import re
 import time
-from time import monotonic_ns
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -73,7 +72,7 @@ class Trace:
         now or later, `on_error` is called once with a one-line message, which `write_error` keeps too."""
         self._events: list[dict] = []
         self._on_event, self._on_error = on_event, on_error
-        self._start = monotonic_ns()
+        self._start = time.monotonic_ns()
         self.path = path
         self.write_error: str | None = None
         # backslashreplace: a lone surrogate in some text is written as its JSON escape instead of failing the write
@@ -83,7 +82,7 @@ class Trace:
             self._write({"format": FORMAT, "version": VERSION, "created": created, **(meta or {})})
 
     def add(self, type: str, **fields) -> dict:
-        milliseconds = (monotonic_ns() - self._start) // 1_000_000
+        milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)
         if self._file:

@@ -93,13 +93,8 @@ class ConversationReader:
         return conversation
 
 
-_READ = {"reset", "instructions", "question", "finish", "reply", "action", "observation", "summary", "note", "forget"}
-
-
 def _read_event(conversation: Conversation, event: dict, index: int) -> None:
     kind, turns = event["type"], conversation.turns
-    if kind not in _READ:  # context, usage, thought, answer, warnings: the record of a call, not the conversation
-        return
     if kind == "reset":
         conversation.instructions, conversation.summary = None, None
         turns.clear()

@@ -57,13 +57,13 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, di
     except TypeError as error:
         raise TypeError(f"{error}; the signature is {tool.__name__}{parameters}".replace("'", "")) from None
     bound.apply_defaults()
-    bound.arguments.update(_converted(tool, bound.arguments))
+    _converted(tool, bound.arguments)
     return bound.args, bound.kwargs
 
 
 def _converted(tool: Callable, arguments: dict) -> dict:
-    """`arguments` (name -> value, a tuple for *args and a dict for **kwargs) with each value converted to its
-    parameter's annotation."""
+    """`arguments` (name -> value, a tuple for *args and a dict for **kwargs) with each value converted, in place, to
+    its parameter's annotation; returned too."""
     parameters = signature(tool).parameters
     for name, value in arguments.items():
         annotation, kind = parameters[name].annotation, parameters[name].kind
