@@ -203,8 +203,8 @@ class TinyReAct:
         """Record the reply (cut at any Observation the model wrote itself) and its parts; return them parsed."""
         self._count(reply, "step", messages)
         text = cap(cut_at_observation(reply.text), REPLY_LIMIT)
-        self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT), blocked=reply.blocked)
-        parsed = parse_reply(text)
+        recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT), blocked=reply.blocked)
+        parsed = parse_reply(recorded["text"])  # as recorded: the trace makes any lone surrogate U+FFFD
         for kind in ("thought", "action", "answer"):
             if getattr(parsed, kind) is not None:
                 self.trace.add(kind, step=step, text=getattr(parsed, kind))

@@ -61,25 +61,26 @@ def parse_action(text: str) -> ActionCall:
     """Turn `tool_name(1, "two", k=3.5)` into a name and literal arguments, or raise ActionError."""
     if len(text) > MAX_ACTION_CHARS:
         raise ActionError(f"the action is {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}")
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ActionError(f"could not parse the action {_quote(text)}; write one call like add_numbers(2, 3)") from None
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ActionError(f"the action {_quote(text)} is not a tool call; write one call like add_numbers(2, 3)")
-    args = tuple([_literal(node, call.func.id) for node in call.args])
+    args = tuple([_literal(node, call.func.id, source) for node in call.args])
     kwargs = {}
     for keyword in call.keywords:
         if keyword.arg is None:
             raise ActionError(f"{call.func.id}(): **arguments are not allowed; name each argument")
         if keyword.arg in kwargs:  # Python's compiler refuses this, but `ast.parse` lets it through
             raise ActionError(f"{call.func.id}(): keyword argument repeated: {keyword.arg}")
-        kwargs[keyword.arg] = _literal(keyword.value, call.func.id)
+        kwargs[keyword.arg] = _literal(keyword.value, call.func.id, source)
     return ActionCall(call.func.id, args, kwargs)
 
 
-def _literal(node: ast.AST, name: str):
+def _literal(node: ast.AST, name: str, source: str):
     if type(node) is ast.Constant:  # a number or a string, most arguments: literal_eval would return its value
         return node.value
     if isinstance(node, ast.Starred):
@@ -89,7 +90,7 @@ def _literal(node: ast.AST, name: str):
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         raise ActionError(
             f"{name}(): arguments must be literal values such as 3, 2.5 or \"text\", "
-            f"not {_quote(ast.unparse(node))}"
+            f"not {_quote(ast.get_source_segment(source, node) or '')}"  # as written: unparse could recurse too deep
         ) from None
 
 

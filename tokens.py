@@ -15,6 +15,8 @@ import threading
 from functools import lru_cache
 from typing import Callable
 
+from traces import SURROGATE
+
 GEMMA = "Gemma 3 tokenizer, local"
 ESTIMATE = "estimate, 1 token per 4 characters"
 MEMO_LIMIT = 200_000  # distinct texts remembered before the memo starts over
@@ -33,7 +35,9 @@ class TokenCounter:
         if tokens is None:
             if len(self._memo) >= MEMO_LIMIT:
                 self._memo.clear()
-            tokens = self._memo[text] = self._tokenize(text)
+            # a lone surrogate cannot be encoded to be tokenised: it counts as the U+FFFD the trace records
+            clean = text if text.isascii() else SURROGATE.sub("\ufffd", text)
+            tokens = self._memo[text] = self._tokenize(clean)
         return tokens
 
 

@@ -62,7 +62,9 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "error": ({"message": TEXT}, {}),
     "reset": ({}, {}),
 }
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a JSON escape like \ud800 can smuggle one in; no text may hold it
+# A JSON or Python escape like \ud800 (in a server's reply, or in a string the model passes to a tool) makes a lone
+# surrogate, which UTF-8 cannot encode. The trace records each as U+FFFD, and a file holding one is refused.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Trace:
@@ -82,6 +84,9 @@ class Trace:
             self._write({"format": FORMAT, "version": VERSION, "created": created, **(meta or {})})
 
     def add(self, type: str, **fields) -> dict:
+        for name, value in fields.items():  # a lone surrogate is no text a file can hold: see SURROGATE
+            if value.__class__ is str and not value.isascii() and SURROGATE.search(value):
+                fields[name] = SURROGATE.sub("\ufffd", value)
         milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)
@@ -251,7 +256,7 @@ def _check_note(where: str, event: dict, notes: int) -> int:
 
 def _is(value, kind: str) -> bool:
     if kind == TEXT:
-        return isinstance(value, str) and not _SURROGATE.search(value)
+        return isinstance(value, str) and not SURROGATE.search(value)
     if kind == OPTIONAL_TEXT:
         return value is None or _is(value, TEXT)
     if kind == WHOLE:

@@ -98,7 +98,8 @@ def _notes_held(text: str, live: Sequence[dict]) -> bool:
         return all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
     if header == KEY_FACTS:
         said = [e["text"] for e in live if e["type"] == "question"]
-        results = {f"{e['call']} returned {e['text']}" for e in live if e["type"] == "observation" and e.get("call")}
+        results = {f"{e['call']} returned {' '.join(e['text'].split())}"  # a result of several lines is shown on one
+                   for e in live if e["type"] == "observation" and e.get("call")}
         return all(line.startswith("- ") and (line[2:] in results or any(line[2:] in s for s in said)) for line in lines)
     return False
 

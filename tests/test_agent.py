@@ -7,7 +7,7 @@ from agent import RECORD_LIMIT, REPLY_LIMIT, StopReason, TinyReAct
 from policies.rendering import OBSERVATION_LIMIT, cap
 from models import ModelError, ModelReply
 from models.scripted import ScriptedModel, ScriptExhausted
-from traces import Trace, read_trace
+from traces import Trace, load_trace, read_trace
 
 
 def run(replies, question="What is 7 * 6 + 5?", **options):
@@ -222,3 +222,24 @@ def test_a_context_past_a_remote_models_window_is_warned_once_a_query():
     warnings = [e["message"] for e in result.trace if e["type"] == "warning"]
     assert result.answer == "4" and len(warnings) == 1  # the run goes on: only the model can say it is too much
     assert "more than scripted's window of 500" in warnings[0]
+
+
+def echo(text: str) -> str:
+    """Return the text as it is. Example: echo("a") returns a."""
+    return text
+
+
+@pytest.mark.parametrize("reply", [
+    'Thought: t\nAction: echo("code \\ud800 4471")',  # pure ASCII: the string literal's escape makes the surrogate
+    'Thought: t \ud800\nAction: echo("x")',  # a backend's JSON decoder can hand one over in the reply itself
+])
+def test_a_lone_surrogate_is_recorded_as_a_replacement_character_and_the_trace_reads_back(reply, tmp_path):
+    path = tmp_path / "run.jsonl"
+    trace = Trace(str(path))
+    agent = TinyReAct(ScriptedModel([reply, "Answer: done"]), tools=[echo], trace=trace)  # the Gemma counter
+    result = agent.query("Echo my code")
+    trace.close()
+    assert result.stop_reason == StopReason.ANSWER and result.error is None
+    texts = [value for event in result.trace for value in event.values() if isinstance(value, str)]
+    assert not any("\ud800" in text for text in texts) and any("\ufffd" in text for text in texts)
+    assert len(load_trace(str(path)).events) == len(agent.trace)

@@ -38,10 +38,17 @@ def fetch(page: str) -> str:
     return (page + " ") * 300
 
 
+def record(name: str) -> str:
+    """Returns a short record of two lines.
+    Example: record("ada") returns "name: ada" and "city: London" on two lines."""
+    return f"name: {name}\ncity: London"
+
+
 REPLIES = st.one_of(
     st.builds(lambda x, y: f"Thought: add\nAction: add_numbers({x}, {y})", st.integers(-99, 99), st.integers(-99, 99)),
     st.builds(lambda x: f"Action: multiply_numbers({x}, 2)", st.integers(0, 9)),
     st.builds(lambda p: f'Thought: read\nAction: fetch("{p}")', st.sampled_from(["alpha", "beta"])),
+    st.builds(lambda p: f'Action: record("{p}")', st.sampled_from(["ada", "alan"])),  # short, but two lines
     st.builds(lambda t: f'Action: pin_note("{t}")', st.sampled_from(["code 4471", "name Ada", ""])),
     st.builds(lambda i: f"Action: unpin_note({i})", st.integers(0, 3)),
     st.builds(lambda w: f'Action: forget("{w}")', st.sampled_from(["fetch", "add_numbers", "alpha", "nothing"])),
@@ -74,7 +81,7 @@ def check_invariants(messages, events, ordered=True):
        ttls=st.lists(st.integers(1, 6), min_size=4, max_size=4), reset_after=st.integers(0, 5))
 def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questions, ttls, reset_after):
     model = DrawingModel(data)
-    agent = TinyReAct(model, tools=[add_numbers, multiply_numbers, fetch], policy=make_policy(spec))
+    agent = TinyReAct(model, tools=[add_numbers, multiply_numbers, fetch, record], policy=make_policy(spec))
     model.agent = agent
     for number, question in enumerate(questions):
         if number == reset_after:
@@ -334,6 +341,19 @@ def test_facts_composed_with_a_window_keeps_what_the_user_stated_and_short_resul
         ("question", "Question: What is 2 + 3?"), ("placeholder", "[1 earlier step not shown]"), ("reply", "Answer: 5"),
         ("question", "Question: Where was Ada born?"),
     ]  # the Paris page is a document, not a fact: too long for the rule
+
+
+@pytest.mark.parametrize("spec", ["facts", "window:1+facts"])
+def test_a_short_result_of_several_lines_is_one_fact_on_one_line(spec):
+    agent = TinyReAct(ScriptedModel(['Action: record("ada")', "Answer: London", "Answer: ada"]), tools=[record],
+                      policy=make_policy(spec))
+    agent.query("Where does Ada live?")
+    agent.query("What was her name?")
+    messages = agent.model.calls[-1]
+    block = [part.text for message in messages for part in message.parts if part.kind == "notes"]
+    assert block == ["Key facts, extracted by rule from the conversation:\n"
+                     "- record(name='ada') returned name: ada city: London"]
+    check_invariants(messages, agent.trace.events[:-3])  # the call before the last reply, its usage and answer
 
 
 def test_retrieve_brings_back_the_relevant_earlier_step_marked():

@@ -66,6 +66,10 @@ def test_parse_action_literals_positional_and_keyword():
     "add_numbers",
     "add_numbers(" * 500,
     "x" * 5000,
+    # under the length limit, but nested deeper than Python's recursion limit lets a tree be walked back to text
+    "add_numbers(" + "+".join(["1"] * 990) + ", 2)",
+    "add_numbers(" + "-" * 900 + "1, 2)",
+    "add_numbers(" + "not " * 400 + "1, 2)",
 ])
 def test_hostile_or_malformed_actions_raise_action_error(hostile, tmp_path):
     with pytest.raises(ActionError):
