@@ -49,7 +49,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "retries included: 120); TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; "
                "NO_COLOR. Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
-    parser.add_argument("--model", metavar="SPEC",
+    parser.add_argument("--model", type=_given, metavar="SPEC",
                         help="gemini:NAME (or a bare gemini-… name), openai:NAME, ollama:NAME, llamacpp:NAME, or "
                              "local:NAME for an embedded model (default: $TINYREACT_MODEL, else $GEMINI_MODEL, else "
                              "gemini-flash-latest with a key, the embedded model without)")
@@ -59,10 +59,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-stream", action="store_true",
                         help="show each reply when it is complete, not as it is written (replies stream only to a terminal)")
     parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
-    parser.add_argument("--policy", metavar="NAME",
+    parser.add_argument("--policy", type=_given, metavar="NAME",
                         help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
     parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
-    parser.add_argument("--trace", metavar="FILE", help="write every event to FILE as JSON Lines, as it happens; "
+    parser.add_argument("--trace", type=_given, metavar="FILE", help="write every event to FILE as JSON Lines, as it happens; "
                                                         "with --compare, one file per run, named FILE.POLICY.jsonl")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
     parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
@@ -74,32 +74,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--finish", action="store_true",
                         help="when the TTL runs out, make one more call asking for the best answer so far")
     group = parser.add_argument_group("comparing policies")
-    group.add_argument("--compare", metavar="LIST", help="run the question once per policy, e.g. full,window:2,user-only:4")
-    group.add_argument("--expect", metavar="TEXT", help="with --compare: mark answers containing TEXT correct")
+    group.add_argument("--compare", type=_given, metavar="LIST", help="run the question once per policy, e.g. full,window:2,user-only:4")
+    group.add_argument("--expect", type=_given, metavar="TEXT", help="with --compare: mark answers containing TEXT correct")
     group.add_argument("--repeat", type=_positive_int, metavar="N", help="with --compare: N runs per policy (default: 1)")
-    group.add_argument("--replay", metavar="FILE", help="replay a recorded session (a --trace file) under each policy")
-    group.add_argument("--policies", metavar="LIST",
+    group.add_argument("--replay", type=_given, metavar="FILE", help="replay a recorded session (a --trace file) under each policy")
+    group.add_argument("--policies", type=_given, metavar="LIST",
                        help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES})")
     group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
-    group.add_argument("--plot", metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
-    group.add_argument("--csv", metavar="FILE", help="with --replay: also save per-call context sizes and buckets as CSV")
-    group.add_argument("--facts", metavar="FILE", help="with --replay: the planted facts, their probes and probe points "
+    group.add_argument("--plot", type=_given, metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
+    group.add_argument("--csv", type=_given, metavar="FILE", help="with --replay: also save per-call context sizes and buckets as CSV")
+    group.add_argument("--facts", type=_given, metavar="FILE", help="with --replay: the planted facts, their probes and probe points "
                                                        "(a facts file, see conversations/README.md); overrides the trace's")
-    group.add_argument("--probe-facts", metavar="IDS", help="with --replay: only these facts, e.g. booking,sintra")
-    group.add_argument("--probe-points", metavar="LIST", help="with --replay: only these probe points, by the number "
+    group.add_argument("--probe-facts", type=_given, metavar="IDS", help="with --replay: only these facts, e.g. booking,sintra")
+    group.add_argument("--probe-points", type=_given, metavar="LIST", help="with --replay: only these probe points, by the number "
                                                               "in their label (turns, or calls for a trace header's)")
     group.add_argument("--phrasings", type=_positive_int, metavar="N", help="with --probe: ask only the first N phrasings")
     group.add_argument("--jobs", type=_positive_int, metavar="N",
                        help="with --probe: N calls at once, for network models (default: 1)")
-    group.add_argument("--answers", metavar="FILE.csv", help="with --probe: save every answer and its verdict as CSV")
-    group.add_argument("--record", metavar="SCRIPT.json", help="turn a scripted conversation into a trace (--trace FILE, "
+    group.add_argument("--answers", type=_given, metavar="FILE.csv", help="with --probe: save every answer and its verdict as CSV")
+    group.add_argument("--record", type=_given, metavar="SCRIPT.json", help="turn a scripted conversation into a trace (--trace FILE, "
                                                                "default SCRIPT.jsonl), through the real loop")
     group = parser.add_argument_group("seeing inside")
-    group.add_argument("--html", metavar="FILE.html",
+    group.add_argument("--html", type=_given, metavar="FILE.html",
                        help="also write one self-contained HTML page of the run, the chat, the comparison or the replay")
-    group.add_argument("--from", dest="source", metavar="TRACE.jsonl",
+    group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
                        help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file)")
     return parser.parse_args(argv)
+
+
+def _given(text: str) -> str:
+    """An option's value, refused when empty: `--trace "$FILE"` with FILE unset must not turn the trace off."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a value, got an empty one")
+    return text
 
 
 def _context_choice(text: str) -> str:
@@ -138,13 +145,20 @@ NOT_WITH = [
     ("record", "replay", "--replay"), ("record", "show_context", "--show-context"),
     ("source", "question", "a question"), ("source", "chat", "--chat"), ("source", "compare", "--compare"),
     ("source", "replay", "--replay"), ("source", "record", "--record"), ("source", "trace", "--trace"),
-    ("html", "models", "--models"), ("html", "show_prompt", "--show-prompt"),
     ("chat", "question", "a question (it takes its questions from the terminal)"),
-    ("models", "json", "--json"), ("verify_cache", "json", "--json"), ("verify_cache", "html", "--html"),
-    ("show_prompt", "json", "--json"), ("show_prompt", "trace", "--trace"), ("show_prompt", "model", "--model"),
     ("source", "json", "--json"), ("source", "quiet", "-q"), ("source", "policy", "--policy"),
     ("record", "json", "--json"), ("record", "quiet", "-q"), ("record", "ttl", "--ttl"), ("record", "model", "--model"),
+    ("record", "html", "--html"), ("record", "finish", "--finish"),
+    ("source", "model", "--model"), ("source", "ttl", "--ttl"), ("source", "finish", "--finish"),
+    ("source", "show_context", "--show-context"), ("json", "quiet", "-q"),
 ]
+
+
+# The modes that do one thing and exit, and every option of a run, none of which they take.
+EXITS = {"models": "lists the models and exits", "verify_cache": "checks the model cache and exits",
+         "show_prompt": "prints the prompt and exits"}
+RUN_OPTIONS = ["question", "chat", "compare", "replay", "record", "source", "html", "model", "policy", "ttl", "trace",
+               "json", "quiet", "finish", "show_context", "no_stream", *EXITS]
 
 
 def _flag(option: str) -> str:
@@ -165,12 +179,12 @@ def conflict(args: argparse.Namespace) -> str | None:
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
     if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
         return "--jobs runs calls at once against network models; an embedded model answers one at a time"
-    if args.models and (args.question or args.chat or args.compare is not None or args.replay or args.show_prompt):
-        return "--models lists the models and exits; it takes no question or other mode"
-    if args.verify_cache and (args.question or args.chat or args.compare is not None or args.replay or args.models):
-        return "--verify-cache checks the model cache and exits; it takes no question or other mode"
-    if args.show_prompt and (args.question or args.chat or args.compare or args.replay):
-        return "--show-prompt prints the prompt and exits; it takes no question, --chat, --compare or --replay"
+    for mode, does in EXITS.items():
+        given = [option for option in RUN_OPTIONS if getattr(args, option) and option != mode
+                 and not (mode == "show_prompt" and option == "policy")]  # the prompt shows the policy's tools
+        if getattr(args, mode) and given:
+            what = "a question" if given[0] == "question" else _flag(given[0])
+            return f"{_flag(mode)} {does}; it does not go with {what}"
     return None
 
 
@@ -573,7 +587,10 @@ def load_env_files() -> list[str]:
     read = []
     for path in dict.fromkeys([Path.cwd() / ".env", Path(__file__).resolve().parent / ".env"]):
         if path.is_file():
-            load_dotenv(path, override=False)
+            try:
+                load_dotenv(path, override=False)
+            except UnicodeDecodeError:
+                raise UsageError(f"{path} is not UTF-8 text: save it as UTF-8 (KEY=value lines)") from None
             read.append(str(path))
     return read
 

@@ -309,4 +309,11 @@ def verify_caches() -> dict[Path, list[str]]:
     file): the damaged files of each folder, an empty list where all is well."""
     root = cache_root()
     folders = sorted(p.parent for p in root.glob(f"*/{MANIFEST}")) if root.is_dir() else []
-    return {folder: ModelCache(folder).verify() for folder in folders}
+    return {folder: _damaged(folder) for folder in folders}
+
+
+def _damaged(folder: Path) -> list[str]:
+    try:
+        return ModelCache(folder).verify()
+    except (CacheError, AttributeError, KeyError, TypeError):  # the manifest itself: nothing to check the files against
+        return [MANIFEST]

@@ -29,6 +29,7 @@ ATTEMPTS = 4
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_SERVER_WAIT = 60.0  # seconds: a longer wait asked by the server fails at once instead
 DEFAULT_DEADLINE = 120.0
+MAX_DEADLINE = 86_400  # seconds; far longer would overflow the waits (threading.TIMEOUT_MAX, time_t)
 BACKEND_NAMES = {"gemini": "Gemini", "openai": "OpenAI-compatible server", "ollama": "Ollama", "llamacpp": "llama.cpp server"}
 
 sleep = time.sleep
@@ -56,8 +57,9 @@ def call_deadline() -> float:
         seconds = float(value)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ModelConfigError(f"TINYREACT_CALL_DEADLINE must be a number of seconds above 0, got {value!r}")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_DEADLINE):
+        raise ModelConfigError(f"TINYREACT_CALL_DEADLINE must be a number of seconds above 0 and at most "
+                               f"{MAX_DEADLINE:,} (a day), got {value!r}")
     return seconds
 
 

@@ -314,3 +314,17 @@ def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypa
     assert not (tmp_path / "imported-from-here").exists()
     assert read_vocabulary_elsewhere() is None
     assert load_tokenizer().encode("The capital of France is") == [818, 5279, 529, 7001, 563]
+
+
+@pytest.mark.parametrize("manifest", ['{"version": 1, "parts": {"wei', '{"version": 1, "parts": {"weights": 5}}'])
+def test_verify_cache_reports_a_damaged_manifest_and_checks_the_other_folders(tmp_path, monkeypatch, capsys, manifest):
+    import cli
+
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
+    good, bad = ModelCache(tmp_path / "a-model"), ModelCache(tmp_path / "b-model")
+    for cache in (good, bad):
+        cache.ensure("weights", lambda cache: cache.write_array("small.npy", np.ones(3, np.float32)))
+    (bad.folder / "manifest.json").write_text(manifest)
+    assert cli.main(["--verify-cache"]) == 1
+    assert capsys.readouterr().out == (f"✓ {good.folder}\n"
+                                       f"✗ {bad.folder}: damaged: manifest.json — clear it with: rm -rf {bad.folder}\n")

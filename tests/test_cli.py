@@ -308,7 +308,14 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["hi", "--record", "s.json"], "--record does not go with a question"),
     (["--chat", "--json"], "--chat does not go with --json"),
     (["hi", "--show-prompt"], "--show-prompt prints the prompt and exits"),
-    (["hi", "--compare", ""], "no policies given"),
+    (["hi", "--compare", " , "], "no policies given"),
+    (["--models", "--record", "s.json"], "--models lists the models and exits; it does not go with --record"),
+    (["--verify-cache", "--show-prompt"], "--verify-cache checks the model cache and exits"),
+    (["--show-prompt", "--ttl", "3"], "--show-prompt prints the prompt and exits; it does not go with --ttl"),
+    (["--models", "-q"], "--models lists the models and exits; it does not go with --quiet"),
+    (["--record", "s.json", "--html", "s.html"], "--record does not go with --html"),
+    (["--html", "p.html", "--from", "t.jsonl", "--model", "x:y"], "--from does not go with --model"),
+    (["hi", "-q", "--json"], "--json does not go with -q"),
     (["hi", "--compare", "bogus,full"], "unknown policy 'bogus'"),
 ])
 def test_options_that_cannot_work_together_are_refused_in_one_line(args, message, capsys):
@@ -316,6 +323,16 @@ def test_options_that_cannot_work_together_are_refused_in_one_line(args, message
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == f"error: {captured.err[7:]}" and message in captured.err
     assert captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("option", ["--trace", "--model", "--policy", "--compare", "--expect", "--replay", "--csv",
+                                    "--html", "--answers"])
+def test_an_empty_value_is_refused_not_taken_as_no_option(option, capsys):
+    """`--trace "$FILE"` with FILE unset: the run must not go ahead without the trace it was asked to write."""
+    with pytest.raises(SystemExit) as stop:
+        agent.main(["hi", option, ""])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"error: argument {option}: needs a value, got an empty one (see --help)\n"
 
 
 def test_a_usage_error_is_one_line_pointing_to_help(capsys):

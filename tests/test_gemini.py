@@ -113,6 +113,7 @@ def test_a_fallback_that_fails_too_names_the_variable(gemini, monkeypatch):
     ("GEMINI_TEMPERATURE", "inf"), ("GEMINI_TEMPERATURE", "3"), ("GEMINI_TEMPERATURE", "warm"),
     ("GEMINI_MAX_OUTPUT_TOKENS", "0"), ("GEMINI_MAX_OUTPUT_TOKENS", "lots"),
     ("TINYREACT_CALL_DEADLINE", "0"), ("TINYREACT_CALL_DEADLINE", "nan"), ("TINYREACT_CALL_DEADLINE", "soon"),
+    ("TINYREACT_CALL_DEADLINE", "1e10"),  # past what a thread's wait can take: it would fail at the first call
 ])
 def test_invalid_settings_are_refused_up_front_in_one_line(monkeypatch, variable, value):
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")

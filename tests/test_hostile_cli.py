@@ -217,3 +217,13 @@ def test_an_html_page_holds_no_terminal_command(world, tmp_path):
     assert cli.main(["1 + 1?", "-q", "--html", str(page)]) == 0
     data = page.read_bytes()
     assert b"\x1b" not in data and b"\x07" not in data and "\x9b".encode() not in data
+
+
+@pytest.mark.parametrize("content", [b"GEMINI_MODEL=gemini-caf\xe9\n", b"\xff\xfeG\x00=\x00x\x00"])  # Latin-1; UTF-16
+def test_a_dotenv_that_is_not_utf8_is_one_line_naming_it(tmp_path, capsys, content):
+    import cli
+
+    (tmp_path / ".env").write_bytes(content)  # the tests run in tmp_path
+    assert cli.main(["--models"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / ".env") in err and "UTF-8" in err
