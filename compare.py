@@ -15,12 +15,15 @@
 Facts and probe points come from a facts file (`load_facts`, see conversations/README.md) or, for older
 traces, from the trace's header. Everything returned is a plain dataclass or dict, for the report formats.
 """
+import contextlib
 import functools
 import hashlib
 import json
 import math
+import os
 import re
 import statistics
+import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -310,11 +313,24 @@ class Summaries:
     JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the request,
     so that a second replay costs nothing. Without a model, only the cache answers."""
 
-    def __init__(self, model: Model | None = None, path: str | None = None):
+    def __init__(self, model: Model | None = None, path: str | None = None,
+                 warn: Callable[[str], None] = lambda text: print(f"warning: {text}", file=sys.stderr)):
+        """A cache file that cannot be read is said once through `warn` and set aside beside it, and a new one is
+        started: it holds only what a model can write again, and a replay that needs none of it must not fail."""
         self.model, self.path = model, path
         self.cache: dict[str, dict] = {}
-        if path and Path(path).exists():
-            self.cache = {entry["key"]: entry for entry in json.loads(Path(path).read_text(encoding="utf-8"))}
+        if path and os.path.lexists(path):
+            try:
+                entries = json.loads(Path(path).read_text(encoding="utf-8"))
+                problem = _cache_problem(entries)
+            except OSError as error:  # a folder, no permission
+                problem = error.strerror or str(error)
+            except (ValueError, RecursionError) as error:  # not UTF-8, not JSON
+                problem = f"not JSON in UTF-8: {error}"
+            if problem is None:
+                self.cache = {entry["key"]: entry for entry in entries}
+            else:
+                warn(f"the summaries cache {path} cannot be read ({problem}); {self._set_aside()}")
 
     def text(self, policy: str, calls: tuple[int, int], request: list[Message]) -> tuple[str | None, str]:
         """(the summary, "cached" or "written by MODEL"); (None, "") when there is no model and no cached one."""
@@ -329,9 +345,45 @@ class Summaries:
         self.cache[key] = {"key": key, "policy": policy, "calls": list(calls), "model": self.model.name,
                            "digest": digest, "text": text}
         if self.path:
-            Path(self.path).write_text(json.dumps(list(self.cache.values()), ensure_ascii=False, indent=1) + "\n",
-                                       encoding="utf-8")
+            self._write(json.dumps(list(self.cache.values()), ensure_ascii=False, indent=1) + "\n")
         return text, f"written by {self.model.name}"
+
+    def _set_aside(self) -> str:
+        """Move an unreadable cache file out of the way under a name of its own, keeping it; say what became of it."""
+        if not os.path.isfile(self.path):
+            return "it is not used"
+        aside, number = f"{self.path}.unreadable", 1
+        while os.path.lexists(aside):
+            number += 1
+            aside = f"{self.path}.unreadable{number}"
+        try:
+            os.replace(self.path, aside)
+        except OSError:
+            return "it is not used"
+        return f"it is set aside as {aside}, and a new one started"
+
+    def _write(self, text: str) -> None:
+        """Write the cache whole or not at all: a write cut short (a full disk, `ulimit -f`) leaves the last one."""
+        temporary = f"{self.path}.{os.getpid()}.tmp"  # in the same folder, so that os.replace is one rename
+        try:
+            with open(temporary, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
+def _cache_problem(entries) -> str | None:
+    """What is wrong with the shape of a summaries cache, in a few words; None when nothing is."""
+    if not isinstance(entries, list):
+        return "not a list of summaries"
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(name), str)
+                                                  for name in ("key", "policy", "model", "digest", "text")):
+            return f"summary {number} needs \"key\", \"policy\", \"model\", \"digest\" and \"text\" as text"
+    return None
 
 
 @dataclass

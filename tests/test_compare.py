@@ -10,7 +10,7 @@ import agent
 import cli as command_line
 from compare import (Fact, ToolTape, call_points, cut_on_record, load_facts, matches, probe, probe_points, replay, stated,
                      tally, wilson)
-from models import ModelReply
+from models import Message, ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
 from reports import svg_plot
@@ -349,3 +349,63 @@ def test_record_under_pinned_runs_the_policy_tool_and_a_bad_script_is_one_line(t
     script.write_text(json.dumps({"turns": [{"steps": []}]}))
     assert command_line.main(["--record", str(script)]) == 2
     assert "is not a conversation script: turn 1 needs \"user\" and \"answer\" as text" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- damaged and hostile inputs
+
+@pytest.mark.parametrize("damage", ['[{"key": "x", "pol', '{"a": 1}', '[{"key": "x"}]', "\udcff", "a folder"])
+def test_a_summaries_cache_that_cannot_be_read_is_set_aside_with_one_warning(tmp_path, capsys, damage):
+    trace = tmp_path / "sb.jsonl"
+    trace.write_bytes(open(SUPER_BOWL, "rb").read())
+    cache = tmp_path / "sb.summaries.json"
+    if damage == "a folder":
+        cache.mkdir()
+    else:
+        cache.write_bytes(damage.encode("utf-8", "surrogateescape"))  # "\udcff": a byte that is not UTF-8
+    assert command_line.main(["--replay", str(trace), "--policies", "full", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["calls"] == 7
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert captured.err.startswith(f"warning: the summaries cache {cache} cannot be read (")
+    if damage != "a folder":  # only a cache, but what was there is kept, beside it
+        assert not cache.exists() and f"set aside as {cache}.unreadable" in captured.err
+        assert (tmp_path / "sb.summaries.json.unreadable").read_bytes() == damage.encode("utf-8", "surrogateescape")
+        assert command_line.main(["--replay", str(trace), "--policies", "full", "--json"]) == 0
+        assert capsys.readouterr().err == ""  # said once: the next replay starts from no cache
+
+
+def test_a_summaries_cache_set_aside_is_made_again(tmp_path, capsys):
+    from compare import Summaries
+    cache = tmp_path / "summaries.json"
+    cache.write_text('{"a": 1}')
+    request = [Message.of("user", "Summarise.", "question")]
+    assert Summaries(ScriptedModel(["Summary: a."]), str(cache)).text("compact:1", (1, 2), request)[0] == "Summary: a."
+    assert Summaries(None, str(cache)).text("compact:1", (1, 2), request) == ("Summary: a.", "cached, by scripted")
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+SUMMARY_WRITER = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from compare import Summaries
+from models import Message
+from models.scripted import ScriptedModel
+resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))  # as `ulimit -f` does, in bytes
+summaries = Summaries(ScriptedModel(["a long summary " * 200]), sys.argv[2])
+try:
+    summaries.text("compact:1", (3, 4), [Message.of("user", "Summarise again.", "question")])
+except OSError as problem:
+    print(problem.strerror)
+"""
+
+
+def test_a_summaries_write_that_fails_leaves_the_cache_as_it_was(tmp_path):
+    from compare import Summaries
+    cache = tmp_path / "summaries.json"
+    Summaries(ScriptedModel(["Summary: short."]), str(cache)).text(
+        "compact:1", (1, 2), [Message.of("user", "Summarise.", "question")])
+    before = cache.read_bytes()
+    done = subprocess.run([sys.executable, "-c", SUMMARY_WRITER, ROOT, str(cache)], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "File too large\n", "")
+    assert cache.read_bytes() == before and os.listdir(tmp_path) == ["summaries.json"]  # no half-written file left
