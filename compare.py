@@ -547,10 +547,14 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     """Ask each fact's first `phrasings` phrasings (all by default), `repeat` times, at every probe point where the
     fact has been stated, against each policy's context and the two controls. `jobs` calls run at once (for network
     backends; each keeps its own retry rules). Answers are appended to `answers` as they come, so that a caller
-    interrupted midway keeps them; returned sorted."""
+    interrupted midway keeps them; returned sorted. Raises ValueError, before any call, for a trace with no
+    instructions (one cut short before its first model call): the probes are asked under its instructions."""
     counter = counter or local_counter()
     answers = answers if answers is not None else []
-    instructions = next(e for e in events if e["type"] == "instructions")
+    instructions = next((e for e in events if e["type"] == "instructions"), None)
+    if instructions is None:
+        raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
+                         "(a trace cut short before its first model call has none)")
     sessions = {}
     for spec in specs:
         policy = make_policy(spec)

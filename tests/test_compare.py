@@ -409,3 +409,16 @@ def test_a_summaries_write_that_fails_leaves_the_cache_as_it_was(tmp_path):
                           timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "File too large\n", "")
     assert cache.read_bytes() == before and os.listdir(tmp_path) == ["summaries.json"]  # no half-written file left
+
+
+def test_probing_a_trace_with_no_instructions_says_so_before_asking_anything(tmp_path):
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(open(SUPER_BOWL, "rb").read()[:3000])  # the header, and the instructions cut off mid-line
+    header, events = read_trace_file(str(cut))
+    facts, declared = load_facts(header)
+    model = Reader("15.5 °C", "15.5 °C")
+    for session, points in [(events, []), ([{"type": "question", "text": "It is 15.5 °C here."}],
+                                           probe_points({"turns": [2]}, [{"type": "question", "text": "?"}]))]:
+        with pytest.raises(ValueError, match="^the trace has no instructions to probe with"):
+            probe(session, ["full"], model, facts, points)
+    assert model.calls == 0
