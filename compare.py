@@ -92,17 +92,20 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
                  finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
                  trace_path: Callable[[str, int], str | None] = lambda spec, attempt: None,
                  progress: Callable[[str], None] = lambda text: None,
-                 traces: list | None = None) -> Iterator[LiveRun]:
+                 traces: list | None = None,
+                 warn: Callable[[str], None] = lambda text: print(f"warning: {text}", file=sys.stderr)
+                 ) -> Iterator[LiveRun]:
     """Run `question` once per policy (`repeat` times each) with the same model and the same tool results,
     yielding each run as it ends. `trace_path(spec, attempt)` names a trace file for each run, or None for none;
-    each run's (header, events) is appended to `traces` when given."""
+    a trace file that cannot be written is said through `warn`, once, and its run goes on. Each run's (header,
+    events) is appended to `traces` when given."""
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
         progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
         before = tape.live_calls
         meta = {"policy": spec, "model": model.name, "backend": model.backend}
-        trace = Trace(trace_path(spec, attempt), meta=meta)
+        trace = Trace(trace_path(spec, attempt), meta=meta, on_error=warn)
         try:
             agent = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec), trace=trace, counter=counter)
             result = agent.query(question, finish=finish)

@@ -15,6 +15,7 @@ from models.scripted import ScriptedModel
 from policies import make_policy
 from reports import svg_plot
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
+from test_cli import world  # noqa: F401  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
 from tokens import count_tokens
 from traces import Trace, read_trace_file
 
@@ -422,3 +423,15 @@ def test_probing_a_trace_with_no_instructions_says_so_before_asking_anything(tmp
         with pytest.raises(ValueError, match="^the trace has no instructions to probe with"):
             probe(session, ["full"], model, facts, points)
     assert model.calls == 0
+
+
+def test_compare_traces_that_cannot_be_written_are_one_warning_each(world, tmp_path, capsys):
+    world(["Answer: 47", "Answer: 47"])
+    names = [tmp_path / "t.full.jsonl", tmp_path / "t.window-1.jsonl"]
+    for name in names:  # a full disk under each file, as `ulimit -f` or a full partition would be
+        os.symlink("/dev/full", name)
+    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
+    assert captured.err == "".join(f"warning: could not write the trace file {name} (No space left on device); the file "
+                                   "ends there, and the run goes on\n" for name in names)
