@@ -17,9 +17,9 @@ from pathlib import Path
 from agent import TinyReAct
 from models.scripted import ScriptedModel
 from policies import Policy
-from replies import ActionError, parse_action
+from replies import ActionError, cut_at_observation, parse_action, parse_reply
 from tools import DEFAULT_TOOLS
-from traces import Trace
+from traces import HEADER_FIELDS, SURROGATE, Trace, _is
 
 
 def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
@@ -33,6 +33,11 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     except json.JSONDecodeError as problem:
         raise ValueError(f"{script_path} is not a conversation script: not JSON ({problem.msg})") from None
     problem = _script_problem(script)
+    if not problem:  # and nothing in the header that replay would refuse
+        name = SURROGATE.sub("\ufffd", Path(script_path).name)  # a file name that is not UTF-8 is no text a header holds
+        meta = {"title": script.get("title", ""), "recorded": f"from {name} with --record: replies played by the "
+                "scripted model, tool results from the script; usage numbers are the scripted model's estimates"}
+        problem = _header_problem(meta)
     if problem:
         raise ValueError(f"{script_path} is not a conversation script: {problem} (see conversations/README.md)")
     turns = script["turns"]
@@ -40,16 +45,21 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     model = ScriptedModel(replies)
     used = set()
     tools = _taped_tools(results, model, used, policy)
-    meta = {"title": script.get("title", ""), "recorded": f"from {Path(script_path).name} with --record: replies "
-            "played by the scripted model, tool results from the script; usage numbers are the scripted model's estimates"}
     trace = Trace(trace_path, meta=meta)
     try:
         agent = TinyReAct(model, tools=tools, policy=policy, trace=trace)
+        scripted = 0  # the replies the script gives up to the end of this turn
         for number, turn in enumerate(turns, 1):
-            agent.ttl = len(turn.get("steps", [])) + 1
+            calls = len(turn.get("steps", [])) + 1
+            scripted += calls
+            agent.ttl = calls
             result = agent.query(turn["user"])
             if result.stop_reason.value != "answer":
                 raise ValueError(f"turn {number} ended with {result.stop_reason.value}, not the scripted answer")
+            if len(model.calls) != scripted:  # a step's reply held an Answer: later replies would go to later turns
+                raise ValueError(f"turn {number} went differently from the script: it ended with the answer "
+                                 f"{result.answer!r} at model call {calls - scripted + len(model.calls)} of its "
+                                 f"{calls}, not with {turn['answer']!r} at the last")
     finally:
         trace.close()
     if trace.write_error:  # a recording that did not reach its file is no recording
@@ -78,23 +88,35 @@ def _script_problem(script) -> str | None:
     return None
 
 
+def _header_problem(meta: dict) -> str | None:
+    """What in the trace's header a reader would refuse (traces.HEADER_FIELDS), in a few words; None when nothing."""
+    for name, want in HEADER_FIELDS.items():
+        if name in meta and not _is(meta[name], want):
+            return f"{name} must be {want}, got {meta[name]!r}"
+    return None
+
+
 def _replies(turns: list[dict]) -> tuple[list[str], dict[int, tuple[str, str]]]:
     """The model's replies in order, and the scripted tool result of each reply that has one: {call: (tool, text)}."""
     replies, results = [], {}
     for turn in turns:
         steps = turn.get("steps", [])
         for number, step in enumerate(steps, 1):
-            reply = step.get("reply") or f"Thought{number}: {step['thought']}\nAction{number}: {step['action']}"
+            if isinstance(step.get("reply"), str):
+                reply = step["reply"]
+            else:
+                reply = f"Thought{number}: {step['thought']}\nAction{number}: {step['action']}"
             replies.append(reply)
             if "result" in step:
-                results[len(replies)] = (_tool_name(step.get("action", "")), str(step["result"]))
+                results[len(replies)] = (_tool_name(reply), str(step["result"]))
         replies.append(f"Thought{len(steps) + 1}: {turn.get('thought', 'I can answer now.')}\nAnswer: {turn['answer']}")
     return replies, results
 
 
-def _tool_name(action: str) -> str:
+def _tool_name(reply: str) -> str:
+    """The tool the reply's Action calls, read as the loop reads it; "" when it calls none."""
     try:
-        return parse_action(action).name
+        return parse_action(parse_reply(cut_at_observation(reply)).action or "").name
     except ActionError:
         return ""
 

@@ -1,0 +1,57 @@
+"""--record: a conversation script becomes a trace that replays as scripted, or is refused in one line."""
+import json
+
+import cli
+import pytest
+from traces import read_trace_file
+
+
+def record(tmp_path, script) -> tuple[int, str]:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script) if not isinstance(script, str) else script, encoding="utf-8")
+    return cli.main(["--record", str(path), "--trace", str(tmp_path / "t.jsonl")]), str(path)
+
+
+def test_a_step_written_as_a_whole_reply_gets_its_scripted_result(tmp_path, capsys):
+    code, _ = record(tmp_path, {"turns": [{"user": "sum?", "answer": "3", "steps": [
+        {"reply": "Thought1: add\nAction1: add_numbers(1, 2)", "result": "three, as scripted"}]}]})
+    assert code == 0, capsys.readouterr().err
+    _, events = read_trace_file(str(tmp_path / "t.jsonl"))
+    assert [e["text"] for e in events if e["type"] == "observation"] == ["three, as scripted"]
+
+
+def test_an_empty_reply_is_recorded_as_the_empty_reply_it_is(tmp_path, capsys):
+    code, _ = record(tmp_path, {"turns": [{"user": "hi", "answer": "ok", "steps": [{"reply": ""}]}]})
+    assert code == 0, capsys.readouterr().err
+    _, events = read_trace_file(str(tmp_path / "t.jsonl"))
+    assert [e["text"] for e in events if e["type"] == "reply"][0] == ""
+    assert [e["text"] for e in events if e["type"] == "answer"] == ["ok"]
+
+
+def test_a_run_that_goes_differently_from_the_script_is_refused_saying_where(tmp_path, capsys):
+    code, _ = record(tmp_path, {"turns": [{"user": "first?", "answer": "A1", "steps": [{"reply": "Answer: early"}]},
+                                          {"user": "second?", "answer": "A2"}]})
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "turn 1 went differently from the script" in err and "'early'" in err and "model call 1 of its 2" in err
+
+
+@pytest.mark.parametrize("title, message", [(5, "title must be text, got 5"),
+                                            ("\ud800", "title must be text")])
+def test_a_header_field_replay_would_refuse_is_refused_before_recording(tmp_path, capsys, title, message):
+    code, path = record(tmp_path, {"title": title, "turns": [{"user": "hi", "answer": "ok"}]})
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"{path} is not a conversation script: " in err and message in err
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_script_whose_file_name_is_not_utf8_still_records_a_trace_that_replays(tmp_path, capsys):
+    name = b"caf\xe9.json".decode("utf-8", "surrogateescape")  # as Python hands over such a name from the shell
+    script = tmp_path / name
+    script.write_text(json.dumps({"turns": [{"user": "hi", "answer": "ok"}]}), encoding="utf-8")
+    trace = tmp_path / "t.jsonl"
+    assert cli.main(["--record", str(script), "--trace", str(trace)]) == 0
+    assert cli.main(["--replay", str(trace), "--policies", "full", "--json"]) == 0
+    assert "error" not in capsys.readouterr().err
+
