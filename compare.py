@@ -168,6 +168,12 @@ def load_facts(header: dict, path: str | None = None) -> tuple[list[Fact], dict]
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except json.JSONDecodeError as problem:
             raise ValueError(f"{path} is not a facts file: not JSON ({problem.msg}, line {problem.lineno})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not a facts file: not JSON in UTF-8") from None
+        except RecursionError:
+            raise ValueError(f"{path} is not a facts file: its JSON is nested too deeply") from None
+        except ValueError:  # Python's limit on the digits of an integer it converts
+            raise ValueError(f"{path} is not a facts file: it holds a number too long to read") from None
         problem = _facts_file_problem(data)
         if problem:
             raise ValueError(f"{path} is not a facts file: {problem} (see conversations/README.md)")

@@ -32,6 +32,12 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
         script = json.loads(Path(script_path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as problem:
         raise ValueError(f"{script_path} is not a conversation script: not JSON ({problem.msg})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{script_path} is not a conversation script: not JSON in UTF-8") from None
+    except RecursionError:
+        raise ValueError(f"{script_path} is not a conversation script: its JSON is nested too deeply") from None
+    except ValueError:  # Python's limit on the digits of an integer it converts
+        raise ValueError(f"{script_path} is not a conversation script: it holds a number too long to read") from None
     problem = _script_problem(script)
     if not problem:  # and nothing in the header that replay would refuse
         name = SURROGATE.sub("\ufffd", Path(script_path).name)  # a file name that is not UTF-8 is no text a header holds

@@ -425,6 +425,18 @@ def test_probing_a_trace_with_no_instructions_says_so_before_asking_anything(tmp
     assert model.calls == 0
 
 
+@pytest.mark.parametrize("name, content, message", [
+    ("deep.json", "[" * 100_000, "its JSON is nested too deeply"),
+    ("long.json", '{"facts": [' + "9" * 5000 + "]}", "it holds a number too long to read"),
+    ("utf16.json", '{"facts": []}'.encode("utf-16"), "not JSON in UTF-8"),
+])
+def test_a_facts_file_json_cannot_read_is_one_line_naming_the_file(tmp_path, capsys, name, content, message):
+    facts = tmp_path / name
+    facts.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert command_line.main(["--replay", SUPER_BOWL, "--policies", "full", "--facts", str(facts)]) == 2
+    assert capsys.readouterr().err == f"error: {facts} is not a facts file: {message}\n"
+
+
 def test_compare_traces_that_cannot_be_written_are_one_warning_each(world, tmp_path, capsys):
     world(["Answer: 47", "Answer: 47"])
     names = [tmp_path / "t.full.jsonl", tmp_path / "t.window-1.jsonl"]

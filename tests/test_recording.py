@@ -55,3 +55,15 @@ def test_a_script_whose_file_name_is_not_utf8_still_records_a_trace_that_replays
     assert cli.main(["--replay", str(trace), "--policies", "full", "--json"]) == 0
     assert "error" not in capsys.readouterr().err
 
+
+@pytest.mark.parametrize("data, message", [
+    ("[" * 100_000, "its JSON is nested too deeply"),
+    ('{"turns": [' + "9" * 5000 + "]}", "it holds a number too long to read"),
+    ('{"turns": []}'.encode("utf-16"), "not JSON in UTF-8"),
+])
+def test_a_script_json_cannot_read_is_one_line_naming_the_file(tmp_path, capsys, data, message):
+    path = tmp_path / "script.json"
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    assert cli.main(["--record", str(path), "--trace", str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path} is not a conversation script: {message}\n"
