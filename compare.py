@@ -90,24 +90,26 @@ class LiveRun:
 
 def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
                  finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
-                 trace_path: Callable[[str, int], str | None] = lambda spec, attempt: None,
+                 trace_path: Callable[[str, int], str | None] = lambda name, attempt: None,
                  progress: Callable[[str], None] = lambda text: None,
                  traces: list | None = None,
                  warn: Callable[[str], None] = lambda text: print(f"warning: {text}", file=sys.stderr)
                  ) -> Iterator[LiveRun]:
     """Run `question` once per policy (`repeat` times each) with the same model and the same tool results,
-    yielding each run as it ends. `trace_path(spec, attempt)` names a trace file for each run, or None for none;
-    a trace file that cannot be written is said through `warn`, once, and its run goes on. Each run's (header,
-    events) is appended to `traces` when given."""
+    yielding each run as it ends. `trace_path(name, attempt)` names a trace file for each run from its policy's
+    name, or None for none; a trace file that cannot be written is said through `warn`, once, and its run goes on.
+    Each run's (header, events) is appended to `traces` when given."""
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
         progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
         before = tape.live_calls
-        meta = {"policy": spec, "model": model.name, "backend": model.backend}
-        trace = Trace(trace_path(spec, attempt), meta=meta, on_error=warn)
+        policy = make_policy(spec)
+        # Named by the policy's own name, not the spec as typed: window:٢ and window:٣ are window:2 and window:3.
+        meta = {"policy": policy.name, "model": model.name, "backend": model.backend}
+        trace = Trace(trace_path(policy.name, attempt), meta=meta, on_error=warn)
         try:
-            agent = TinyReAct(model, tools=taped, ttl=ttl, policy=make_policy(spec), trace=trace, counter=counter)
+            agent = TinyReAct(model, tools=taped, ttl=ttl, policy=policy, trace=trace, counter=counter)
             result = agent.query(question, finish=finish)
         finally:
             trace.close()

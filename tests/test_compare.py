@@ -15,7 +15,7 @@ from models.scripted import ScriptedModel
 from policies import make_policy
 from reports import svg_plot
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
-from test_cli import world  # noqa: F401  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
+from test_cli import world  # noqa: F401,F811  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
 from tokens import count_tokens
 from traces import Trace, read_trace_file
 
@@ -447,3 +447,13 @@ def test_compare_traces_that_cannot_be_written_are_one_warning_each(world, tmp_p
     assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
     assert captured.err == "".join(f"warning: could not write the trace file {name} (No space left on device); the file "
                                    "ends there, and the run goes on\n" for name in names)
+
+
+def test_compare_traces_of_distinct_policies_get_distinct_files(world, tmp_path, capsys):
+    world(["Answer: 47", "Answer: 48"])
+    code = command_line.main(["7 * 6 + 5?", "--compare", "window:٢,window:٣", "--trace", str(tmp_path / "u.jsonl"), "--json"])
+    assert code == 0, capsys.readouterr().err
+    written = {path.name: read_trace_file(str(path)) for path in tmp_path.glob("u.*.jsonl")}
+    assert sorted(written) == ["u.window-2.jsonl", "u.window-3.jsonl"]
+    assert written["u.window-2.jsonl"][0]["policy"] == "window:2"  # as the table names it
+    assert [e["text"] for e in written["u.window-3.jsonl"][1] if e["type"] == "answer"] == ["48"]
