@@ -11,6 +11,7 @@ import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 from agent import TinyReAct
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
@@ -19,7 +20,7 @@ from prompts import render_instructions
 from terminal import clean
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
-from traces import Trace, TraceFile, load_trace
+from traces import SURROGATE, Trace, TraceFile, load_trace
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
@@ -154,6 +155,9 @@ NOT_WITH = [
 ]
 
 
+# The options that name a file: the ones read, then the ones written.
+FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
+WRITTEN = {"trace", "html", "plot", "csv", "answers"}
 # The modes that do one thing and exit, and every option of a run, none of which they take.
 EXITS = {"models": "lists the models and exits", "verify_cache": "checks the model cache and exits",
          "show_prompt": "prints the prompt and exits"}
@@ -179,6 +183,13 @@ def conflict(args: argparse.Namespace) -> str | None:
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
     if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
         return "--jobs runs calls at once against network models; an embedded model answers one at a time"
+    files = [(option, os.path.realpath(getattr(args, option))) for option in FILES if getattr(args, option)]
+    for number, (option, path) in enumerate(files):
+        for other, other_path in files[number + 1:]:
+            if path == other_path and other in WRITTEN:  # FILES lists what is read before what is written
+                return f"{_flag(option)} and {_flag(other)} name the same file: {_flag(other)} would overwrite it"
+    if args.compare and args.trace and (args.trace.endswith(os.sep) or os.path.isdir(args.trace)):
+        return "--trace names a file, not a folder: with --compare, FILE.POLICY.jsonl are written beside it"
     for mode, does in EXITS.items():
         given = [option for option in RUN_OPTIONS if getattr(args, option) and option != mode
                  and not (mode == "show_prompt" and option == "policy")]  # the prompt shows the policy's tools
@@ -206,6 +217,8 @@ def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     if args.question is not None:
         args.question = readable(args.question)
+    if args.expect is not None:
+        args.expect = readable(args.expect)
     problem = conflict(args)
     if problem:
         return fail(problem)
@@ -274,16 +287,18 @@ def _main(argv: list[str] | None) -> int:
         if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
             from pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
-            write_page(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
+            write_output(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
                                                    agent.counter))
 
 
-def write_page(path: str, page) -> bool:
-    """Write an HTML page; a failure is one warning line, never the loss of the run's own output."""
+def write_output(path: str, text: Callable[[], str]) -> bool:
+    """Write a page, a chart or a table the run made; a failure is one warning line, never the loss of the run's own
+    output. The text is made and encoded before the file is opened, so a failure there leaves an old file whole."""
     try:
-        Path(path).write_text(page(), encoding="utf-8")
-    except OSError as problem:
-        print(f"warning: cannot write {path}: {problem.strerror or problem}", file=sys.stderr)
+        data = text().encode("utf-8")
+        Path(path).write_bytes(data)
+    except (OSError, UnicodeError) as problem:
+        print(f"warning: cannot write {readable(path)}: {getattr(problem, 'strerror', None) or problem}", file=sys.stderr)
         return False
     return True
 
@@ -306,8 +321,8 @@ def _page_of_trace(source: str, path: str) -> int:
     from pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
     recorded = _open_trace(source)
-    page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {source}")  # noqa: E731
-    return EXIT_ANSWERED if write_page(path, page) else EXIT_USAGE
+    page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {readable(source)}")  # noqa: E731
+    return EXIT_ANSWERED if write_output(path, page) else EXIT_USAGE
 
 
 def _verify_cache() -> int:
@@ -435,7 +450,7 @@ def _compare(args, specs: list[str], model: Model) -> int:
     elif runs:
         live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
     if args.html and traces:
-        write_page(args.html, lambda: compare_page(traces, counter, expect=args.expect))
+        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
     if interrupted:
         print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -485,6 +500,8 @@ def _replay(args, specs: list[str]) -> int:
         points = [point for point in points if point.number in wanted]
         if not points:
             return fail(f"--probe-points: none of {args.probe_points} is a probe point of {args.replay}")
+    if args.probe and not any(event["type"] == "instructions" for event in events):
+        return fail(f"{args.replay} has no instructions to probe with: it was cut short before its first model call")
     model, interrupted, answers = None, False, None
     if args.model or args.probe:
         load_env_files()
@@ -517,15 +534,10 @@ def _replay(args, specs: list[str]) -> int:
             interrupted = True
         except ModelError as problem:  # so are they when the model fails: the tables say how far it got
             failed = problem
-    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {args.replay}", counter.name, points,
-                                            probe_calls(points, events))),
+    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {readable(args.replay)}", counter.name,
+                                            points, probe_calls(points, events))),
                (args.csv, lambda: replay_csv(reports)), (args.answers, lambda: answers_csv(answers or []))]
-    for path, text in outputs:
-        try:
-            if path:
-                Path(path).write_text(text(), encoding="utf-8")
-        except OSError as problem:  # a write that fails has no file name of its own (disk full): name it here
-            return fail(f"cannot write {path}: {problem.strerror or problem}")
+    unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
     model_name = model.name if model else None
     if args.json:
         print(json.dumps({**replay_json(reports, counter.name, facts, points, answers, model_name, window),
@@ -534,14 +546,16 @@ def _replay(args, specs: list[str]) -> int:
         replay_tables(LiveDisplay().console, reports, facts, points, answers, model_name, args.replay, counter.name,
                       (window, window_model) if window else None, cut_on_record(events))
     if args.html:
-        write_page(args.html, lambda: replay_page(header, events, reports, counter, facts, points, answers, summaries,
-                                                  model_name, title=f"Replay of {args.replay}"))
+        write_output(args.html, lambda: replay_page(header, events, reports, counter, facts, points, answers, summaries,
+                                                  model_name, title=f"Replay of {readable(args.replay)}"))
     if interrupted:
         print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED
     if failed:
         print(f"error: probing stopped, the tables hold the answers asked before: {clean(failed)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(failed, ModelConfigError) else EXIT_NO_ANSWER
+    if unwritten:
+        return EXIT_USAGE
     return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
 
 
@@ -616,6 +630,13 @@ class PipeGuard:
         if not self.broken:
             try:
                 return self.stream.write(text)
+            except UnicodeEncodeError:  # a file name that was not UTF-8, on a strict terminal: shown with U+FFFD
+                encoding = self.stream.encoding or "utf-8"
+                shown = SURROGATE.sub("\ufffd", text).encode(encoding, "replace").decode(encoding)
+                try:
+                    return self.stream.write(shown)
+                except BrokenPipeError:
+                    self._silence()
             except BrokenPipeError:
                 self._silence()
         return len(text)

@@ -316,6 +316,10 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["--record", "s.json", "--html", "s.html"], "--record does not go with --html"),
     (["--html", "p.html", "--from", "t.jsonl", "--model", "x:y"], "--from does not go with --model"),
     (["hi", "-q", "--json"], "--json does not go with -q"),
+    (["--record", "s.json", "--trace", "./s.json"], "--record and --trace name the same file: --trace would overwrite it"),
+    (["--replay", "t.jsonl", "--csv", "t.jsonl"], "--replay and --csv name the same file: --csv would overwrite it"),
+    (["hi", "--trace", "t.html", "--html", "t.html"], "--trace and --html name the same file: --html would overwrite it"),
+    (["hi", "--compare", "full", "--trace", "runs/"], "--trace names a file, not a folder"),
     (["hi", "--compare", "bogus,full"], "unknown policy 'bogus'"),
 ])
 def test_options_that_cannot_work_together_are_refused_in_one_line(args, message, capsys):

@@ -42,11 +42,14 @@ def test_rich_markup_in_answers_is_shown_as_text_and_loses_no_table(world, capsy
     assert "\x1b]8;" not in out  # no hyperlink escape
 
 
-def test_csv_to_a_full_disk_names_the_file(tmp_path, capsys):
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_csv_to_a_full_disk_names_the_file_and_the_replay_is_still_reported(tmp_path, capsys, output):
+    """A file that cannot be written must not throw away what the run found (a probe's paid answers, say)."""
     code = cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--policies", "full",
-                     "--csv", "/dev/full"])
-    err = capsys.readouterr().err
-    assert code == 2 and err == "error: cannot write /dev/full: No space left on device\n"
+                     "--csv", "/dev/full", *output])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.err == "warning: cannot write /dev/full: No space left on device\n"
+    assert ('"policies"' in captured.out) if output else ("full" in captured.out and "calls" in captured.out)
 
 
 def test_a_closed_pipe_ends_output_quietly_and_keeps_the_exit_code(world, tmp_path):
@@ -227,3 +230,27 @@ def test_a_dotenv_that_is_not_utf8_is_one_line_naming_it(tmp_path, capsys, conte
     assert cli.main(["--models"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path / ".env") in err and "UTF-8" in err
+
+
+def test_probing_a_trace_cut_before_its_first_call_is_one_line(tmp_path, capsys):
+    path = tmp_path / "cut.jsonl"
+    with open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), encoding="utf-8") as file:
+        path.write_text(file.readline(), encoding="utf-8")  # the header only
+    assert cli.main(["--replay", str(path), "--policies", "full", "--probe"]) == 2
+    err = capsys.readouterr().err  # after a warning that the header's probe points are past its end
+    assert err.splitlines()[-1] == f"error: {path} has no instructions to probe with: it was cut short before its first model call"
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path):
+    """Python keeps such a name's bytes as surrogates: a strict terminal, an HTML page or an SVG cannot hold them."""
+    name = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.jsonl")
+    with open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), "rb") as source, open(name, "wb") as copy:
+        copy.write(source.read())
+    page = tmp_path / "page.html"
+    page.write_text("an older page")
+    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as on an en_US.UTF-8 desktop
+    for args in (["--html", str(page), "--from", name], ["--replay", name, "--policies", "full", "--plot", str(tmp_path / "p.svg")]):
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True, env=environment)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-300:]
+    assert "caf\ufffd.jsonl" in page.read_text(encoding="utf-8")
+    assert "caf\ufffd.jsonl" in (tmp_path / "p.svg").read_text(encoding="utf-8")
