@@ -73,7 +73,7 @@ class Context:
 class Result:
     answer: str | None
     stop_reason: StopReason
-    steps: int  # actions taken (tool runs, including failed ones)
+    steps: int  # actions taken, each answered by an observation: a tool run (failed ones too) or why it did not run
     model_calls: int  # every call: reasoning, the --finish call, summaries
     summary_calls: int  # made for the compact policy; they do not count against the TTL
     usage: Usage  # summed from the model's own usage numbers, over every call

@@ -49,11 +49,13 @@ def parse_reply(text: str) -> Reply:
             thought = (rest + text[match.end():end]).strip() or None
         elif keyword == "Action":
             action = rest.strip("`").strip() or None
-            break
+            if action:  # an empty Action line is no action: a later line may still hold one
+                break
         elif keyword == "Answer":
             end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
             answer = (rest + text[match.end():end]).strip() or None
-            break
+            if answer:
+                break
     return Reply(thought, action, answer)
 
 

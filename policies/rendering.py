@@ -203,9 +203,8 @@ def full_pieces(conversation: Conversation) -> list[tuple[str, Part]]:
     pieces = []
     for number, turn in enumerate(conversation.turns, 1):
         pieces += settled_pieces(turn, last=number == len(conversation.turns))
-        if number == len(conversation.turns) and turn.steps:
-            pieces += step_parts(turn.steps[-1])
-        pieces += pending_parts(turn)
+        if number == len(conversation.turns):  # only the current turn's request: an earlier one is not asked again
+            pieces += (step_parts(turn.steps[-1]) if turn.steps else []) + pending_parts(turn)
     return pieces
 
 

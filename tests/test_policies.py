@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from agent import TinyReAct
-from models import Message, ModelReply
+from models import Message, ModelError, ModelReply
 from models.scripted import ScriptedModel
 from policies import POLICIES, make_policy, measure
 from policies.invariants import violations
@@ -282,6 +282,30 @@ def test_an_action_left_unrun_by_the_finish_call_is_closed_in_the_next_context()
     assert shown(model)[-3:] == [("reply", "Action: add_numbers(2, 2)"),
                                  ("observation", "Observation2: [not run: the run had ended]"),
                                  ("question", "Question: second")]
+
+
+class DownForTheFinish:
+    """Acts once, then fails the --finish call, then answers."""
+    name, backend, usage_source, window = "down", "test", "test", None
+
+    def __init__(self):
+        self.replies, self.calls = [ModelReply("Action: add_numbers(1, 2)"), ModelError("server down"), ModelReply("Answer: 7")], []
+
+    def generate(self, messages, stop, **options):
+        self.calls.append(messages)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+@pytest.mark.parametrize("spec", ["full", "window:4", "facts", "compact:8000"])
+def test_a_finish_request_the_model_never_answered_is_not_asked_again_in_a_later_turn(spec):
+    model = DownForTheFinish()
+    agent = TinyReAct(model, tools=[add_numbers], ttl=1, policy=make_policy(spec))
+    agent.query("first", finish=True)  # the TTL runs out, then the finish call fails
+    agent.query("what is 3 + 4?")
+    assert not any(part.kind == "request" for message in model.calls[-1] for part in message.parts)
 
 
 @pytest.mark.parametrize("broken, problem", [

@@ -41,6 +41,11 @@ def test_empty_answer_is_not_an_answer():
     assert parse_reply("Thought: hmm\nAnswer:").answer is None
 
 
+def test_an_empty_answer_or_action_line_does_not_hide_the_line_after_it():
+    assert parse_reply("Answer:\nAction: add_numbers(1, 2)") == (None, "add_numbers(1, 2)", None)
+    assert parse_reply("Action:\nAnswer: 5") == (None, None, "5")
+
+
 def test_cut_at_model_written_observation():
     text = "Thought1: x\nAction1: add_numbers(1, 2)\nObservation1: 3\nThought2: y\nAnswer: 3"
     assert cut_at_observation(text) == "Thought1: x\nAction1: add_numbers(1, 2)"

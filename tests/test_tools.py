@@ -67,6 +67,19 @@ def test_a_comma_that_may_be_a_decimal_comma_is_refused(ambiguous):
         bind_arguments(add_numbers, ("1,000", ambiguous), {})
 
 
+def scale(x: "float", times: "int") -> "str":  # as a module with `from __future__ import annotations` writes them
+    """Repeat x. Example: scale(1.5, 2) returns 1.51.5."""
+    return str(x) * times
+
+
+def test_annotations_written_as_strings_convert_and_check_like_the_others():
+    assert bind_arguments(scale, ("1,000", 2), {}) == ((), {"x": 1000.0, "times": 2})
+    for bad in [(True, "ab"), (1.5, 2.5)]:
+        with pytest.raises(TypeError):
+            bind_arguments(scale, bad, {})
+    assert describe(scale).startswith("scale(x: float, times: int) -> str")
+
+
 def test_numbers_too_large_for_a_float_are_refused_not_raised():
     huge = 10**400
     with pytest.raises(TypeError, match="x is too large"):

@@ -28,7 +28,12 @@ DEFAULT_TOOLS: list[Callable] = [
 
 @lru_cache(maxsize=1024)  # a tool's signature does not change; reading it is most of a step's cost otherwise
 def signature(tool: Callable) -> inspect.Signature:
-    return inspect.signature(tool)
+    """The tool's signature with its annotations as types, also where they are written as strings (a module with
+    `from __future__ import annotations`): the arguments are converted to them, and the prompt shows them."""
+    try:
+        return inspect.signature(tool, eval_str=True)  # evaluates the tool author's annotations, never model text
+    except Exception:  # a name only a type checker sees (under TYPE_CHECKING): the annotations stay strings
+        return inspect.signature(tool)
 
 
 @lru_cache(maxsize=1024)
