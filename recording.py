@@ -19,7 +19,7 @@ from models.scripted import ScriptedModel
 from policies import Policy
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
 from tools import DEFAULT_TOOLS
-from traces import HEADER_FIELDS, SURROGATE, Trace, _is
+from traces import SURROGATE, Trace, header_problem
 
 
 def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
@@ -43,7 +43,7 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
         name = SURROGATE.sub("\ufffd", Path(script_path).name)  # a file name that is not UTF-8 is no text a header holds
         meta = {"title": script.get("title", ""), "recorded": f"from {name} with --record: replies played by the "
                 "scripted model, tool results from the script; usage numbers are the scripted model's estimates"}
-        problem = _header_problem(meta)
+        problem = header_problem(meta)
     if problem:
         raise ValueError(f"{script_path} is not a conversation script: {problem} (see conversations/README.md)")
     turns = script["turns"]
@@ -91,14 +91,6 @@ def _script_problem(script) -> str | None:
             parts = isinstance(step, dict) and isinstance(step.get("thought"), str) and isinstance(step.get("action"), str)
             if not (whole or parts):
                 return f"turn {number}: each step needs a \"reply\", or a \"thought\" and an \"action\", as text"
-    return None
-
-
-def _header_problem(meta: dict) -> str | None:
-    """What in the trace's header a reader would refuse (traces.HEADER_FIELDS), in a few words; None when nothing."""
-    for name, want in HEADER_FIELDS.items():
-        if name in meta and not _is(meta[name], want):
-            return f"{name} must be {want}, got {meta[name]!r}"
     return None
 
 

@@ -202,10 +202,18 @@ def _parse(line: bytes):
         return None
 
 
-def _check_header(path: str, number: int, header: dict) -> None:
+def header_problem(header: dict) -> str | None:
+    """What a reader refuses in a header's fields (HEADER_FIELDS), in a few words; None when nothing."""
     for field, want in HEADER_FIELDS.items():
         if field in header and not _is(header[field], want):
-            raise ValueError(f"{path}, line {number}: header: {field} must be {want}, got {_show(header[field])}")
+            return f"{field} must be {want}, got {_show(header[field])}"
+    return None
+
+
+def _check_header(path: str, number: int, header: dict) -> None:
+    problem = header_problem(header)
+    if problem:
+        raise ValueError(f"{path}, line {number}: header: {problem}")
 
 
 def _check_events(path: str, records: list[tuple[int, dict]]) -> None:

@@ -21,6 +21,7 @@ Benchmarks, not tests: nothing in the test suite needs the peers.
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -71,15 +72,17 @@ class Instant:
 
 def per_step_ms(*runs) -> list[float]:
     """Median milliseconds per step of each of `runs`, timed in turn (one run of each, then again, RUNS * 5 times),
-    so that a machine that slows down part of the time slows each of them alike."""
+    so that a machine that slows down part of the time slows each of them alike; in a new order each round, since
+    a run's place in the round changed its time by up to 15% on this machine."""
     for run_once in runs:
         run_once()
-    seconds = [[] for _ in runs]
+    seconds, order, shuffle = [[] for _ in runs], list(range(len(runs))), random.Random(0).shuffle
     for _ in range(RUNS * 5):
-        for run_once, times in zip(runs, seconds):
+        shuffle(order)
+        for index in order:
             started = time.perf_counter()
-            run_once()
-            times.append(time.perf_counter() - started)
+            runs[index]()
+            seconds[index].append(time.perf_counter() - started)
     return [statistics.median(times) / STEPS * 1000 for times in seconds]
 
 
@@ -99,13 +102,14 @@ def tinyreact_run():
 
 
 def inlined_run(check: bool = False):
-    """One run of the same work as TinyReAct's loop, for the full policy only, written as one function: the same
-    trace events, the same messages to the model, the same token counts, the same checks on each step (the
-    repeat and unreadable-reply counts, the caps, the window, the arguments' types). Only the structure is gone:
-    no policy object, no general rendering, no helper functions but the reply parser and the query's counts.
-    It shows what the work itself costs, so that TinyReAct's ratio to the bare step splits into the work and
-    the structure. With `check`, it also runs TinyReAct once and fails unless the two traces (less their
-    timestamps) and every context are equal."""
+    """One run of the same work as TinyReAct's loop, for the full policy only, written as one function as tightly as
+    we could: the same trace events (a clock read for each), the same messages to the model, the same token counts,
+    the same checks on each step (the repeat and unreadable-reply counts, read back from the trace; the caps; the
+    window; the arguments' types). Only the structure is gone: no policy object, no general rendering (each
+    message is appended as its event is recorded), no helper functions but the reply parser and the query's
+    counts. It shows what the work itself costs, so that TinyReAct's ratio to the bare step splits into the work
+    and the structure. With `check`, it first runs TinyReAct once and stops unless the two traces (less their
+    timestamps) and every context are equal: on this task's path only (no repeats, no refusals happen here)."""
     import ast
     import inspect
     import sys
@@ -123,76 +127,80 @@ def inlined_run(check: bool = False):
                    for name, tool in tools.items()}
     instructions, docs = render_instructions(DEFAULT_TOOLS), tool_docs(DEFAULT_TOOLS)
     counter = local_counter()
-    count, clock = counter.count, time.monotonic_ns
+    count, clock, largest = counter.count, time.monotonic_ns, sys.float_info.max
+    question = "Add one twenty times, starting from 1."
     contexts = []
 
     def run_once():
-        events, started = [], clock()
-
-        def add(type, **fields):
-            events.append({"type": type, **fields, "t": (clock() - started) // 1_000_000 / 1000})
-
-        add("instructions", text=instructions, tools=docs)
-        question = "Add one twenty times, starting from 1."
-        add("question", text=question)
+        started = clock()
+        events = [{"type": "instructions", "text": instructions, "tools": docs, "t": (clock() - started) // 1_000_000 / 1000},
+                  {"type": "question", "text": question, "t": (clock() - started) // 1_000_000 / 1000}]
         messages = [Message("system", (Part("instructions", instructions),)),
                     Message("user", (Part("question", f"Question: {question}"),))]
-        docs_tokens = count(docs)
-        tokens = {"instructions": count(instructions) - docs_tokens, "tools": docs_tokens, "user": count(messages[1].parts[0].text),
-                  "model": 0, "observations": 0, "notes": 0, "markers": 0}
-        model, shown = Instant(replies), len(events)
+        append, name_of_counter = events.append, counter.name
+        tools_tokens = count(docs)
+        instructions_tokens, user_tokens = count(instructions) - tools_tokens, count(messages[1].parts[0].text)
+        model_tokens = observations_tokens = 0
+        model = Instant(replies)
         for step in range(1, STEPS + 6):
-            for event in events[shown:]:  # full history: what is new since the last call is appended
-                if event["type"] == "reply":
-                    part = Part("reply", event["text"] or "(empty reply)")
-                    messages.append(Message("model", (part,)))
-                    tokens["model"] += count(part.text)
-                elif event["type"] == "observation":
-                    part = Part("observation", f"Observation{event['step']}: {event['text'][:2000]}")  # all are short here
-                    messages.append(Message("user", (part,)))
-                    tokens["observations"] += count(part.text)
-            shown = len(events)
-            add("context", policy="full", tokens=dict(tokens), counter=counter.name)
+            append({"type": "context", "policy": "full",
+                    "tokens": {"instructions": instructions_tokens, "tools": tools_tokens, "user": user_tokens,
+                               "model": model_tokens, "observations": observations_tokens, "notes": 0, "markers": 0},
+                    "counter": name_of_counter, "t": (clock() - started) // 1_000_000 / 1000})
             window = model.window if model.backend != "local" else None
-            assert not window or sum(tokens.values()) <= window, "the context fits the window here"
+            if window and instructions_tokens + tools_tokens + user_tokens + model_tokens + observations_tokens > window:
+                raise SystemExit("the context fits the window on this task")
             if check:
                 contexts.append(list(messages))
             reply = model.generate(messages, ["\nObservation"])
-            add("usage", purpose="step", input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                thoughts_tokens=reply.thoughts_tokens)
-            text = reply.text[:reply.text.find("\nObservation")] if "\nObservation" in reply.text else reply.text
-            text = text.rstrip()[:REPLY_LIMIT]
-            add("reply", step=step, text=text, raw=reply.text[:REPLY_LIMIT], blocked=reply.blocked)
-            thought, action, answer = parse_reply(text)  # the one function kept: the reply's grammar is not redone here
+            append({"type": "usage", "purpose": "step", "input_tokens": reply.input_tokens,
+                           "output_tokens": reply.output_tokens, "thoughts_tokens": reply.thoughts_tokens,
+                           "t": (clock() - started) // 1_000_000 / 1000})
+            raw = reply.text
+            text = (raw[:raw.find("\nObservation")] if "\nObservation" in raw else raw).rstrip()[:REPLY_LIMIT]
+            append({"type": "reply", "step": step, "text": text, "raw": raw[:REPLY_LIMIT], "blocked": reply.blocked,
+                           "t": (clock() - started) // 1_000_000 / 1000})
+            part = Part("reply", text or "(empty reply)")
+            messages.append(Message("model", (part,)))
+            model_tokens += count(part.text)
+            thought, action, answer = parse_reply(text)
             if thought is not None:
-                add("thought", step=step, text=thought)
+                append({"type": "thought", "step": step, "text": thought, "t": (clock() - started) // 1_000_000 / 1000})
             if answer is not None:
-                add("answer", step=step, text=answer)
+                append({"type": "answer", "step": step, "text": answer, "t": (clock() - started) // 1_000_000 / 1000})
                 return summarise(events), events
-            add("action", step=step, text=action)
+            append({"type": "action", "step": step, "text": action, "t": (clock() - started) // 1_000_000 / 1000})
             call = ast.parse(action, mode="eval").body
-            values = [node.value if type(node) is ast.Constant else ast.literal_eval(node) for node in call.args]
-            arguments = {}
-            for (name, annotation), value in zip(annotations[call.func.id], values):
-                if annotation is float and (type(value) not in (int, float) or value != value or abs(value) > sys.float_info.max):
-                    raise AssertionError("every argument here is a number")
+            arguments, tool = {}, call.func.id
+            for (name, annotation), node in zip(annotations[tool], call.args):
+                value = node.value if type(node) is ast.Constant else ast.literal_eval(node)
+                if annotation is float and (type(value) not in (int, float) or value != value or abs(value) > largest):
+                    raise SystemExit("every argument is a number on this task")
                 arguments[name] = value
-            key = f"{call.func.id}({', '.join(f'{name}={value!r}' for name, value in arguments.items())})"
+            key = f"{tool}({', '.join(f'{name}={value!r}' for name, value in arguments.items())})"
             repeats = 0
             for event in reversed(events):
-                if event["type"] == "question" or event["type"] == "observation" and event.get("call") != key:
+                kind = event["type"]
+                if kind == "question" or kind == "observation" and event.get("call") != key:
                     break
-                repeats += event["type"] == "observation"
-            assert repeats < 3
-            observation = str(tools[call.func.id](**arguments))[:RECORD_LIMIT]
-            add("observation", step=step, text=observation, call=key)
+                repeats += kind == "observation"
+            if repeats >= 3:
+                raise SystemExit("no action repeats on this task")
+            observation = str(tools[tool](**arguments))[:RECORD_LIMIT]
+            append({"type": "observation", "step": step, "text": observation, "call": key,
+                           "t": (clock() - started) // 1_000_000 / 1000})
+            part = Part("observation", f"Observation{step}: {observation[:2000]}")  # every observation is short here
+            messages.append(Message("user", (part,)))
+            observations_tokens += count(part.text)
             unreadable = 0
             for event in reversed(events):
-                if event["type"] in ("question", "action"):
+                kind = event["type"]
+                if kind == "question" or kind == "action":
                     break
-                unreadable += event["type"] == "reply"
-            assert unreadable < 3
-        raise AssertionError("no answer")
+                unreadable += kind == "reply"
+            if unreadable >= 3:
+                raise SystemExit("every reply is readable on this task")
+        raise SystemExit("the inlined loop did not answer")
 
     if check:
         from agent import TinyReAct
@@ -204,12 +212,13 @@ def inlined_run(check: bool = False):
 
         seen = []
         agent = TinyReAct(Recording(replies), tools=DEFAULT_TOOLS, ttl=STEPS + 5)
-        result = agent.query("Add one twenty times, starting from 1.")
+        result = agent.query(question)
         counts, events = run_once()
-        untimed = lambda trace: [{k: v for k, v in event.items() if k != "t"} for event in trace]
-        assert untimed(events) == untimed(agent.trace.events), "the inlined loop's trace differs from TinyReAct's"
-        assert contexts == seen, "the inlined loop's contexts differ from TinyReAct's"
-        assert (counts["steps"], counts["context"]) == (result.steps, result.context)
+        untimed = lambda trace: [{k: v for k, v in event.items() if k != "t"} for event in trace]  # noqa: E731
+        if untimed(events) != untimed(agent.trace.events) or contexts != seen:
+            raise SystemExit("the inlined loop's trace or contexts differ from TinyReAct's: it is not the same work")
+        if (counts["steps"], counts["context"]) != (result.steps, result.context):
+            raise SystemExit("the inlined loop's counts differ from TinyReAct's")
         contexts.clear()
     return run_once
 
@@ -294,7 +303,7 @@ def main() -> None:
           + ", ".join(line for line in peers_versions.splitlines() if line.split("==")[0] in
                       ("smolagents", "langchain-classic", "langchain-core")))
 
-    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs, the three timed in turn", flush=True)
+    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs, the three timed in turn, in a new order each round", flush=True)
     inlined_run(check=True)  # fails unless it gives TinyReAct's trace and contexts exactly
     bare, inlined, ours = per_step_ms(bare_run(), inlined_run(), tinyreact_run())
     print(f"   {'bare text ReAct step (ast-parse the Action, literal_eval, call)':<64} {bare:8.3f} ms/step")
