@@ -165,6 +165,11 @@ RUN_OPTIONS = ["question", "chat", "compare", "replay", "record", "source", "htm
                "json", "quiet", "finish", "show_context", "no_stream", *EXITS]
 
 
+def _device(path: str) -> bool:
+    """/dev/null, /dev/stdout and the like: naming one twice overwrites nothing."""
+    return os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
+
+
 def _flag(option: str) -> str:
     """An option's name as typed: show_prompt is --show-prompt, source is --from."""
     return "--from" if option == "source" else "--" + option.replace("_", "-")
@@ -183,12 +188,13 @@ def conflict(args: argparse.Namespace) -> str | None:
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
     if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
         return "--jobs runs calls at once against network models; an embedded model answers one at a time"
-    files = [(option, os.path.realpath(getattr(args, option))) for option in FILES if getattr(args, option)]
+    files = [(option, os.path.realpath(getattr(args, option))) for option in FILES if getattr(args, option)
+             and not (option == "trace" and args.compare)]  # with --compare, --trace names the files it writes beside
     for number, (option, path) in enumerate(files):
         for other, other_path in files[number + 1:]:
-            if path == other_path and other in WRITTEN:  # FILES lists what is read before what is written
+            if path == other_path and other in WRITTEN and not _device(path):  # FILES lists what is read first
                 return f"{_flag(option)} and {_flag(other)} name the same file: {_flag(other)} would overwrite it"
-    if args.compare and args.trace and (args.trace.endswith(os.sep) or os.path.isdir(args.trace)):
+    if args.compare and args.trace and os.path.basename(args.trace) in ("", ".", ".."):
         return "--trace names a file, not a folder: with --compare, FILE.POLICY.jsonl are written beside it"
     for mode, does in EXITS.items():
         given = [option for option in RUN_OPTIONS if getattr(args, option) and option != mode
@@ -245,6 +251,10 @@ def _main(argv: list[str] | None) -> int:
         return _replay(args, specs)
     if args.record:
         return _record(args, policy)
+    if args.compare is not None and args.trace and args.html and os.path.realpath(args.html) in {
+            os.path.realpath(compare_trace_path(args.trace, make_policy(spec).name, attempt, args.repeat or 1))
+            for spec in specs for attempt in range(args.repeat or 1)}:
+        return fail(f"--html names one of the trace files --compare writes: {args.html}")
     if args.compare is not None and not (args.question or "").strip():
         return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
     chat = args.chat or (args.question is None and sys.stdin.isatty())
@@ -545,9 +555,10 @@ def _replay(args, specs: list[str]) -> int:
     else:
         replay_tables(LiveDisplay().console, reports, facts, points, answers, model_name, args.replay, counter.name,
                       (window, window_model) if window else None, cut_on_record(events))
-    if args.html:
-        write_output(args.html, lambda: replay_page(header, events, reports, counter, facts, points, answers, summaries,
-                                                  model_name, title=f"Replay of {readable(args.replay)}"))
+    if args.html and not write_output(args.html, lambda: replay_page(header, events, reports, counter, facts, points,
+                                                                     answers, summaries, model_name,
+                                                                     title=f"Replay of {readable(args.replay)}")):
+        unwritten.append(args.html)
     if interrupted:
         print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -605,18 +616,23 @@ def load_env_files() -> list[str]:
                 load_dotenv(path, override=False)
             except UnicodeDecodeError:
                 raise UsageError(f"{path} is not UTF-8 text: save it as UTF-8 (KEY=value lines)") from None
+            except OSError as problem:
+                raise UsageError(f"cannot read {path}: {problem.strerror or problem}") from None
             read.append(str(path))
     return read
 
 
 def fail(message: str) -> int:
-    print(f"error: {clean(message)}", file=sys.stderr)  # messages may quote a server, a file or the model
+    print(f"error: {readable(clean(message))}", file=sys.stderr)  # they may quote a server, a file or the model
     return EXIT_USAGE
 
 
 def readable(text: str) -> str:
     """A command-line argument as text: bytes that were not UTF-8 (kept by Python as surrogates) become U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte (a JSON escape like \ud800 makes one)
+        return SURROGATE.sub("\ufffd", text)
 
 
 class PipeGuard:

@@ -37,7 +37,7 @@ from policies.invariants import violations
 from policies.rendering import OBSERVATION_LIMIT, cap
 from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
 from tokens import TokenCounter, local_counter
-from traces import Trace
+from traces import SURROGATE, Trace
 
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
 CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
@@ -107,7 +107,12 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
         policy = make_policy(spec)
         # Named by the policy's own name, not the spec as typed: window:٢ and window:٣ are window:2 and window:3.
         meta = {"policy": policy.name, "model": model.name, "backend": model.backend}
-        trace = Trace(trace_path(policy.name, attempt), meta=meta, on_error=warn)
+        path = trace_path(policy.name, attempt)
+        try:
+            trace = Trace(path, meta=meta, on_error=warn)
+        except OSError as problem:  # the runs before this one are kept: this one runs, unrecorded
+            warn(f"cannot write the trace file {path}: {problem.strerror or problem}; this run is not recorded")
+            trace = Trace(None, meta=meta)
         try:
             agent = TinyReAct(model, tools=taped, ttl=ttl, policy=policy, trace=trace, counter=counter)
             result = agent.query(question, finish=finish)
@@ -177,6 +182,8 @@ def load_facts(header: dict, path: str | None = None) -> tuple[list[Fact], dict]
         except ValueError:  # Python's limit on the digits of an integer it converts
             raise ValueError(f"{path} is not a facts file: it holds a number too long to read") from None
         problem = _facts_file_problem(data)
+        if not problem and SURROGATE.search(json.dumps(data, ensure_ascii=False)):
+            problem = "it holds a lone surrogate (an escape like \\ud800), which is no text"
         if problem:
             raise ValueError(f"{path} is not a facts file: {problem} (see conversations/README.md)")
         facts = [Fact(**{"statement": item.get("statement") or item["text"], **item}) for item in data["facts"]]
@@ -351,7 +358,7 @@ class Summaries:
                 return entry["text"], f"cached, by {entry['model']}"
         if self.model is None:
             return None, ""
-        text = self.model.generate(request, []).text.strip()
+        text = SURROGATE.sub("\ufffd", self.model.generate(request, []).text.strip())  # see traces.SURROGATE
         key = f"{policy} · calls {calls[0]}-{calls[1]} · {self.model.name} · {digest}"
         self.cache[key] = {"key": key, "policy": policy, "calls": list(calls), "model": self.model.name,
                            "digest": digest, "text": text}
@@ -595,7 +602,7 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
 
     def ask(task):
         answer, messages, fact = task
-        text = cut_at_observation(model.generate(messages, STOP_SEQUENCES).text)
+        text = SURROGATE.sub("\ufffd", cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
         answer.answer = parse_reply(text).answer or text
         answer.verdict = classify(answer.answer, fact)
         return answer

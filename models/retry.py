@@ -49,7 +49,7 @@ class Deadline:
 
 
 def call_deadline() -> float:
-    """TINYREACT_CALL_DEADLINE in seconds (default 120); ModelConfigError unless a positive, finite number."""
+    """TINYREACT_CALL_DEADLINE in seconds (default 120); ModelConfigError unless a number above 0, at most a day."""
     value = os.environ.get("TINYREACT_CALL_DEADLINE", "").strip()
     if not value:
         return DEFAULT_DEADLINE

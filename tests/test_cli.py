@@ -320,6 +320,8 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["--replay", "t.jsonl", "--csv", "t.jsonl"], "--replay and --csv name the same file: --csv would overwrite it"),
     (["hi", "--trace", "t.html", "--html", "t.html"], "--trace and --html name the same file: --html would overwrite it"),
     (["hi", "--compare", "full", "--trace", "runs/"], "--trace names a file, not a folder"),
+    (["hi", "--compare", "full,window:1", "--trace", "runs.jsonl", "--html", "runs.full.jsonl"],
+     "--html names one of the trace files --compare writes"),
     (["hi", "--compare", "bogus,full"], "unknown policy 'bogus'"),
 ])
 def test_options_that_cannot_work_together_are_refused_in_one_line(args, message, capsys):
@@ -337,6 +339,12 @@ def test_an_empty_value_is_refused_not_taken_as_no_option(option, capsys):
         agent.main(["hi", option, ""])
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"error: argument {option}: needs a value, got an empty one (see --help)\n"
+
+
+def test_outputs_that_only_look_alike_or_are_devices_are_not_refused(capsys):
+    superbowl = os.path.join(ROOT, "conversations", "superbowl.jsonl")
+    assert agent.main(["--replay", superbowl, "--policies", "full", "--plot", "/dev/null", "--csv", "/dev/null"]) == 0
+    assert agent.conflict(agent.parse_args(["hi", "--compare", "full", "--trace", "runs.jsonl", "--html", "runs.jsonl"])) is None
 
 
 def test_a_usage_error_is_one_line_pointing_to_help(capsys):

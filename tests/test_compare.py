@@ -457,3 +457,32 @@ def test_compare_traces_of_distinct_policies_get_distinct_files(world, tmp_path,
     assert sorted(written) == ["u.window-2.jsonl", "u.window-3.jsonl"]
     assert written["u.window-2.jsonl"][0]["policy"] == "window:2"  # as the table names it
     assert [e["text"] for e in written["u.window-3.jsonl"][1] if e["type"] == "answer"] == ["48"]
+
+
+def test_a_run_whose_trace_file_cannot_be_opened_is_said_and_the_other_runs_are_kept(world, tmp_path, capsys):
+    world(["Answer: 47", "Answer: 47"])
+    (tmp_path / "t.window-1.jsonl").mkdir()  # the second run's file cannot be made
+    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
+    assert captured.err == (f"warning: cannot write the trace file {tmp_path / 't.window-1.jsonl'}: Is a directory; "
+                            "this run is not recorded\n")
+    assert read_trace_file(str(tmp_path / "t.full.jsonl"))[1]
+
+
+def test_a_facts_file_with_a_lone_surrogate_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "f.json"
+    facts = json.loads(open(os.path.join(ROOT, "conversations", "short.facts.json"), encoding="utf-8").read())
+    facts["facts"][0]["id"] = "code\ud800"
+    path.write_text(json.dumps(facts))  # ASCII: the escape is what JSON decodes into a surrogate
+    with pytest.raises(ValueError, match="lone surrogate"):
+        load_facts({}, str(path))
+
+
+def test_a_summary_with_a_lone_surrogate_is_kept_as_a_replacement_character(tmp_path):
+    from compare import Summaries
+
+    summaries = Summaries(ScriptedModel(["Summary: code \ud800 4471"]), str(tmp_path / "t.summaries.json"))
+    text, _ = summaries.text("compact:300", (1, 4), [Message.of("user", "Summarise.")])
+    assert text == "Summary: code \ufffd 4471"
+    assert Summaries(None, str(tmp_path / "t.summaries.json")).cache  # written, and read back

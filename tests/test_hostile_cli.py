@@ -254,3 +254,16 @@ def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-300:]
     assert "caf\ufffd.jsonl" in page.read_text(encoding="utf-8")
     assert "caf\ufffd.jsonl" in (tmp_path / "p.svg").read_text(encoding="utf-8")
+
+
+def test_a_dotenv_that_cannot_be_read_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    import dotenv
+
+    (tmp_path / ".env").write_text("A=1\n")
+
+    def unreadable(path, **options):  # as for a file without read permission, which root cannot be shown
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(dotenv, "load_dotenv", unreadable)
+    assert cli.main(["--models"]) == 2
+    assert capsys.readouterr().err == f"error: cannot read {tmp_path / '.env'}: Permission denied\n"
