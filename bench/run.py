@@ -104,8 +104,9 @@ def tinyreact_run():
 def inlined_run(check: bool = False):
     """One run of the same work as TinyReAct's loop, for the full policy only, written as one function as tightly as
     we could: the same trace events (a clock read for each), the same messages to the model, the same token counts,
-    the same checks on each step (the repeat and unreadable-reply counts, read back from the trace; the caps; the
-    window; the arguments' types). Only the structure is gone: no policy object, no general rendering (each
+    the same checks on each step that this task's calls meet (the action's length and shape, a known tool, every
+    parameter given, the arguments' types, the repeat and unreadable-reply counts read back from the trace, the
+    caps, the window); where TinyReAct would refuse or convert, it stops instead. Only the structure is gone: no policy object, no general rendering (each
     message is appended as its event is recorded), no helper functions but the reply parser and the query's
     counts. It shows what the work itself costs, so that TinyReAct's ratio to the bare step splits into the work
     and the structure. With `check`, it first runs TinyReAct once and stops unless the two traces (less their
@@ -117,7 +118,7 @@ def inlined_run(check: bool = False):
     from agent import REPLY_LIMIT, RECORD_LIMIT, summarise
     from models import Message, ModelReply, Part
     from prompts import render_instructions, tool_docs
-    from replies import parse_reply
+    from replies import MAX_ACTION_CHARS, parse_reply
     from tokens import local_counter
     from tools import DEFAULT_TOOLS
 
@@ -170,8 +171,14 @@ def inlined_run(check: bool = False):
                 append({"type": "answer", "step": step, "text": answer, "t": (clock() - started) // 1_000_000 / 1000})
                 return summarise(events), events
             append({"type": "action", "step": step, "text": action, "t": (clock() - started) // 1_000_000 / 1000})
-            call = ast.parse(action, mode="eval").body
+            if len(action) > MAX_ACTION_CHARS:
+                raise SystemExit("every action is short on this task")
+            call = ast.parse(action.strip(), mode="eval").body
+            if type(call) is not ast.Call or type(call.func) is not ast.Name or call.keywords or call.func.id not in tools:
+                raise SystemExit("every action calls a tool by position on this task")
             arguments, tool = {}, call.func.id
+            if len(call.args) != len(annotations[tool]):
+                raise SystemExit("every call gives each parameter on this task")
             for (name, annotation), node in zip(annotations[tool], call.args):
                 value = node.value if type(node) is ast.Constant else ast.literal_eval(node)
                 if annotation is float and (type(value) not in (int, float) or value != value or abs(value) > largest):
