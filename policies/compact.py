@@ -67,6 +67,6 @@ class CompactHistory(Policy):
             for step in turn.steps:
                 if covered <= step.index and (before is None or step.index < before):
                     pieces += step_parts(step)
-            if before is None and number == len(conversation.turns) - 1:  # an earlier turn's went unanswered
+            if before is None and number == len(conversation.turns) - 1:  # not an earlier turn's, left unanswered
                 pieces += pending_parts(turn)
         return pieces
