@@ -20,7 +20,7 @@ from prompts import render_instructions
 from terminal import clean
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
-from traces import SURROGATE, Trace, TraceFile, load_trace
+from traces import Trace, TraceFile, as_text, load_trace
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
@@ -632,7 +632,7 @@ def readable(text: str) -> str:
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate that stands for no byte (a JSON escape like \ud800 makes one)
-        return SURROGATE.sub("\ufffd", text)
+        return as_text(text)
 
 
 class PipeGuard:
@@ -648,7 +648,7 @@ class PipeGuard:
                 return self.stream.write(text)
             except UnicodeEncodeError:  # a file name that was not UTF-8, on a strict terminal: shown with U+FFFD
                 encoding = self.stream.encoding or "utf-8"
-                shown = SURROGATE.sub("\ufffd", text).encode(encoding, "replace").decode(encoding)
+                shown = as_text(text).encode(encoding, "replace").decode(encoding)
                 try:
                     return self.stream.write(shown)
                 except BrokenPipeError:

@@ -37,7 +37,7 @@ from policies.invariants import violations
 from policies.rendering import OBSERVATION_LIMIT, cap
 from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
 from tokens import TokenCounter, local_counter
-from traces import SURROGATE, Trace
+from traces import SURROGATE, Trace, as_text, read_json
 
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
 CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
@@ -171,16 +171,7 @@ def load_facts(header: dict, path: str | None = None) -> tuple[list[Fact], dict]
     """The facts, from a facts file when given (it overrides the header's), else from the trace header; and the
     probe points' declaration: {"turns": [...]} or {"calls": [...]}. Raises ValueError naming what is wrong."""
     if path:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as problem:
-            raise ValueError(f"{path} is not a facts file: not JSON ({problem.msg}, line {problem.lineno})") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path} is not a facts file: not JSON in UTF-8") from None
-        except RecursionError:
-            raise ValueError(f"{path} is not a facts file: its JSON is nested too deeply") from None
-        except ValueError:  # Python's limit on the digits of an integer it converts
-            raise ValueError(f"{path} is not a facts file: it holds a number too long to read") from None
+        data = read_json(path, "a facts file")
         problem = _facts_file_problem(data)
         if not problem and SURROGATE.search(json.dumps(data, ensure_ascii=False)):
             problem = "it holds a lone surrogate (an escape like \\ud800), which is no text"
@@ -358,7 +349,7 @@ class Summaries:
                 return entry["text"], f"cached, by {entry['model']}"
         if self.model is None:
             return None, ""
-        text = SURROGATE.sub("\ufffd", self.model.generate(request, []).text.strip())  # see traces.SURROGATE
+        text = as_text(self.model.generate(request, []).text.strip())
         key = f"{policy} · calls {calls[0]}-{calls[1]} · {self.model.name} · {digest}"
         self.cache[key] = {"key": key, "policy": policy, "calls": list(calls), "model": self.model.name,
                            "digest": digest, "text": text}
@@ -602,7 +593,7 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
 
     def ask(task):
         answer, messages, fact = task
-        text = SURROGATE.sub("\ufffd", cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
+        text = as_text(cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
         answer.answer = parse_reply(text).answer or text
         answer.verdict = classify(answer.answer, fact)
         return answer

@@ -11,7 +11,6 @@ have are stood in for under their own names. The policy's own tools (pin_note, f
 a script can record a session under pinned or forget.
 """
 import functools
-import json
 from pathlib import Path
 
 from agent import TinyReAct
@@ -19,7 +18,7 @@ from models.scripted import ScriptedModel
 from policies import Policy
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
 from tools import DEFAULT_TOOLS
-from traces import SURROGATE, Trace, header_problem
+from traces import Trace, as_text, header_problem, read_json
 
 
 def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
@@ -28,19 +27,10 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     if policy.needs_summaries:
         raise ValueError(f"--record plays the script's replies, and {policy.name} would ask the model for summaries the "
                          "script does not hold: record under another policy, then replay it under this one")
-    try:
-        script = json.loads(Path(script_path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as problem:
-        raise ValueError(f"{script_path} is not a conversation script: not JSON ({problem.msg})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{script_path} is not a conversation script: not JSON in UTF-8") from None
-    except RecursionError:
-        raise ValueError(f"{script_path} is not a conversation script: its JSON is nested too deeply") from None
-    except ValueError:  # Python's limit on the digits of an integer it converts
-        raise ValueError(f"{script_path} is not a conversation script: it holds a number too long to read") from None
+    script = read_json(script_path, "a conversation script")
     problem = _script_problem(script)
     if not problem:  # and nothing in the header that replay would refuse
-        name = SURROGATE.sub("\ufffd", Path(script_path).name)  # a file name that is not UTF-8 is no text a header holds
+        name = as_text(Path(script_path).name)  # a file name that is not UTF-8 is no text a header holds
         meta = {"title": script.get("title", ""), "recorded": f"from {name} with --record: replies played by the "
                 "scripted model, tool results from the script; usage numbers are the scripted model's estimates"}
         problem = header_problem(meta)

@@ -15,7 +15,7 @@ import threading
 from functools import lru_cache
 from typing import Callable
 
-from traces import SURROGATE
+from traces import as_text
 
 GEMMA = "Gemma 3 tokenizer, local"
 ESTIMATE = "estimate, 1 token per 4 characters"
@@ -35,9 +35,7 @@ class TokenCounter:
         if tokens is None:
             if len(self._memo) >= MEMO_LIMIT:
                 self._memo.clear()
-            # a lone surrogate cannot be encoded to be tokenised: it counts as the U+FFFD the trace records
-            clean = text if text.isascii() else SURROGATE.sub("\ufffd", text)
-            tokens = self._memo[text] = self._tokenize(clean)
+            tokens = self._memo[text] = self._tokenize(as_text(text))  # a lone surrogate cannot be encoded: U+FFFD
         return tokens
 
 

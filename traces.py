@@ -14,6 +14,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 FORMAT = "tinyreact-trace"
@@ -67,6 +68,11 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def as_text(text: str) -> str:
+    """`text` with each lone surrogate made U+FFFD: text that UTF-8 can encode, a trace hold and a terminal show."""
+    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
 class Trace:
     def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None, meta: dict | None = None,
                  on_error: Callable[[str], None] | None = None):
@@ -77,16 +83,15 @@ class Trace:
         self._start = time.monotonic_ns()
         self.path = path
         self.write_error: str | None = None
-        # backslashreplace: a lone surrogate in some text is written as its JSON escape instead of failing the write
+        # backslashreplace: a lone surrogate nested below a header's or an event's own fields (which _texts makes
+        # U+FFFD) is written as its JSON escape instead of failing the write
         self._file = open(path, "w", encoding="utf-8", errors="backslashreplace") if path else None
         if self._file:
             created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            self._write({"format": FORMAT, "version": VERSION, "created": created, **(meta or {})})
+            self._write({"format": FORMAT, "version": VERSION, "created": created, **_texts(dict(meta or {}))})
 
     def add(self, type: str, **fields) -> dict:
-        for name, value in fields.items():  # a lone surrogate is no text a file can hold: see SURROGATE
-            if value.__class__ is str and not value.isascii() and SURROGATE.search(value):
-                fields[name] = SURROGATE.sub("\ufffd", value)
+        _texts(fields)
         milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)
@@ -192,6 +197,28 @@ def load_trace(path: str) -> TraceFile:
     _check_header(path, records[0][0], records[0][1])
     _check_events(path, records[1:])
     return TraceFile(records[0][1], [event for _, event in records[1:]], warning)
+
+
+def _texts(fields: dict) -> dict:
+    """`fields` with each text value made `as_text`, in place; returned too. A lone surrogate is no text a file holds."""
+    for name, value in fields.items():
+        if value.__class__ is str and not value.isascii():
+            fields[name] = as_text(value)
+    return fields
+
+
+def read_json(path: str, what: str):
+    """The JSON value in a file given to a reader; ValueError, one line, saying that `path` is not `what` and why."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as problem:
+        raise ValueError(f"{path} is not {what}: not JSON ({problem.msg}, line {problem.lineno})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not {what}: not JSON in UTF-8") from None
+    except RecursionError:
+        raise ValueError(f"{path} is not {what}: its JSON is nested too deeply") from None
+    except ValueError:  # Python's limit on the digits of an integer it converts
+        raise ValueError(f"{path} is not {what}: it holds a number too long to read") from None
 
 
 def _parse(line: bytes):
