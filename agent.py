@@ -191,10 +191,10 @@ class TinyReAct:
         messages = self.policy.render(self.trace.events)
         tokens = self._measure(messages, self._tool_docs)
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
-        window = self.model.window if self.model.backend != "local" else None  # a local model refuses on its own
-        if window and sum(tokens.values()) > window and not self._over_window:  # said once a query
+        window, total = self.model.window if self.model.backend != "local" else None, sum(tokens.values())
+        if window and total > window and not self._over_window:  # said once a query; a local model refuses on its own
             self._over_window = True
-            self.trace.add("warning", message=f"the context is about {sum(tokens.values()):,} tokens ({self.counter.name}), "
+            self.trace.add("warning", message=f"the context is about {total:,} tokens ({self.counter.name}), "
                                               f"more than {self.model.name}'s window of {window:,}: the model may refuse "
                                               "it or lose its start; a policy that keeps less would fit")
         return messages

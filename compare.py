@@ -88,13 +88,16 @@ class LiveRun:
     correct: bool | None = None
 
 
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
 def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
                  finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
                  trace_path: Callable[[str, int], str | None] = lambda name, attempt: None,
                  progress: Callable[[str], None] = lambda text: None,
                  traces: list | None = None,
-                 warn: Callable[[str], None] = lambda text: print(f"warning: {text}", file=sys.stderr)
-                 ) -> Iterator[LiveRun]:
+                 warn: Callable[[str], None] = _warn) -> Iterator[LiveRun]:
     """Run `question` once per policy (`repeat` times each) with the same model and the same tool results,
     yielding each run as it ends. `trace_path(name, attempt)` names a trace file for each run from its policy's
     name, or None for none; a trace file that cannot be written is said through `warn`, once, and its run goes on.
@@ -322,8 +325,7 @@ class Summaries:
     JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the request,
     so that a second replay costs nothing. Without a model, only the cache answers."""
 
-    def __init__(self, model: Model | None = None, path: str | None = None,
-                 warn: Callable[[str], None] = lambda text: print(f"warning: {text}", file=sys.stderr)):
+    def __init__(self, model: Model | None = None, path: str | None = None, warn: Callable[[str], None] = _warn):
         """A cache file that cannot be read is said once through `warn` and set aside beside it, and a new one is
         started: it holds only what a model can write again, and a replay that needs none of it must not fail."""
         self.model, self.path = model, path
