@@ -1,7 +1,7 @@
 """The command line: `python agent.py "question"`, a chat, a comparison of policies, or a replay.
 
 This is the top layer. It reads the arguments and the `.env` files, loads the model, wires the loop
-(agent.py) to the terminal view (display.py), and turns every outcome into output and an exit code:
+(agent.py) to the terminal view (views/display.py), and turns every outcome into output and an exit code:
 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.
 """
 import argparse
@@ -17,10 +17,10 @@ from agent import TinyReAct
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
 from policies import POLICY_HELP, make_policy
 from prompts import render_instructions
-from terminal import clean
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
 from traces import Trace, TraceFile, as_text, load_trace
+from views.terminal import clean
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
@@ -268,7 +268,7 @@ def _main(argv: list[str] | None) -> int:
         return fail(str(problem))
     if args.compare is not None:
         return _compare(args, specs, model)
-    from display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
+    from views.display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
 
     display = LiveDisplay(events=not (args.json or args.quiet), context=_context_view(args),
                           stderr=args.json or args.quiet)
@@ -295,7 +295,7 @@ def _main(argv: list[str] | None) -> int:
         display.close()
         trace.close()
         if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
-            from pages import run_page  # the modes' own modules load only in those modes (see _compare)
+            from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
             write_output(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
                                                    agent.counter))
@@ -328,7 +328,7 @@ def _open_trace(path: str) -> TraceFile:
 
 def _page_of_trace(source: str, path: str) -> int:
     """`agent.py --html FILE --from TRACE.jsonl`: the page of a saved run, chat or comparison run."""
-    from pages import run_page  # the modes' own modules load only in those modes (see _compare)
+    from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
     recorded = _open_trace(source)
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {readable(source)}")  # noqa: E731
@@ -431,11 +431,11 @@ def _chat(agent: TinyReAct, display, args) -> int:
 
 def _compare(args, specs: list[str], model: Model) -> int:
     """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
-    from display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
+    from views.display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
     # The experiments, report formats and pages load only in the modes that use them, so that --help and a
     # plain question do not pay the ~50 ms of importing them.
-    from compare import compare_live, summarise_runs
-    from pages import compare_page
+    from experiments.live import compare_live, summarise_runs
+    from views.pages import compare_page
 
     question = (args.question or "").strip()
     counter, runs, interrupted, traces = local_counter(), [], False, []
@@ -478,11 +478,12 @@ def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -
 
 def _replay(args, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
-    from display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
-    from compare import (Summaries, context_window, cut_on_record, load_facts, probe, probe_calls,  # see _compare
-                         probe_points, replay)
-    from pages import replay_page
-    from reports import answers_csv, replay_csv, replay_json, svg_plot
+    from views.display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
+    from experiments.facts import cut_on_record, load_facts, probe_points
+    from experiments.probe import probe
+    from experiments.replay import Summaries, context_window, probe_calls, replay
+    from views.pages import replay_page
+    from views.reports import answers_csv, replay_csv, replay_json, svg_plot
 
     recorded = _open_trace(args.replay)
     header, events = recorded.header, recorded.events
@@ -572,7 +573,7 @@ def _replay(args, specs: list[str]) -> int:
 
 def _record(args, policy) -> int:
     """`agent.py --record SCRIPT.json [--trace FILE] [--policy NAME]`: a scripted conversation played through the loop."""
-    from recording import record_script  # see _compare
+    from experiments.recording import record_script  # see _compare
 
     path = args.trace or (args.record[:-5] if args.record.endswith(".json") else args.record) + ".jsonl"
     try:
@@ -587,7 +588,7 @@ def _record(args, policy) -> int:
 
 def _load_model(name: str | None) -> Model:
     """load_model with its notice on stderr and a spinner there while a local model loads."""
-    from display import spinner  # rich: only when showing a run (see main)
+    from views.display import spinner  # rich: only when showing a run (see main)
 
     with spinner("loading…", start=False) as update:
         return load_model(name, progress=lambda text: update(text + "…"), notice=lambda text: print(text, file=sys.stderr))

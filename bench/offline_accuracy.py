@@ -59,7 +59,7 @@ QUESTIONS = [  # (kind, question, expected: alternatives separated by |)
 
 def run(model_name: str, questions: list) -> None:
     from agent import TinyReAct
-    from compare import matches
+    from experiments.facts import matches
     from models import load_model
     from replies import ActionError, parse_action
     from tools import DEFAULT_TOOLS, bind_arguments

@@ -17,12 +17,13 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "conversations"))
 
 from agent import TinyReAct  # noqa: E402
-from compare import compare_live, replay  # noqa: E402
+from experiments.live import compare_live  # noqa: E402
+from experiments.replay import replay  # noqa: E402
 from models.scripted import ScriptedModel  # noqa: E402
 from policies import make_policy  # noqa: E402
-from pages import compare_page, replay_page, run_page  # noqa: E402
 from tokens import local_counter  # noqa: E402
 from traces import read_trace_file  # noqa: E402
+from views.pages import compare_page, replay_page, run_page  # noqa: E402
 
 BROWSERS = ["chromium", "chromium-browser", "google-chrome"]
 INSTALL = "apt-get install chromium chromium-driver"

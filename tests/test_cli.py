@@ -407,7 +407,7 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
 
 
 def test_a_streamed_reply_is_shown_once_as_it_comes_and_the_trace_is_unchanged(capsys):
-    from display import LiveDisplay
+    from views.display import LiveDisplay
     from models.scripted import ScriptedModel
     from agent import TinyReAct
 

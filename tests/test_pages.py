@@ -11,10 +11,12 @@ import pytest
 
 from agent import TinyReAct
 from browser import compare_traces, chromium, missing
-from compare import Fact, PolicyReplay, ProbeAnswer, load_facts, probe, probe_points, replay
+from experiments.facts import Fact, load_facts, probe_points
+from experiments.probe import ProbeAnswer, probe
+from experiments.replay import PolicyReplay, replay
 from models import ModelError
 from models.scripted import ScriptedModel
-from pages import compare_page, inert_json, replay_page, run_page
+from views.pages import compare_page, inert_json, replay_page, run_page
 from policies import BUCKET_NAMES, make_policy
 from tokens import local_counter
 from tools.arithmetic import add_numbers, multiply_numbers

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import traces
 from agent import TinyReAct
-from compare import replay
+from experiments.replay import replay
 from models.scripted import ScriptedModel
 from traces import EVENT_FIELDS, HISTORY, UPGRADES, VERSION, Trace, load_trace, read_trace_file
 

@@ -1,14 +1,16 @@
 """Report formats for a replay: an SVG chart, CSV and JSON. Plain text out, no terminal and no model.
 
-The terminal tables are display.py's; the experiments that produce the reports are compare.py's.
+The terminal tables are display.py's; the experiments that produce the reports are in experiments/.
 """
 import csv
 import io
 from dataclasses import asdict
 
-from compare import Fact, PolicyReplay, ProbeAnswer, ProbePoint, tally
+from experiments.facts import Fact, ProbePoint
+from experiments.probe import ProbeAnswer, tally
+from experiments.replay import PolicyReplay
 from policies import BUCKET_NAMES
-from terminal import clean
+from views.terminal import clean
 
 LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]

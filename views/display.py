@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from compare import VERDICTS, tally
+from experiments.probe import VERDICTS, tally
 from models.retry import describe
 from policies import BUCKET_NAMES as BUCKETS
-from terminal import clean
+from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
 

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from agent import MAX_FORMAT_ERRORS, StopReason, summarise
-from compare import (VERDICTS, Fact, PolicyReplay, ProbeAnswer, ProbePoint, Summaries, call_points, load_facts, matches,
-                     probe_calls, probe_points, summarised, tally)
+from experiments.facts import Fact, ProbePoint, call_points, load_facts, matches, probe_points
+from experiments.probe import VERDICTS, ProbeAnswer, tally
+from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
 from models.retry import describe
 from policies import BUCKET_NAMES, make_policy
-from reports import context_chart
-from terminal import clean
+from views.reports import context_chart
+from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]

@@ -1,0 +1,144 @@
+"""Probe: ask each fact's phrasings at each probe point against each policy's context and two controls (closed
+book: no history; facts only: a short prompt holding just the facts stated so far), keep every answer and
+classify it (correct, distractor, stale, refusal, other)."""
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from experiments.facts import Fact, ProbePoint, matches, question_event, stated
+from experiments.replay import Summaries, Summarised, summarised
+from models import Message, Model
+from policies import make_policy
+from policies.full import FullHistory
+from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
+from tokens import TokenCounter, local_counter
+from traces import as_text
+
+
+VERDICTS = ["correct", "distractor", "stale", "refusal", "other"]
+REFUSAL = re.compile(r"\b(?:don'?t know|do not know|not sure|cannot|can'?t|unable|no information|not (?:been )?"
+                     r"(?:mentioned|provided|given|stated|specified)|does ?n[o']t (?:say|mention)|unknown|"
+                     r"i (?:do not|don'?t) have|not available|no record)\b", re.IGNORECASE)
+CONTROLS = ["closed book", "facts only"]
+
+
+@dataclass
+class ProbeAnswer:
+    """One probe question asked once, and what came back."""
+    condition: str  # a policy's name, or a control: "closed book" (no history), "facts only" (just the facts)
+    point: str  # the probe point's label
+    fact: str
+    phrasing: int  # 1-based, in the fact's list
+    repeat: int  # 1-based
+    question: str
+    answer: str  # the Answer line when there is one, else the whole reply
+    verdict: str  # correct, distractor, stale, refusal or other (see classify)
+    context_tokens: int  # local count of what was sent
+
+
+def classify(answer: str, fact: Fact) -> str:
+    """correct when the answer holds the gold value (whole words, normalised); else distractor or stale when it holds
+    one of those known wrong values; else refusal when it says it does not know; else other."""
+    if matches(answer, fact.gold or ""):
+        return "correct"
+    if any(matches(answer, value) for value in fact.distractors):
+        return "distractor"
+    if any(matches(answer, value) for value in fact.stale):
+        return "stale"
+    return "refusal" if REFUSAL.search(answer) else "other"
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval for k successes in n trials (95% with the default z); (0, 1) when n is 0."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def tally(answers: Sequence[ProbeAnswer], by: str) -> dict:
+    """{condition: {point or fact: {"k", "n", "low", "high", and a count per verdict}}}, in the order first seen."""
+    table: dict = {}
+    for answer in answers:
+        cell = table.setdefault(answer.condition, {}).setdefault(getattr(answer, by), dict.fromkeys(VERDICTS, 0))
+        cell[answer.verdict] += 1
+    for row in table.values():
+        for cell in row.values():
+            cell["n"] = sum(cell[v] for v in VERDICTS)
+            cell["k"] = cell["correct"]
+            cell["low"], cell["high"] = (round(x, 3) for x in wilson(cell["k"], cell["n"]))
+    return table
+
+
+def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: list[Fact], points: list[ProbePoint],
+          phrasings: int | None = None, repeat: int = 1, jobs: int = 1, summaries: Summaries | None = None,
+          counter: TokenCounter | None = None, progress: Callable[[str], None] = lambda text: None,
+          answers: list | None = None) -> list[ProbeAnswer]:
+    """Ask each fact's first `phrasings` phrasings (all by default), `repeat` times, at every probe point where the
+    fact has been stated, against each policy's context and the two controls. `jobs` calls run at once (for network
+    backends; each keeps its own retry rules). Answers are appended to `answers` as they come, so that a caller
+    interrupted midway keeps them; returned sorted. Raises ValueError, before any call, for a trace with no
+    instructions (one cut short before its first model call): the probes are asked under its instructions."""
+    counter = counter or local_counter()
+    answers = answers if answers is not None else []
+    instructions = next((e for e in events if e["type"] == "instructions"), None)
+    if instructions is None:
+        raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
+                         "(a trace cut short before its first model call has none)")
+    sessions = {}
+    for spec in specs:
+        policy = make_policy(spec)
+        made = summarised(policy, events, counter.count, summaries) if policy.needs_summaries else \
+            Summarised(list(events), list(range(len(events) + 1)), [])
+        if made.events is not None:  # a policy replay could not measure is not asked either
+            sessions[policy.name] = (policy, made.events, made.position)
+    tasks = []
+    for point in points:
+        prefix = events[:point.index]
+        known = [fact for fact in facts if stated(fact, prefix)]
+        for fact in known:
+            if not fact.gold:
+                continue
+            for number, question in enumerate(fact.phrasings[:phrasings], 1):
+                asked = question_event(question)
+                contexts = {"closed book": FullHistory().render([instructions, asked]),
+                            "facts only": [Message.of("system", instructions["text"], "instructions"), Message.of(
+                                "user", "Facts from earlier in the conversation:\n" + "\n".join(
+                                    f"- {f.statement}" for f in known) + f"\n\nQuestion: {question}", "question")]}
+                for name, (policy, session, position) in sessions.items():
+                    contexts[name] = policy.render([*session[:position[point.index]], asked])
+                for condition, messages in contexts.items():
+                    for attempt in range(1, repeat + 1):
+                        tasks.append((ProbeAnswer(condition, point.label, fact.id, number, attempt, question, "", "",
+                                                  sum(counter.count(m.text) for m in messages)), messages, fact))
+
+    def ask(task):
+        answer, messages, fact = task
+        text = as_text(cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
+        answer.answer = parse_reply(text).answer or text
+        answer.verdict = classify(answer.answer, fact)
+        return answer
+
+    if jobs <= 1:
+        for number, task in enumerate(tasks, 1):
+            progress(f"probe {number} of {len(tasks)} · {task[0].condition} · {task[0].fact} at {task[0].point}")
+            answers.append(ask(task))
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(ask, task) for task in tasks]
+            try:
+                for number, future in enumerate(as_completed(futures), 1):
+                    progress(f"probe {number} of {len(tasks)}, {jobs} at a time")
+                    answers.append(future.result())
+            except BaseException:  # Ctrl-C or a failed call: the calls not started are dropped, the answers kept
+                for future in futures:
+                    future.cancel()
+                raise
+    order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
+    answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
+    return answers

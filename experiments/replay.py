@@ -1,0 +1,232 @@
+"""Static replay: a recorded session (any `--trace` file). For every model call in it, each policy renders what it
+would have sent given the same recorded replies (teacher forcing). Sizes, the tokens the session would have billed
+(summary calls included), peak context, buckets per call, invariant violations, and the state of each planted fact
+at each probe point (kept, gone, cut by the observation cap, or not stated yet); no model needed, except to write
+the summaries compact:T asks for (`Summaries`)."""
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from experiments import warn as _warn
+from experiments.facts import Fact, ProbePoint, call_points, fact_state, load_facts, probe_points, question_event
+from models import Message, Model
+from policies import Meter, make_policy
+from policies.invariants import violations
+from tokens import TokenCounter, local_counter
+from traces import as_text
+
+# Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
+CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
+
+
+def context_window(model_name: str | None) -> int | None:
+    """The context window of a model this project knows, by name or family; None when unknown."""
+    name = model_name or ""
+    return next((size for known, size in CONTEXT_WINDOWS.items() if name == known or name.startswith(known)), None)
+
+
+@dataclass
+class PolicyReplay:
+    """One policy over a recorded session. Token counts are local (the replay's counter)."""
+    policy: str
+    measured: bool = True
+    note: str = ""  # why it is not measured, or where its summaries came from
+    sizes: list[int] = field(default_factory=list)  # context tokens at each reasoning call
+    calls: list[dict] = field(default_factory=list)  # each call's tokens by bucket (instructions, tools, user, ...)
+    buckets: dict = field(default_factory=dict)  # the buckets summed over calls
+    violations: int = 0
+    facts: dict = field(default_factory=dict)  # fact id -> {probe point label: kept, partly, cut, gone or unstated}
+    summary_calls: int = 0  # calls compact:T makes to write summaries; their tokens are in `total`
+    summary_input: int = 0
+    summary_output: int = 0
+    over_window: int = 0  # calls whose context is larger than the model's window
+
+    @property
+    def total(self) -> int:
+        """Input tokens over the session: every reasoning call's context and every summary call's request."""
+        return sum(self.sizes) + self.summary_input
+
+    @property
+    def peak(self) -> int:
+        return max(self.sizes, default=0)
+
+
+def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:
+    """The call each probe point comes just before, numbered from 1, by the point's label (for charts)."""
+    calls = call_points(events)
+    return {point.label: sum(index < point.index for index in calls) + 1 for point in points}
+
+
+class Summaries:
+    """Where a replay gets the summaries compact:T asks for: written by `model` when there is one, and cached in a
+    JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the request,
+    so that a second replay costs nothing. Without a model, only the cache answers."""
+
+    def __init__(self, model: Model | None = None, path: str | None = None, warn: Callable[[str], None] = _warn):
+        """A cache file that cannot be read is said once through `warn` and set aside beside it, and a new one is
+        started: it holds only what a model can write again, and a replay that needs none of it must not fail."""
+        self.model, self.path = model, path
+        self.cache: dict[str, dict] = {}
+        if path and os.path.lexists(path):
+            try:
+                entries = json.loads(Path(path).read_text(encoding="utf-8"))
+                problem = _cache_problem(entries)
+            except OSError as error:  # a folder, no permission
+                problem = error.strerror or str(error)
+            except (ValueError, RecursionError) as error:  # not UTF-8, not JSON
+                problem = f"not JSON in UTF-8: {error}"
+            if problem is None:
+                self.cache = {entry["key"]: entry for entry in entries}
+            else:
+                warn(f"the summaries cache {path} cannot be read ({problem}); {self._set_aside()}")
+
+    def text(self, policy: str, calls: tuple[int, int], request: list[Message]) -> tuple[str | None, str]:
+        """(the summary, "cached" or "written by MODEL"); (None, "") when there is no model and no cached one."""
+        digest = hashlib.sha256("\n".join(m.text for m in request).encode()).hexdigest()[:16]
+        for entry in self.cache.values():  # the same request: from this model if there is one, else from any
+            if entry["policy"] == policy and entry["digest"] == digest and (not self.model or entry["model"] == self.model.name):
+                return entry["text"], f"cached, by {entry['model']}"
+        if self.model is None:
+            return None, ""
+        text = as_text(self.model.generate(request, []).text.strip())
+        key = f"{policy} · calls {calls[0]}-{calls[1]} · {self.model.name} · {digest}"
+        self.cache[key] = {"key": key, "policy": policy, "calls": list(calls), "model": self.model.name,
+                           "digest": digest, "text": text}
+        if self.path:
+            self._write(json.dumps(list(self.cache.values()), ensure_ascii=False, indent=1) + "\n")
+        return text, f"written by {self.model.name}"
+
+    def _set_aside(self) -> str:
+        """Move an unreadable cache file out of the way under a name of its own, keeping it; say what became of it."""
+        if not os.path.isfile(self.path):
+            return "it is not used"
+        aside, number = f"{self.path}.unreadable", 1
+        while os.path.lexists(aside):
+            number += 1
+            aside = f"{self.path}.unreadable{number}"
+        try:
+            os.replace(self.path, aside)
+        except OSError:
+            return "it is not used"
+        return f"it is set aside as {aside}, and a new one started"
+
+    def _write(self, text: str) -> None:
+        """Write the cache whole or not at all: a write cut short (a full disk, `ulimit -f`) leaves the last one."""
+        temporary = f"{self.path}.{os.getpid()}.tmp"  # in the same folder, so that os.replace is one rename
+        try:
+            with open(temporary, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
+def _cache_problem(entries) -> str | None:
+    """What is wrong with the shape of a summaries cache, in a few words; None when nothing is."""
+    if not isinstance(entries, list):
+        return "not a list of summaries"
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(name), str)
+                                                  for name in ("key", "policy", "model", "digest", "text")):
+            return f"summary {number} needs \"key\", \"policy\", \"model\", \"digest\" and \"text\" as text"
+    return None
+
+
+@dataclass
+class Summarised:
+    """A session as it would have been recorded under a policy that asks for summaries."""
+    events: list[dict] | None  # None when a summary it asks for cannot be had
+    position: list[int]  # where each recorded event (and the end) now sits
+    calls: list[tuple[int, int, str]]  # each summary call: input tokens, output tokens, where its text came from
+
+
+def summarised(policy, events: Sequence[dict], count: Callable[[str], int], summaries: Summaries | None) -> Summarised:
+    """The recorded summaries taken out, and a summary put in wherever `policy` asks for one, before a call's context
+    event, as the loop would. A recorded summary is reused where it answers exactly this policy's request (same
+    policy, same range); others come from `summaries`."""
+    recorded = {(e.get("policy"), e["upto"]): e["text"] for e in events if e["type"] == "summary"}
+    base = [e for e in events if e["type"] != "summary"]
+    asks_before, previous = set(), 0  # each call's first event: its context event, or its reply
+    for index in call_points(base):
+        asks_before.add(next((i for i in range(previous, index) if base[i]["type"] == "context"), index))
+        previous = index + 1
+    session, made, covered = [], [], 0
+    for index, event in enumerate(base):
+        if index in asks_before:
+            request = policy.summary_request(session, count)
+            if request is not None:
+                upto, messages = request
+                text, source = recorded.get((policy.name, upto)), "recorded"
+                if text is None and summaries is not None:
+                    replies = [e["type"] == "reply" for e in session]
+                    calls = (sum(replies[:covered]) + 1, sum(replies[:upto]))
+                    text, source = summaries.text(policy.name, calls, messages)
+                if text is None:
+                    return Summarised(None, [], made)
+                made.append((sum(count(m.text) for m in messages), count(text), source))
+                session.append({"type": "summary", "upto": upto, "text": text, "policy": policy.name})
+                covered = upto
+        session.append(event)
+    at = {id(event): i for i, event in enumerate(session)}
+    position = [len(session)]
+    for event in reversed(events):  # a recorded summary taken out sits where the next event does
+        position.insert(0, at.get(id(event), position[0]))
+    return Summarised(session, position, made)
+
+
+def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: TokenCounter | None = None,
+           facts: list[Fact] | None = None, points: list[ProbePoint] | None = None,
+           summaries: Summaries | None = None, window: int | None = None) -> list[PolicyReplay]:
+    """Static replay: what each policy would have sent at every call of the recorded session, and the state of each
+    fact at each probe point. `facts` and `points` default to the trace header's."""
+    counter = counter or local_counter()
+    if facts is None:
+        facts, declared = load_facts(header)
+        points = probe_points(declared, events) if points is None else points
+    points = points if points is not None else probe_points({}, events)
+    reports = []
+    for spec in specs:
+        policy = make_policy(spec)
+        report = PolicyReplay(policy.name)
+        session, position = list(events), list(range(len(events) + 1))
+        if policy.needs_summaries:
+            made = summarised(policy, events, counter.count, summaries)
+            if made.events is None:
+                report.measured = False
+                report.note = ("not measured: it asks for summaries the recording does not hold (none made under "
+                               f"{policy.name}); give --model to write them, cached beside the trace")
+                reports.append(report)
+                continue
+            session, position = made.events, made.position
+            report.summary_calls = len(made.calls)
+            report.summary_input = sum(tokens for tokens, _, _ in made.calls)
+            report.summary_output = sum(tokens for _, tokens, _ in made.calls)
+            sources = sorted({source for _, _, source in made.calls})
+            report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
+        measure = Meter(counter.count)
+        for index in call_points(session):
+            prefix = session[:index]
+            messages = policy.render(prefix)
+            docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
+            counts = measure(messages, docs)
+            report.sizes.append(sum(counts.values()))
+            report.calls.append(counts)
+            for bucket, count in counts.items():
+                report.buckets[bucket] = report.buckets.get(bucket, 0) + count
+            report.violations += len(violations(messages, prefix, policy.ordered))
+        report.over_window = sum(size > window for size in report.sizes) if window else 0
+        for point in points:
+            prefix = session[:position[point.index]]
+            for fact in facts:
+                asked = fact.phrasings or [None]
+                contexts = ["\n".join(m.text for m in policy.render(prefix if q is None else [*prefix, question_event(q)]))
+                            for q in asked]
+                report.facts.setdefault(fact.id, {})[point.label] = fact_state(fact, prefix, contexts)
+        reports.append(report)
+    return reports
