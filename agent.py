@@ -95,6 +95,27 @@ class Result:
         }
 
 
+def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
+    """A query's answer and why it stopped, from its stop event; traces older than the stop event are read as the
+    loop would have ended them. A query cut short by Ctrl-C has no stop event: it is `interrupted`."""
+    stops = [event for event in events if event["type"] == "stop"]
+    if stops:
+        return stops[-1].get("answer"), stops[-1]["reason"]
+    answers = [event["text"] for event in events if event["type"] == "answer"]
+    if answers:
+        return answers[-1], StopReason.ANSWER.value
+    errors = [event for event in events if event["type"] == "error"]
+    if errors:
+        if errors[-1].get("message") == "interrupted":
+            return None, "interrupted"
+        return None, StopReason.ERROR.value
+    readable = {event["step"] for event in events if event["type"] in ("action", "answer")}
+    replies = [event["step"] for event in events if event["type"] == "reply"]
+    if len(replies) >= MAX_FORMAT_ERRORS and not readable.intersection(replies[-MAX_FORMAT_ERRORS:]):
+        return None, StopReason.FORMAT_ERRORS.value
+    return None, StopReason.TTL.value
+
+
 def summarise(events: Sequence[dict]) -> dict:
     """The counts of a query, read from its events: the one place they are computed."""
     usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
@@ -175,6 +196,7 @@ class TinyReAct:
             self.trace.add("error", message=str(failure))
             overflow = isinstance(failure, ContextOverflow)
             answer, reason, error = None, StopReason.CONTEXT_OVERFLOW if overflow else StopReason.ERROR, failure
+        self.trace.add("stop", reason=reason.value, answer=answer)
         return self._result(self.trace.events[first:], answer, reason, time.monotonic() - started, error)
 
     def _result(self, events: Sequence[dict], answer: str | None, reason: StopReason, seconds: float,

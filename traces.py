@@ -29,7 +29,7 @@ HISTORY = {
     2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
-       "counted_locally on usage; model and backend in the header",
+       "counted_locally on usage; model and backend in the header; a stop event ending each query (reason, answer)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -61,6 +61,7 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "config_fallback": ({"backend": TEXT, "field": TEXT}, {"message": TEXT, "variable": OPTIONAL_TEXT}),
     "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),
     "error": ({"message": TEXT}, {}),
+    "stop": ({"reason": TEXT}, {"answer": OPTIONAL_TEXT}),
     "reset": ({}, {}),
 }
 # A JSON or Python escape like \ud800 (in a server's reply, or in a string the model passes to a tool) makes a lone

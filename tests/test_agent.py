@@ -160,7 +160,8 @@ def test_model_failure_ends_the_run_with_error_and_keeps_the_trace():
     agent = TinyReAct(Flaky(["Action: add_numbers(1, 2)"]))
     result = agent.query("1 + 2?")
     assert result.stop_reason is StopReason.ERROR and result.answer is None
-    assert [e["type"] for e in result.trace][-3:] == ["observation", "context", "error"]
+    assert [e["type"] for e in result.trace][-4:] == ["observation", "context", "error", "stop"]
+    assert result.trace[-1] == {"type": "stop", "reason": "error", "answer": None, "t": result.trace[-1]["t"]}
 
 
 def test_scripted_model_fails_loudly_when_exhausted():

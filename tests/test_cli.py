@@ -131,7 +131,7 @@ def test_rejected_key_exits_2_with_one_line_and_keeps_the_trace(world, tmp_path,
     assert captured.out == ""
     assert captured.err.startswith("error: Gemini rejected the API key") and captured.err.count("\n") == 1
     assert "sk-wrong-SECRET" not in captured.err + trace_file.read_text()
-    assert [e["type"] for e in read_trace(str(trace_file))] == ["instructions", "question", "context", "error"]
+    assert [e["type"] for e in read_trace(str(trace_file))] == ["instructions", "question", "context", "error", "stop"]
 
 
 def test_help_is_fast_and_imports_no_sdk():

@@ -14,13 +14,13 @@ from browser import compare_traces, chromium, missing
 from experiments.facts import Fact, load_facts, probe_points
 from experiments.probe import ProbeAnswer, probe
 from experiments.replay import PolicyReplay, replay
-from models import ModelError
+from models import ContextOverflow, ModelError
 from models.scripted import ScriptedModel
-from views.pages import compare_page, inert_json, replay_page, run_page
 from policies import BUCKET_NAMES, make_policy
 from tokens import local_counter
 from tools.arithmetic import add_numbers, multiply_numbers
 from traces import read_trace_file
+from views.pages import compare_page, inert_json, replay_page, run_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
@@ -270,6 +270,25 @@ def test_stop_reasons_errors_retries_and_unknown_events(counter):
     assert [p.text for p in root.all("p", "notice")] == ["Gemini 503 UNAVAILABLE — attempt 2/4 in 2.3 s",
                                                          "retry: backend openai · message no attempt count"]
     assert "never shown" not in root.text
+
+
+def test_the_page_takes_the_stop_reason_from_the_trace_and_reads_older_traces_without_one(counter):
+    class TooLong:
+        name, usage_source, backend, window = "tiny", "its tokenizer", "local", 10
+
+        def generate(self, messages, stop, **callbacks):
+            raise ContextOverflow("the context is 900 tokens, more than tiny's window of 10")
+    agent = TinyReAct(TooLong(), tools=[add_numbers], counter=counter)
+    agent.query("Anything?")
+    assert agent.trace.events[-1] == {"type": "stop", "reason": "context_overflow", "answer": None,
+                                      "t": agent.trace.events[-1]["t"]}
+    assert parse(run_page({}, agent.trace.events, counter)).one("span", "stop").text == "context_overflow"
+    answered = session("full", [("One plus one?", ["Action: add_numbers(1, 1)", "Answer: 2"])])
+    older = [event for event in answered if event["type"] != "stop"]  # a trace written before the stop event
+    assert len(older) == len(answered) - 1
+    for events in (answered, older):
+        root = parse(run_page({}, events, counter))
+        assert root.one("span", "stop").text == "answer" and "<b>2</b>" in run_page({}, events, counter)
 
 
 def test_an_interrupted_run_and_a_trace_without_context_events(super_bowl, counter):

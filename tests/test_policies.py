@@ -318,7 +318,7 @@ def test_a_finish_request_the_model_never_answered_is_not_asked_again_in_a_later
 ])
 def test_the_invariant_checker_catches_each_kind_of_breakage(broken, problem):
     agent, model = session("full", ["Action: add_numbers(1, 1)", "Answer: 2"], ["one plus one"])
-    events = agent.trace.events[:-4]  # just before the second call
+    events = agent.trace.events[:-5]  # just before the second call (its context, usage, reply, answer and the stop)
     assert violations(model.calls[-1], events) == []
     assert any(problem in v for v in violations(broken(model.calls[-1]), events))
 
@@ -377,7 +377,7 @@ def test_a_short_result_of_several_lines_is_one_fact_on_one_line(spec):
     block = [part.text for message in messages for part in message.parts if part.kind == "notes"]
     assert block == ["Key facts, extracted by rule from the conversation:\n"
                      "- record(name='ada') returned name: ada city: London"]
-    check_invariants(messages, agent.trace.events[:-3])  # the call before the last reply, its usage and answer
+    check_invariants(messages, agent.trace.events[:-4])  # the call before the last usage, reply, answer and stop
 
 
 def test_retrieve_brings_back_the_relevant_earlier_step_marked():
@@ -394,7 +394,7 @@ def test_retrieve_brings_back_the_relevant_earlier_step_marked():
 
 def test_budget_keeps_the_most_relevant_steps_that_fit_and_says_how_they_are_ordered():
     agent, _ = essay_session("full")
-    events = agent.trace.events[:-2]  # the context of the last call
+    events = agent.trace.events[:-3]  # the context of the last call: its reply, answer and stop left out
     current = count_tokens("Question: Where was Ada born?")
     ada_turn = sum(map(count_tokens, ["Question: My locker code is 4471. When was Ada born?", 'Action: lookup("ada")',
                                       "Observation1: Ada Lovelace, born 1815 in London", "Answer: 1815"]))
@@ -415,7 +415,7 @@ def test_budget_lays_the_chosen_turns_out_most_relevant_at_both_edges():
     agent = TinyReAct(ScriptedModel([f"Answer: {n}" for n in range(5)]), tools=[add_numbers])
     for question in questions:
         agent.query(question)
-    messages = make_policy("budget:100000").render(agent.trace.events[:-2])
+    messages = make_policy("budget:100000").render(agent.trace.events[:-3])
     shown_questions = [part.text for message in messages[1:] for part in message.parts if part.kind == "question"]
     # BM25 ranks the question with all four words first and "gamma delta" second; the one-word questions come last.
     # Laid out from both edges inward: the first at the top, the second just before the current question.
@@ -458,7 +458,7 @@ def test_composition_applies_the_policies_in_order_and_offers_their_tools():
 
 def test_an_observation_cut_when_shown_is_held_by_the_trace_but_a_forged_cut_is_not():
     agent, model = session("full", ['Action: fetch("alpha")', "Answer: ok"], ["read"])
-    events = agent.trace.events[:-4]
+    events = agent.trace.events[:-5]
     messages = make_policy("full").render(events)
     assert violations(messages, events) == []
     forged = [*messages[:-1], Message.of("user", "Observation1: alpha\n[... 12 characters cut ...]\nalpha", "observation")]

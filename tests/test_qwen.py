@@ -110,7 +110,8 @@ def test_a_context_past_the_window_stops_the_run_and_a_chat_goes_on(tokenizer):
     agent = TinyReAct(model)
     result = agent.query("What is 7 * 6 + 5?")  # the instructions alone are about 900 tokens
     assert result.stop_reason is StopReason.CONTEXT_OVERFLOW and result.answer is None
-    assert result.trace[-1]["type"] == "error" and "window of 600" in result.trace[-1]["message"]
+    assert result.trace[-2]["type"] == "error" and "window of 600" in result.trace[-2]["message"]
+    assert result.trace[-1]["type"] == "stop" and result.trace[-1]["reason"] == "context_overflow"
     assert agent.query("And 2 + 2?").stop_reason is StopReason.CONTEXT_OVERFLOW  # the session itself goes on
 
 

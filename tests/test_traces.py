@@ -109,8 +109,9 @@ def test_a_broken_line_that_is_not_the_last_is_an_error(tmp_path):
     path.write_bytes(b"\n".join(data))
     with pytest.raises(ValueError, match=r"broken.jsonl, line 6: not JSON in UTF-8$"):
         load_trace(str(path))
-    path.write_bytes(open(SUPER_BOWL, "rb").read() + b'{"type": "rep\n')  # cut, yet followed by a newline: not a kill
-    with pytest.raises(ValueError, match="line 45: not JSON"):
+    whole = open(SUPER_BOWL, "rb").read()
+    path.write_bytes(whole + b'{"type": "rep\n')  # cut, yet followed by a newline: not a kill
+    with pytest.raises(ValueError, match=f"line {len(whole.splitlines()) + 1}: not JSON"):
         load_trace(str(path))
 
 

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from agent import MAX_FORMAT_ERRORS, StopReason, summarise
+from agent import outcome, summarise
 from experiments.facts import Fact, ProbePoint, call_points, load_facts, matches, probe_points
 from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
@@ -216,21 +216,6 @@ def questions(events: Sequence[dict]) -> list[tuple[int, int]]:
         end = next((i for i in range(start + 1, len(events)) if events[i]["type"] in ("question", "reset")), len(events))
         bounds.append((start, end))
     return bounds
-
-
-def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
-    """A question's answer and why it stopped, read from its events (the trace records no stop reason itself)."""
-    answers = [event["text"] for event in events if event["type"] == "answer"]
-    if answers:
-        return answers[-1], StopReason.ANSWER.value
-    errors = [event for event in events if event["type"] == "error"]
-    if errors:
-        return None, "interrupted" if errors[-1].get("message") == "interrupted" else StopReason.ERROR.value
-    readable = {event["step"] for event in events if event["type"] in ("action", "answer")}
-    replies = [event["step"] for event in events if event["type"] == "reply"]
-    if len(replies) >= MAX_FORMAT_ERRORS and not readable.intersection(replies[-MAX_FORMAT_ERRORS:]):
-        return None, StopReason.FORMAT_ERRORS.value
-    return None, StopReason.TTL.value
 
 
 def seconds(events: Sequence[dict]) -> float:
