@@ -9,13 +9,13 @@ import json
 import os
 import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from agent import TinyReAct
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
-from policies import POLICY_HELP, make_policy
+from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
@@ -126,43 +126,40 @@ def _positive_int(text: str) -> int:
     return value
 
 
-# Options that only mean something in one mode: (option, the mode it needs, what to say).
-ONLY_WITH = [
-    ("expect", "compare", "--expect"), ("repeat", ("compare", "probe"), "--repeat"),
-    ("policies", "replay", "--policies"), ("probe", "replay", "--probe"), ("plot", "replay", "--plot"),
-    ("csv", "replay", "--csv"), ("facts", "replay", "--facts"), ("probe_facts", "replay", "--probe-facts"),
-    ("probe_points", "replay", "--probe-points"), ("phrasings", "probe", "--phrasings"), ("jobs", "probe", "--jobs"),
-    ("answers", "probe", "--answers"), ("source", "html", "--from"),
-]
-# Options a mode cannot use: (mode, option, flag).
-NOT_WITH = [
-    ("compare", "chat", "--chat"), ("compare", "quiet", "-q"), ("compare", "show_context", "--show-context"),
-    ("compare", "policy", "--policy"), ("compare", "replay", "--replay"),
-    ("replay", "question", "a question"), ("replay", "chat", "--chat"), ("replay", "trace", "--trace"),
-    ("replay", "quiet", "-q"), ("replay", "show_context", "--show-context"), ("replay", "policy", "--policy"),
-    ("replay", "ttl", "--ttl"), ("replay", "finish", "--finish"),
-    ("chat", "json", "--json"),
-    ("record", "question", "a question"), ("record", "chat", "--chat"), ("record", "compare", "--compare"),
-    ("record", "replay", "--replay"), ("record", "show_context", "--show-context"),
-    ("source", "question", "a question"), ("source", "chat", "--chat"), ("source", "compare", "--compare"),
-    ("source", "replay", "--replay"), ("source", "record", "--record"), ("source", "trace", "--trace"),
-    ("chat", "question", "a question (it takes its questions from the terminal)"),
-    ("source", "json", "--json"), ("source", "quiet", "-q"), ("source", "policy", "--policy"),
-    ("record", "json", "--json"), ("record", "quiet", "-q"), ("record", "ttl", "--ttl"), ("record", "model", "--model"),
-    ("record", "html", "--html"), ("record", "finish", "--finish"),
-    ("source", "model", "--model"), ("source", "ttl", "--ttl"), ("source", "finish", "--finish"),
-    ("source", "show_context", "--show-context"), ("json", "quiet", "-q"),
-]
+# The command line as one table: the modes, each chosen by its own option, and the options each one takes. Every
+# refusal is read from it: an option given without a mode that takes it, a mode given an option it does not take,
+# and a mode that does one thing and exits given anything else.
+@dataclass(frozen=True)
+class Mode:
+    option: str | None  # the option that chooses it; None for a question, the default
+    takes: str  # the options it works with, by their argparse names
+    needs: str | None = None  # the one option it only works with: --from needs --html; --probe, a part of --replay,
+    # needs --replay and takes what --replay takes too
+    exits: str = ""  # what a mode that does one thing and exits does, as its refusal says
 
 
+# When several modes are given, the first of them here speaks.
+MODES = {
+    "page": Mode("source", "html no_stream", needs="html"),
+    "record": Mode("record", "trace policy no_stream"),
+    "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat"),
+    "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points"),
+    "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
+    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream"),
+    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream"),
+    "models": Mode("models", "", exits="lists the models and exits"),
+    "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
+    "show_prompt": Mode("show_prompt", "policy", exits="prints the prompt and exits"),
+}
+# Options that a mode takes, but not together.
+EXCLUSIVE = [("json", "quiet")]
+# Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
+OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "phrasings",
+           "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model", "policy",
+           "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache", "show_prompt"]
 # The options that name a file: the ones read, then the ones written.
 FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}
-# The modes that do one thing and exit, and every option of a run, none of which they take.
-EXITS = {"models": "lists the models and exits", "verify_cache": "checks the model cache and exits",
-         "show_prompt": "prints the prompt and exits"}
-RUN_OPTIONS = ["question", "chat", "compare", "replay", "record", "source", "html", "model", "policy", "ttl", "trace",
-               "json", "quiet", "finish", "show_context", "no_stream", *EXITS]
 
 
 def _device(path: str) -> bool:
@@ -175,34 +172,129 @@ def _flag(option: str) -> str:
     return "--from" if option == "source" else "--" + option.replace("_", "-")
 
 
+def _named(option: str, mode: str) -> str:
+    """An option as a refusal names it: -q, a question."""
+    if option == "question":
+        return "a question (it takes its questions from the terminal)" if mode == "chat" else "a question"
+    return "-q" if option == "quiet" else _flag(option)
+
+
+# Read from MODES once: the mode each option chooses, the options of the modes that exit, and for each option that
+# works only beside another (--expect beside --compare, --repeat beside --compare or --probe), which ones.
+CHOOSERS = {mode.option: name for name, mode in MODES.items() if mode.option}
+EXITS = {mode.option for mode in MODES.values() if mode.exits}
+BESIDE = {option: [mode.option for mode in MODES.values() if mode.option and option in mode.takes.split()]
+          for option in OPTIONS if option not in MODES["run"].takes.split() and option not in CHOOSERS}
+BESIDE |= {mode.option: [mode.needs] for mode in MODES.values() if mode.needs}
+
+
+def _takes(mode: Mode) -> set[str]:
+    """The options a mode works with: its own, the one it needs, and all a mode it is a part of takes."""
+    whole = _takes(MODES[CHOOSERS[mode.needs]]) if mode.needs in CHOOSERS else set()
+    return set(mode.takes.split()) | {option for option in (mode.option, mode.needs) if option} | whole
+
+
+def mode_of(args: argparse.Namespace) -> str:
+    """The mode the options choose (after `conflict` has let them through)."""
+    return _chosen([option for option in OPTIONS if getattr(args, option)])
+
+
+def _chosen(given: list[str], exits: bool = True) -> str:
+    """The first of MODES whose option is given, or the part of it given too (--replay with --probe is probe)."""
+    names = [name for name, mode in MODES.items() if mode.option in given and (exits or not mode.exits)]
+    if not names:
+        return "run"
+    parts = [name for name in names if MODES[name].needs == MODES[names[0]].option]
+    return (parts or names)[0]
+
+
 def conflict(args: argparse.Namespace) -> str | None:
     """The first combination of options that cannot work together, said in one line; None when they can."""
-    for option, modes, flag in ONLY_WITH:
-        modes = modes if isinstance(modes, tuple) else (modes,)
-        if getattr(args, option) and not any(getattr(args, mode) for mode in modes):
-            return f"{flag} only works with {' or '.join(map(_flag, modes))}"
-    for mode, option, flag in NOT_WITH:
-        if getattr(args, mode) and getattr(args, option):
-            return f"{_flag(mode)} does not go with {flag}"
-    if args.replay and args.model and not args.probe and "compact" not in (args.policies or DEFAULT_POLICIES):
+    given = [option for option in OPTIONS if getattr(args, option)]
+    return _without_its_mode(args, given) or _not_taken(args, given) or _by_value(args) or _exits_alone(given)
+
+
+def _without_its_mode(args, given: list[str]) -> str | None:
+    """An option given without any mode that takes it: --expect without --compare, --probe without --replay."""
+    for option in given:
+        if option in BESIDE and not any(getattr(args, other) for other in BESIDE[option]):
+            return f"{_flag(option)} only works with {' or '.join(map(_flag, BESIDE[option]))}"
+    return None
+
+
+def _not_taken(args, given: list[str]) -> str | None:
+    """The first mode given, given an option it does not take (the modes that exit say so themselves); then two
+    options that do not go together."""
+    chosen = _chosen(given, exits=False)
+    mode = MODES[chosen]
+    speaker = mode.needs if mode.needs in CHOOSERS else mode.option  # a part of a mode speaks as the mode
+    for option in _modes_first(given):
+        if option not in _takes(mode) and option not in EXITS:
+            return f"{_flag(speaker)} does not go with {_named(option, chosen)}"
+    for first, second in EXCLUSIVE:
+        if getattr(args, first) and getattr(args, second):
+            return f"{_flag(first)} does not go with {_named(second, chosen)}"
+    return None
+
+
+def _by_value(args) -> str | None:
+    """The refusals that depend on the values given."""
+    return _model_unused(args) or _jobs_for_one(args) or _trace_folder(args) or _named_twice(args)
+
+
+def _model_unused(args) -> str | None:
+    """--model with --replay, where no probe and no summary asks for one."""
+    if args.replay and args.model and not args.probe and not _asks_for_summaries(args.policies or DEFAULT_POLICIES):
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
+    return None
+
+
+def _jobs_for_one(args) -> str | None:
     if args.jobs and args.jobs > 1 and args.model and _is_local(args.model):
         return "--jobs runs calls at once against network models; an embedded model answers one at a time"
+    return None
+
+
+def _trace_folder(args) -> str | None:
+    if args.compare and args.trace and os.path.basename(args.trace) in ("", ".", ".."):
+        return "--trace names a file, not a folder: with --compare, FILE.POLICY.jsonl are written beside it"
+    return None
+
+
+def _named_twice(args) -> str | None:
+    """A file read or written that another option would overwrite."""
     files = [(option, os.path.realpath(getattr(args, option))) for option in FILES if getattr(args, option)
              and not (option == "trace" and args.compare)]  # with --compare, --trace names the files it writes beside
     for number, (option, path) in enumerate(files):
         for other, other_path in files[number + 1:]:
             if path == other_path and other in WRITTEN and not _device(path):  # FILES lists what is read first
                 return f"{_flag(option)} and {_flag(other)} name the same file: {_flag(other)} would overwrite it"
-    if args.compare and args.trace and os.path.basename(args.trace) in ("", ".", ".."):
-        return "--trace names a file, not a folder: with --compare, FILE.POLICY.jsonl are written beside it"
-    for mode, does in EXITS.items():
-        given = [option for option in RUN_OPTIONS if getattr(args, option) and option != mode
-                 and not (mode == "show_prompt" and option == "policy")]  # the prompt shows the policy's tools
-        if getattr(args, mode) and given:
-            what = "a question" if given[0] == "question" else _flag(given[0])
-            return f"{_flag(mode)} {does}; it does not go with {what}"
     return None
+
+
+def _exits_alone(given: list[str]) -> str | None:
+    """A mode that does one thing and exits, given an option it does not take."""
+    for mode in MODES.values():
+        others = [option for option in _modes_first(given) if option != mode.option and option not in _takes(mode)]
+        if mode.exits and mode.option in given and others:
+            what = "a question" if others[0] == "question" else _flag(others[0])
+            return f"{_flag(mode.option)} {mode.exits}; it does not go with {what}"
+    return None
+
+
+def _modes_first(given: list[str]) -> list[str]:
+    """The options given, with those that choose a mode first: a refusal names another mode before its options."""
+    rank = {option: 1 if MODES[name].needs else 0 for option, name in CHOOSERS.items()}
+    return sorted(given, key=lambda option: rank.get(option, 2))
+
+
+def _asks_for_summaries(policies: str) -> bool:
+    """Whether any of these policies shows model-written summaries (compact:T), which a replay writes with --model.
+    A policy that cannot be read is said when the policies are read, after the options are checked."""
+    try:
+        return any(make_policy(spec).needs_summaries for spec in _listed(policies))
+    except ValueError:
+        return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,64 +320,37 @@ def _main(argv: list[str] | None) -> int:
     problem = conflict(args)
     if problem:
         return fail(problem)
-    try:
+    mode = mode_of(args)
+    try:  # the policies as given: one for a run, a chat, a recording or the prompt; a list to compare or replay
         policy = make_policy(args.policy or "full")
-        if args.compare is not None:
-            specs = _specs(args.compare)
-        else:
-            specs = _specs(args.policies if args.policies is not None else DEFAULT_POLICIES) if args.replay else []
+        listed = args.compare if mode == "compare" else args.policies or DEFAULT_POLICIES
+        specs = _specs(listed) if mode in ("compare", "replay", "probe") else []
     except ValueError as problem:
         return fail(str(problem))
-    if args.show_prompt:
-        print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace())))
-        return EXIT_ANSWERED
-    if args.models:
-        read = load_env_files()
-        print(clean(describe_models(available_models(read))))
-        return EXIT_ANSWERED
-    if args.verify_cache:
-        return _verify_cache()
-    if args.source:
-        return _page_of_trace(args.source, args.html)
-    if args.replay:
-        return _replay(args, specs)
-    if args.record:
-        return _record(args, policy)
-    if args.compare is not None and args.trace and args.html and os.path.realpath(args.html) in {
-            os.path.realpath(compare_trace_path(args.trace, make_policy(spec).name, attempt, args.repeat or 1))
-            for spec in specs for attempt in range(args.repeat or 1)}:
-        return fail(f"--html names one of the trace files --compare writes: {args.html}")
-    if args.compare is not None and not (args.question or "").strip():
-        return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
+    return HANDLERS[mode](args, policy, specs)
+
+
+def _show_prompt(args, policy: Policy, specs: list[str]) -> int:
+    print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace())))
+    return EXIT_ANSWERED
+
+
+def _models(args, policy: Policy, specs: list[str]) -> int:
+    read = load_env_files()
+    print(clean(describe_models(available_models(read))))
+    return EXIT_ANSWERED
+
+
+def _ask(args, policy: Policy, specs: list[str]) -> int:
+    """A question, or a chat: the model loaded, the run shown as it happens, the trace and the page kept."""
     chat = args.chat or (args.question is None and sys.stdin.isatty())
     if not chat and not (args.question or "").strip():
         return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
-    load_env_files()
-    read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
+    model = _model_for_a_run(args)
+    agent, display = _agent_shown(args, model, policy)
+    trace = agent.trace
     try:
-        model = _load_model(args.model)
-    except (ModelConfigError, ValueError) as problem:
-        return fail(str(problem))
-    if args.compare is not None:
-        return _compare(args, specs, model)
-    from views.display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
-
-    display = LiveDisplay(events=not (args.json or args.quiet), context=_context_view(args),
-                          stderr=args.json or args.quiet)
-    try:
-        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend},
-                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
-    except OSError as problem:
-        return fail(f"cannot write the trace file: {problem.strerror}: {args.trace}")
-    stream = not (args.no_stream or args.json or args.quiet) and sys.stdout.isatty()
-    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
-                      on_text=display.stream if stream else None)
-    display.counter = agent.counter
-    display.render_context = lambda: agent.policy.render(agent.trace.events)
-    try:
-        if chat:
-            return _chat(agent, display, args)
-        return _answer(agent, display, args, args.question.strip())
+        return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
     except KeyboardInterrupt:
         _interrupted(agent, display, args)
         if args.json:
@@ -295,10 +360,42 @@ def _main(argv: list[str] | None) -> int:
         display.close()
         trace.close()
         if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
-            from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
+            _write_run_page(args.html, model, trace, agent.counter)
 
-            write_output(args.html, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events,
-                                                   agent.counter))
+
+def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
+    """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
+    from views.display import LiveDisplay  # rich takes longer to import than --help takes to run: only when showing a run
+
+    quiet = args.json or args.quiet
+    display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
+    try:
+        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend},
+                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
+    stream = not (args.no_stream or quiet) and sys.stdout.isatty()
+    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
+                      on_text=display.stream if stream else None)
+    display.counter = agent.counter
+    display.render_context = lambda: agent.policy.render(agent.trace.events)
+    return agent, display
+
+
+def _model_for_a_run(args) -> Model:
+    """The model a question, a chat or a comparison runs, with .env read first; a UsageError when it cannot load."""
+    load_env_files()
+    read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
+    try:
+        return _load_model(args.model)
+    except (ModelConfigError, ValueError) as problem:
+        raise UsageError(str(problem)) from None
+
+
+def _write_run_page(path: str, model: Model, trace: Trace, counter) -> None:
+    from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
+
+    write_output(path, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events, counter))
 
 
 def write_output(path: str, text: Callable[[], str]) -> bool:
@@ -326,16 +423,17 @@ def _open_trace(path: str) -> TraceFile:
     return recorded
 
 
-def _page_of_trace(source: str, path: str) -> int:
+def _page_of_trace(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --html FILE --from TRACE.jsonl`: the page of a saved run, chat or comparison run."""
     from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
-    recorded = _open_trace(source)
-    page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=f"TinyReAct: {readable(source)}")  # noqa: E731
-    return EXIT_ANSWERED if write_output(path, page) else EXIT_USAGE
+    recorded = _open_trace(args.source)
+    title = f"TinyReAct: {readable(args.source)}"
+    page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=title)  # noqa: E731
+    return EXIT_ANSWERED if write_output(args.html, page) else EXIT_USAGE
 
 
-def _verify_cache() -> int:
+def _verify_cache(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --verify-cache`: every model folder in the cache read back and checked; exit 1 if one is damaged."""
     from models.cache import cache_root, verify_caches  # numpy: only for this
 
@@ -404,20 +502,8 @@ def _chat(agent: TinyReAct, display, args) -> int:
             return code
         if not line:
             continue
-        command, _, argument = line.partition(" ")
-        if command == "/context":
-            display.show_context(agent.policy.render(agent.trace.events))
-        elif command == "/policy":
-            try:
-                agent.use_policy(make_policy(argument))
-                display.note(f"policy: {agent.policy.name}")
-            except ValueError as problem:
-                display.note(f"error: {problem}")
-        elif command == "/reset":
-            agent.reset()
-            display.note("a new conversation; the trace keeps the old one")
-        elif command.startswith("/"):
-            display.note(f"unknown command {command}: {CHAT_HELP}")
+        if line.startswith("/"):
+            _chat_command(agent, display, line)
         else:
             try:
                 code = _answer(agent, display, args, line)
@@ -429,42 +515,88 @@ def _chat(agent: TinyReAct, display, args) -> int:
                 return code
 
 
-def _compare(args, specs: list[str], model: Model) -> int:
-    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
-    from views.display import LiveDisplay, live_table, spinner  # rich: only when showing a run (see main)
-    # The experiments, report formats and pages load only in the modes that use them, so that --help and a
-    # plain question do not pay the ~50 ms of importing them.
-    from experiments.live import compare_live, summarise_runs
-    from views.pages import compare_page
+def _chat_command(agent: TinyReAct, display, line: str) -> None:
+    """/context, /policy NAME, /reset, or a command that is none of them."""
+    command, _, argument = line.partition(" ")
+    if command == "/context":
+        display.show_context(agent.policy.render(agent.trace.events))
+    elif command == "/policy":
+        try:
+            agent.use_policy(make_policy(argument))
+            display.note(f"policy: {agent.policy.name}")
+        except ValueError as problem:
+            display.note(f"error: {problem}")
+    elif command == "/reset":
+        agent.reset()
+        display.note("a new conversation; the trace keeps the old one")
+    else:
+        display.note(f"unknown command {command}: {CHAT_HELP}")
 
-    question = (args.question or "").strip()
-    counter, runs, interrupted, traces = local_counter(), [], False, []
-    try:
-        with spinner("starting…") as update:
-            for run in compare_live(question, specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8, finish=args.finish,
-                                    expect=args.expect, repeat=args.repeat or 1, counter=counter,
-                                    trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, args.repeat or 1),
-                                    progress=lambda text: update(f"running {text}"), traces=traces):
-                runs.append(run)
-    except ModelConfigError as problem:
-        return fail(str(problem))
-    except OSError as problem:
-        return fail(f"cannot write the trace file: {problem.strerror}: {problem.filename}")
-    except KeyboardInterrupt:  # the runs that ended are still reported
-        interrupted = True
-    rows = summarise_runs(runs)
-    if args.json:
-        print(json.dumps({"question": question, "model": model.name, "expect": args.expect, "counter": counter.name,
-                          "interrupted": interrupted, "rows": rows, "runs": [asdict(run) for run in runs]},
-                         ensure_ascii=False))
-    elif runs:
-        live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
-    if args.html and traces:
-        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
+
+def _compare(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
+    if args.html and os.path.realpath(args.html) in _comparison_traces(args, specs):
+        return fail(f"--html names one of the trace files --compare writes: {args.html}")
+    if not (args.question or "").strip():
+        return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
+    model = _model_for_a_run(args)
+    counter, runs, traces = local_counter(), [], []
+    interrupted = _run_comparison(args, specs, model, counter, runs, traces)
+    _comparison_report(args, model, counter, runs, traces, interrupted)
     if interrupted:
         print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def _comparison_report(args, model: Model, counter, runs: list, traces: list, interrupted: bool) -> None:
+    """The comparison's table, or its JSON; and its page with --html."""
+    # The experiments, report formats and pages load only in the modes that use them, so that --help and a
+    # plain question do not pay the ~50 ms of importing them.
+    from experiments.live import summarise_runs
+    from views.display import LiveDisplay, live_table  # rich: only when showing a run (see main)
+    from views.pages import compare_page
+
+    rows = summarise_runs(runs)
+    if args.json:
+        print(json.dumps({"question": args.question.strip(), "model": model.name, "expect": args.expect,
+                          "counter": counter.name, "interrupted": interrupted, "rows": rows,
+                          "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
+    elif runs:
+        live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
+    if args.html and traces:
+        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
+
+
+def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list) -> bool:
+    """Every run of a comparison, appended to `runs` as it ends; True when Ctrl-C stopped it (the runs that ended are
+    still reported). A rejected key, or a trace file that cannot be written, is a UsageError."""
+    from experiments.live import compare_live
+    from views.display import spinner  # rich: only when showing a run (see main)
+
+    repeat = args.repeat or 1
+    try:
+        with spinner("starting…") as update:
+            for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
+                                    finish=args.finish, expect=args.expect, repeat=repeat, counter=counter,
+                                    trace_path=lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, repeat),
+                                    progress=lambda text: update(f"running {text}"), traces=traces):
+                runs.append(run)
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+def _comparison_traces(args, specs: list[str]) -> set[str]:
+    """The trace files a comparison writes with --trace, one a run."""
+    if not args.trace:
+        return set()
+    runs = [(make_policy(spec).name, attempt) for spec in specs for attempt in range(args.repeat or 1)]
+    return {os.path.realpath(compare_trace_path(args.trace, name, attempt, args.repeat or 1)) for name, attempt in runs}
 
 
 def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -> str | None:
@@ -476,102 +608,164 @@ def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -
     return f"{stem}.{slug}{f'.run{attempt + 1}' if repeat > 1 else ''}{suffix}"
 
 
-def _replay(args, specs: list[str]) -> int:
+@dataclass
+class Replaying:
+    """What `--replay` has read and made so far, handed from one step to the next."""
+    path: str
+    header: dict
+    events: list[dict]
+    facts: list = field(default_factory=list)
+    points: list = field(default_factory=list)
+    model: Model | None = None
+    summaries: object = None  # experiments.replay.Summaries: compact:T's summaries, cached beside the trace
+    window: int | None = None  # the context window reports are checked against
+    window_model: str = ""  # whose it is
+    reports: list = field(default_factory=list)
+    answers: list | None = None  # with --probe
+    stopped: BaseException | None = None  # what ended probing early: Ctrl-C, or the model failing
+
+
+def _replay(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
-    from views.display import LiveDisplay, replay_tables, spinner  # rich: only when showing a run (see main)
-    from experiments.facts import cut_on_record, load_facts, probe_points
-    from experiments.probe import probe
-    from experiments.replay import Summaries, context_window, probe_calls, replay
-    from views.pages import replay_page
-    from views.reports import answers_csv, replay_csv, replay_json, svg_plot
+    from experiments.replay import replay
 
     recorded = _open_trace(args.replay)
-    header, events = recorded.header, recorded.events
-    try:
-        facts, declared = load_facts(header, args.facts)
-        outside = []
-        points = probe_points(declared, events, outside)
-    except ValueError as problem:
-        return fail(str(problem))
-    except OSError as problem:
-        return fail(f"{problem.strerror}: {problem.filename}")
-    for problem in outside:  # a trace cut short, or one whose run ended before the point: the rest still replays
-        print(f"warning: {args.replay}: {problem}; that probe point is left out", file=sys.stderr)
-    if args.probe_facts:
-        wanted = [name.strip() for name in args.probe_facts.split(",") if name.strip()]
-        unknown = [name for name in wanted if name not in {fact.id for fact in facts}]
-        if unknown:
-            return fail(f"--probe-facts: no fact named {', '.join(unknown)}; the facts are {', '.join(f.id for f in facts)}")
-        facts = [fact for fact in facts if fact.id in wanted]
-    if args.probe_points:
-        try:
-            wanted = {int(number) for number in args.probe_points.split(",") if number.strip()}
-        except ValueError:
-            return fail(f"--probe-points takes numbers separated by commas, got {args.probe_points!r}")
-        points = [point for point in points if point.number in wanted]
-        if not points:
-            return fail(f"--probe-points: none of {args.probe_points} is a probe point of {args.replay}")
-    if args.probe and not any(event["type"] == "instructions" for event in events):
+    run = Replaying(args.replay, recorded.header, recorded.events)
+    run.facts, run.points = _facts_and_points(args, run)
+    if args.probe and not any(event["type"] == "instructions" for event in run.events):
         return fail(f"{args.replay} has no instructions to probe with: it was cut short before its first model call")
-    model, interrupted, answers = None, False, None
-    if args.model or args.probe:
-        load_env_files()
-        try:
-            model = _load_model(args.model)
-        except (ModelConfigError, ValueError) as problem:
-            return fail(str(problem))
-        if args.jobs and args.jobs > 1 and model.backend == "local":
-            return fail("--jobs runs calls at once against network models; an embedded model answers one at a time")
+    _replay_model(args, run)
     counter = local_counter()
-    stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
-    summaries = Summaries(model, stem + ".summaries.json")
-    window_model = model.name if model else parse_spec(OFFLINE_MODEL)[1]
-    window = context_window(window_model)
     try:
-        reports = replay(header, events, specs, counter, facts, points, summaries, window)
+        run.reports = replay(run.header, run.events, specs, counter, run.facts, run.points, run.summaries, run.window)
     except OSError as problem:
-        return fail(f"cannot write the summaries: {problem.strerror or problem}: {summaries.path}")
+        return fail(f"cannot write the summaries: {problem.strerror or problem}: {run.summaries.path}")
     except ModelError as problem:  # writing a summary for compact:T
         print(f"error: {clean(problem)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(problem, ModelConfigError) else EXIT_NO_ANSWER
-    failed = None
     if args.probe:
-        answers = []
+        _probe(args, run, specs, counter)
+    unwritten = _replay_outputs(args, run, counter)
+    return _replay_exit(run, unwritten)
+
+
+def _facts_and_points(args, run: Replaying) -> tuple[list, list]:
+    """The planted facts and the probe points, from --facts or the trace's header, narrowed by --probe-facts and
+    --probe-points; a point outside the session is one warning, a bad selection a UsageError."""
+    from experiments.facts import load_facts, probe_points
+
+    try:
+        facts, declared = load_facts(run.header, args.facts)
+        outside = []
+        points = probe_points(declared, run.events, outside)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"{problem.strerror}: {problem.filename}") from None
+    for problem in outside:  # a trace cut short, or one whose run ended before the point: the rest still replays
+        print(f"warning: {args.replay}: {problem}; that probe point is left out", file=sys.stderr)
+    return _chosen_facts(args.probe_facts, facts), _chosen_points(args.probe_points, points, args.replay)
+
+
+def _chosen_facts(listed: str | None, facts: list) -> list:
+    """The facts --probe-facts names (all without it); a name that is no fact is a UsageError."""
+    if not listed:
+        return facts
+    known = [fact.id for fact in facts]
+    unknown = [name for name in _listed(listed) if name not in known]
+    if unknown:
+        raise UsageError(f"--probe-facts: no fact named {', '.join(unknown)}; the facts are {', '.join(known)}")
+    return [fact for fact in facts if fact.id in _listed(listed)]
+
+
+def _chosen_points(listed: str | None, points: list, path: str) -> list:
+    """The probe points --probe-points numbers (all without it); none at all is a UsageError."""
+    if not listed:
+        return points
+    try:
+        wanted = set(map(int, _listed(listed)))
+    except ValueError:
+        raise UsageError(f"--probe-points takes numbers separated by commas, got {listed!r}") from None
+    points = [point for point in points if point.number in wanted]
+    if not points:
+        raise UsageError(f"--probe-points: none of {listed} is a probe point of {path}")
+    return points
+
+
+def _replay_model(args, run: Replaying) -> None:
+    """The model that probes or writes the summaries compact:T asks for (none when the replay needs none), the
+    summaries' cache beside the trace, and the context window reports are checked against."""
+    from experiments.replay import Summaries, context_window
+
+    if args.model or args.probe:
+        load_env_files()
         try:
-            with spinner("probing…") as update:
-                probe(events, specs, model, facts, points, phrasings=args.phrasings, repeat=args.repeat or 1,
-                      jobs=args.jobs or 1, summaries=summaries, counter=counter, progress=update, answers=answers)
-        except KeyboardInterrupt:  # the answers so far are still reported
-            interrupted = True
-        except ModelError as problem:  # so are they when the model fails: the tables say how far it got
-            failed = problem
-    outputs = [(args.plot, lambda: svg_plot(reports, f"Context size per call: {readable(args.replay)}", counter.name,
-                                            points, probe_calls(points, events))),
-               (args.csv, lambda: replay_csv(reports)), (args.answers, lambda: answers_csv(answers or []))]
+            run.model = _load_model(args.model)
+        except (ModelConfigError, ValueError) as problem:
+            raise UsageError(str(problem)) from None
+        if args.jobs and args.jobs > 1 and run.model.backend == "local":
+            raise UsageError("--jobs runs calls at once against network models; an embedded model answers one at a time")
+    stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
+    run.summaries = Summaries(run.model, stem + ".summaries.json")
+    run.window_model = run.model.name if run.model else parse_spec(OFFLINE_MODEL)[1]
+    run.window = context_window(run.window_model)
+
+
+def _probe(args, run: Replaying, specs: list[str], counter) -> None:
+    """Ask the probes; the answers so far are kept when Ctrl-C or a failing model stops it (run.stopped says which)."""
+    from experiments.probe import probe
+    from views.display import spinner  # rich: only when showing a run (see main)
+
+    run.answers = []
+    try:
+        with spinner("probing…") as update:
+            probe(run.events, specs, run.model, run.facts, run.points, phrasings=args.phrasings, repeat=args.repeat or 1,
+                  jobs=args.jobs or 1, summaries=run.summaries, counter=counter, progress=update, answers=run.answers)
+    except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
+        run.stopped = stopped
+
+
+def _replay_outputs(args, run: Replaying, counter) -> list[str]:
+    """The tables (or the JSON), and the files asked for; returns the files that could not be written."""
+    from experiments.facts import cut_on_record
+    from experiments.replay import probe_calls
+    from views.display import LiveDisplay, replay_tables  # rich: only when showing a run (see main)
+    from views.pages import replay_page
+    from views.reports import answers_csv, replay_csv, replay_json, svg_plot
+
+    title = readable(args.replay)
+    outputs = [(args.plot, lambda: svg_plot(run.reports, f"Context size per call: {title}", counter.name, run.points,
+                                            probe_calls(run.points, run.events))),
+               (args.csv, lambda: replay_csv(run.reports)), (args.answers, lambda: answers_csv(run.answers or []))]
     unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
-    model_name = model.name if model else None
+    model_name = run.model.name if run.model else None
     if args.json:
-        print(json.dumps({**replay_json(reports, counter.name, facts, points, answers, model_name, window),
-                          "interrupted": interrupted}, ensure_ascii=False))
+        print(json.dumps({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name,
+                                        run.window), "interrupted": isinstance(run.stopped, KeyboardInterrupt)},
+                         ensure_ascii=False))
     else:
-        replay_tables(LiveDisplay().console, reports, facts, points, answers, model_name, args.replay, counter.name,
-                      (window, window_model) if window else None, cut_on_record(events))
-    if args.html and not write_output(args.html, lambda: replay_page(header, events, reports, counter, facts, points,
-                                                                     answers, summaries, model_name,
-                                                                     title=f"Replay of {readable(args.replay)}")):
+        replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
+                      counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events))
+    page = lambda: replay_page(run.header, run.events, run.reports, counter, run.facts, run.points,  # noqa: E731
+                               run.answers, run.summaries, model_name, title=f"Replay of {title}")
+    if args.html and not write_output(args.html, page):
         unwritten.append(args.html)
-    if interrupted:
+    return unwritten
+
+
+def _replay_exit(run: Replaying, unwritten: list[str]) -> int:
+    if isinstance(run.stopped, KeyboardInterrupt):
         print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if failed:
-        print(f"error: probing stopped, the tables hold the answers asked before: {clean(failed)}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(failed, ModelConfigError) else EXIT_NO_ANSWER
+    if run.stopped:
+        print(f"error: probing stopped, the tables hold the answers asked before: {clean(run.stopped)}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(run.stopped, ModelConfigError) else EXIT_NO_ANSWER
     if unwritten:
         return EXIT_USAGE
-    return EXIT_ANSWERED if all(report.violations == 0 for report in reports) else EXIT_NO_ANSWER
+    return EXIT_ANSWERED if all(report.violations == 0 for report in run.reports) else EXIT_NO_ANSWER
 
 
-def _record(args, policy) -> int:
+def _record(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --record SCRIPT.json [--trace FILE] [--policy NAME]`: a scripted conversation played through the loop."""
     from experiments.recording import record_script  # see _compare
 
@@ -586,6 +780,13 @@ def _record(args, policy) -> int:
     return EXIT_ANSWERED
 
 
+# One handler a mode, each given the arguments, the --policy and the list of policies (to compare or replay).
+HANDLERS: dict[str, Callable[[argparse.Namespace, Policy, list[str]], int]] = {
+    "run": _ask, "chat": _ask, "compare": _compare, "replay": _replay, "probe": _replay, "record": _record,
+    "page": _page_of_trace, "models": _models, "verify_cache": _verify_cache, "show_prompt": _show_prompt,
+}
+
+
 def _load_model(name: str | None) -> Model:
     """load_model with its notice on stderr and a spinner there while a local model loads."""
     from views.display import spinner  # rich: only when showing a run (see main)
@@ -595,7 +796,7 @@ def _load_model(name: str | None) -> Model:
 
 
 def _specs(text: str) -> list[str]:
-    specs = [spec.strip() for spec in text.split(",") if spec.strip()]
+    specs = _listed(text)
     if not specs:
         raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
     names = [make_policy(spec).name for spec in specs]  # raises a clear ValueError for a bad one
@@ -603,6 +804,11 @@ def _specs(text: str) -> list[str]:
     if twice:
         raise ValueError(f"policy {', '.join(twice)} is listed twice: use --repeat to run a policy more than once")
     return specs
+
+
+def _listed(text: str) -> list[str]:
+    """The items of a comma-separated option, stripped, the empty ones left out."""
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def load_env_files() -> list[str]:

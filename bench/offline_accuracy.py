@@ -6,7 +6,7 @@ Thirty-two questions, each run through the real loop (TinyReAct's prompt, its to
 one, two and three steps, decimals, operator precedence, unit conversions, questions that need no tool, and
 questions where a tool returns an error. The network tools point at a closed local port, so a question never
 depends on the internet (a model that calls them gets an Error observation, as offline). An answer is right
-when it contains the expected text, or one of its alternatives, as whole words (compare.matches). For each model it prints every answer,
+when it contains the expected text, or one of its alternatives, as whole words (experiments.facts.matches). For each model it prints every answer,
 the actions taken, the number of unrunnable actions (an unknown tool or arguments that do not parse or bind),
 and the totals per kind of question, so the kind of mistake is visible, not only the count.
 """

@@ -35,6 +35,7 @@ class PolicyReplay:
     policy: str
     measured: bool = True
     note: str = ""  # why it is not measured, or where its summaries came from
+    caveat: str = ""  # what this replay cannot show of the policy (notes the recorded model never pinned)
     sizes: list[int] = field(default_factory=list)  # context tokens at each reasoning call
     calls: list[dict] = field(default_factory=list)  # each call's tokens by bucket (instructions, tools, user, ...)
     buckets: dict = field(default_factory=dict)  # the buckets summed over calls
@@ -193,7 +194,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
     reports = []
     for spec in specs:
         policy = make_policy(spec)
-        report = PolicyReplay(policy.name)
+        report = PolicyReplay(policy.name, caveat=policy.replay_caveat(events))
         session, position = list(events), list(range(len(events) + 1))
         if policy.needs_summaries:
             made = summarised(policy, events, counter.count, summaries)

@@ -36,9 +36,8 @@ POLICIES = {
     "budget": Budget,
     "forget": Forget,
 }
-POLICY_HELP = ("full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T, "
-               "facts[:top|end] (extracted by rule, no model call), retrieve:K, budget:T, forget, "
-               "or several joined by + (elide:2+pinned)")
+POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
+BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened
 
 BUCKET_NAMES = ["instructions", "tools", "user", "model", "observations", "notes", "markers"]
 BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model", "observation": "observations",

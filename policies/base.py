@@ -6,7 +6,9 @@ same events, same messages, and the trace is never changed. Most policies only s
 `choose`, and lays the view out. Because a view can be handed on, policies compose: `elide:2+pinned` is
 elide's choice, changed by pinned's (policies/composed.py). Two hooks have defaults that do nothing:
 `summary_request(events, count)` lets a policy ask the loop for a model-written summary before a call
-(compact), and `tools(trace)` lets it add tools while it is active (pinned, forget). Policies subclass this
+(compact), and `tools(trace)` lets it add tools while it is active (pinned, forget); `replay_caveat(events)`
+says what a replay cannot show of such a policy (notes the recorded model never pinned). `usage` and
+`trial_arguments` are what the help text and the property tests read from the registry. Policies subclass this
 Protocol explicitly to inherit those defaults; the loop calls them on every policy.
 """
 from typing import Callable, Protocol, Sequence
@@ -17,6 +19,8 @@ from policies.rendering import Conversation, ConversationReader, View, assemble,
 
 class Policy(Protocol):
     name: str
+    usage = ""  # how it is written on the command line, as the help lists it: window:N
+    trial_arguments = ()  # arguments worth trying in the property tests, beside the bare name: range(0, 7)
     needs_summaries = False  # True when render shows model-written summaries, which a replay must find or write
     ordered = True  # False when the context may show earlier steps out of the order they happened (budget)
     composable = True  # False when the policy cannot be part of A+B (compact lays out its own summary)
@@ -38,3 +42,7 @@ class Policy(Protocol):
     def tools(self, trace) -> list[Callable]:
         """Tools the policy adds while it is active; they write their events into `trace`."""
         return []
+
+    def replay_caveat(self, events: Sequence[dict]) -> str:
+        """What a replay of this recorded session under this policy cannot show, in one clause; "" when nothing."""
+        return ""

@@ -20,6 +20,8 @@ ORDER_NOTE = ("earlier steps are chosen for their relevance to the current quest
 
 class Budget(Policy):
     name = "budget"
+    usage = "budget:T"
+    trial_arguments = range(1, 3001)
     ordered = False
 
     def __init__(self, tokens: int = 4000):

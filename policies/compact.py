@@ -18,6 +18,8 @@ KEEP_STEPS = 2  # the most recent steps are never summarised
 
 class CompactHistory(Policy):
     name = "compact"
+    usage = "compact:T"
+    trial_arguments = range(50, 3001)
     needs_summaries = True
     composable = False
 

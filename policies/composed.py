@@ -29,3 +29,6 @@ class Composed(Policy):
 
     def tools(self, trace) -> list[Callable]:
         return [tool for part in self.parts for tool in part.tools(trace)]
+
+    def replay_caveat(self, events) -> str:
+        return "; ".join(caveat for part in self.parts if (caveat := part.replay_caveat(events)))

@@ -4,14 +4,20 @@ The model still sees what it did and why, and can call a tool again to re-read a
 when tool results are long (pages, documents) and the reasoning around them is what matters later.
 The marker is counted as a marker, not as an observation.
 """
+import re
 from dataclasses import replace
 
 from policies.base import Policy
 from policies.rendering import Conversation, ConversationReader, View
 
 
+ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # the marker as a context shows it (see rendering.step_parts)
+
+
 class ElideObservations(Policy):
     name = "elide"
+    usage = "elide:K"
+    trial_arguments = range(0, 7)
 
     def __init__(self, keep: int = 2):
         if keep < 0:
@@ -28,6 +34,11 @@ class ElideObservations(Policy):
             if marker is not None:
                 stand_ins.setdefault(step.index, marker)
         return replace(view, stand_ins=stand_ins)
+
+
+def is_elided(text: str) -> bool:
+    """Whether a shown observation is this policy's marker instead of the result."""
+    return ELIDED.match(text) is not None
 
 
 def _stand_in(step) -> str | None:

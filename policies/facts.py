@@ -25,6 +25,8 @@ SMALL_TALK = re.compile(r"^(hi|hello|hey|thanks|thank you|great|ok|okay)\b", re.
 
 class KeyFacts(Policy):
     name = "facts"
+    usage = "facts[:top|end] (extracted by rule, no model call)"
+    trial_arguments = ("top", "end")
 
     def __init__(self, where: str = "top"):
         if where not in ("top", "end"):

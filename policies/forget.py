@@ -15,6 +15,7 @@ from policies.rendering import FORGOTTEN, Conversation, ConversationReader, View
 
 class Forget(Policy):
     name = "forget"
+    usage = "forget"
 
     def __init__(self):
         self._read = ConversationReader()
@@ -51,3 +52,9 @@ class Forget(Policy):
             return f"Forgot {len(replies)} earlier step{'s' if len(replies) != 1 else ''}."
 
         return [forget]
+
+    def replay_caveat(self, events) -> str:
+        if any(event["type"] == "forget" for event in events):
+            return ""
+        return ("the recorded replies never call forget, so here it shows what the other policies choose (alone, the "
+                "full history); record a session under forget (--record) to see it forget")

@@ -11,6 +11,7 @@ from policies.rendering import ConversationReader, assemble, full_pieces
 
 class FullHistory(Policy):
     name = "full"
+    usage = "full"
 
     def __init__(self):
         self._read = ConversationReader()

@@ -20,6 +20,8 @@ RECENT_STEPS = 4
 
 class PinnedNotes(Policy):
     name = "pinned"
+    usage = "pinned[:top|end]"
+    trial_arguments = ("top", "end")
 
     def __init__(self, where: str = "top"):
         if where not in ("top", "end"):
@@ -65,3 +67,9 @@ class PinnedNotes(Policy):
             return f"Unpinned note {index}."
 
         return [pin_note, unpin_note]
+
+    def replay_caveat(self, events) -> str:
+        if any(event["type"] == "note" for event in events):
+            return ""
+        return (f"the recorded replies never pin a note, so here it keeps only the last {RECENT_STEPS} steps; its notes "
+                "need a session recorded under pinned (--record)")

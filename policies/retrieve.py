@@ -17,6 +17,8 @@ RECENT_STEPS = 4
 
 class Retrieve(Policy):
     name = "retrieve"
+    usage = "retrieve:K"
+    trial_arguments = range(0, 5)
 
     def __init__(self, k: int = 3):
         if k < 0:

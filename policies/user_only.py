@@ -9,4 +9,5 @@ from policies.window import SlidingWindow
 
 class UserOnly(SlidingWindow):
     name = "user-only"
+    usage = "user-only:N"
     all_questions = True

@@ -11,6 +11,8 @@ from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View
 
 class SlidingWindow(Policy):
     name = "window"
+    usage = "window:N"
+    trial_arguments = range(0, 7)
     all_questions = False  # user-only differs only here: it shows every question, not just the current one
 
     def __init__(self, steps: int = 4):

@@ -326,6 +326,20 @@ def test_shipped_conversations_are_what_the_builder_records(name, tmp_path):
     assert without_times(str(tmp_path / name)) == without_times(os.path.join(ROOT, "conversations", name))
 
 
+def test_a_replay_says_what_it_cannot_show_of_a_policy_whose_tools_the_recording_never_called(tmp_path, capsys):
+    header, events = read_trace_file(SUPER_BOWL)
+    reports = {r.policy: r for r in replay(header, events, ["full", "pinned", "forget", "elide:2+pinned"])}
+    assert reports["full"].caveat == ""
+    assert reports["pinned"].caveat.startswith("the recorded replies never pin a note, so here it keeps only the last 4")
+    assert reports["forget"].caveat.startswith("the recorded replies never call forget")
+    assert reports["elide:2+pinned"].caveat == reports["pinned"].caveat
+    pinned = [*events, {"type": "note", "op": "pin", "text": "15.5 °C at the stadium"}]
+    assert replay(header, pinned, ["pinned"])[0].caveat == ""
+    assert command_line.main(["--replay", SUPER_BOWL, "--policies", "full,pinned"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "pinned: the recorded replies never pin a note" in out and "full: the recorded" not in out
+
+
 def test_record_turns_a_script_into_a_trace_that_replays(tmp_path, capsys):
     out = tmp_path / "example.jsonl"
     script = os.path.join(ROOT, "conversations", "example.script.json")

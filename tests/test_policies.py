@@ -10,24 +10,23 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from agent import TinyReAct
 from models import Message, ModelError, ModelReply
 from models.scripted import ScriptedModel
-from policies import POLICIES, make_policy, measure
+from policies import POLICIES, POLICY_HELP, make_policy, measure
 from policies.invariants import violations
 from tokens import count_tokens
 from policies.budget import ORDER_NOTE
 from tools.arithmetic import add_numbers, multiply_numbers
 
-COMPOSABLE = st.one_of(
-    st.just("full"),
-    st.integers(0, 6).map(lambda n: f"window:{n}"),
-    st.integers(0, 6).map(lambda n: f"user-only:{n}"),
-    st.integers(0, 6).map(lambda k: f"elide:{k}"),
-    st.sampled_from(["pinned", "pinned:top", "pinned:end", "facts", "facts:end", "forget"]),
-    st.integers(0, 4).map(lambda k: f"retrieve:{k}"),
-    st.integers(1, 3000).map(lambda t: f"budget:{t}"),
-)
+def written(name: str, kind) -> st.SearchStrategy:
+    """A registered policy as the command line writes it: its bare name, or with one of its trial arguments."""
+    with_argument = [st.sampled_from(kind.trial_arguments).map(f"{name}:{{}}".format)] if kind.trial_arguments else []
+    return st.one_of(st.just(name), *with_argument)
+
+
+# Every registered policy, so that one added to POLICIES is held to the invariants with no change here.
+COMPOSABLE = st.one_of([written(name, kind) for name, kind in POLICIES.items() if kind.composable])
 SPECS = st.one_of(
     COMPOSABLE,
-    st.integers(50, 3000).map(lambda t: f"compact:{t}"),
+    *[written(name, kind) for name, kind in POLICIES.items() if not kind.composable],
     st.lists(COMPOSABLE, min_size=2, max_size=3).map("+".join),  # composed: the invariants hold for the result too
 )
 
@@ -272,6 +271,14 @@ def test_every_registered_policy_builds_with_defaults():
                                 "window"]
     assert [make_policy(name).name for name in POLICIES] == ["full", "window:4", "user-only:4", "elide:2", "pinned",
                                                              "compact:8000", "facts", "retrieve:3", "budget:4000", "forget"]
+
+
+def test_the_help_lists_each_registered_policy_as_it_is_written():
+    for name, kind in POLICIES.items():
+        assert kind.usage.split(":")[0].split("[")[0].split(" ")[0] == name, f"{kind.__name__}.usage"
+        assert kind.usage in POLICY_HELP
+        for argument in kind.trial_arguments[:2]:
+            make_policy(f"{name}:{argument}")  # what the property tests try is a policy
 
 
 def test_an_action_left_unrun_by_the_finish_call_is_closed_in_the_next_context():

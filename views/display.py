@@ -15,7 +15,7 @@ from rich.text import Text
 
 from experiments.probe import VERDICTS, tally
 from models.retry import describe
-from policies import BUCKET_NAMES as BUCKETS
+from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
@@ -190,7 +190,7 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
-    baseline = next((r.total for r in measured if r.policy == "full"), None)
+    baseline = next((r.total for r in measured if r.policy == BASELINE), None)
     calls = max((len(r.sizes) for r in measured), default=0)
     table = Table(title=plain(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies"),
                   title_justify="left")
@@ -198,7 +198,7 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
                    "over window", "invariant violations"]:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
-        change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != "full" else ""
+        change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != BASELINE else ""
         summary = f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})" if report.summary_calls else ""
         table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", summary,
                                    report.over_window or "", report.violations]))
@@ -226,9 +226,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     for report in reports:
         if report.note:
             console.print(plain(f"{report.policy}: {report.note}.", "yellow" if not report.measured else "dim"))
-        elif report.policy.startswith("pinned") and report.measured and not report.buckets.get("notes"):
-            console.print(plain(f"{report.policy}: the recorded replies never pin a note, so here it keeps only the "
-                               "last 4 steps; its notes need a session recorded under pinned (--record).", style="yellow"))
+        if report.caveat:
+            console.print(plain(f"{report.policy}: {report.caveat}.", style="yellow"))
 
     if facts and measured and points:
         kept = Table(title="Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "

@@ -30,7 +30,8 @@ from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
 from models.retry import describe
-from policies import BUCKET_NAMES, make_policy
+from policies import BASELINE, BUCKET_NAMES, make_policy
+from policies.elide import is_elided
 from views.reports import context_chart
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
@@ -38,12 +39,11 @@ from tokens import TokenCounter, local_counter
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
 COLOURS = {"instructions": "#8c96a8", "tools": "#b39ddb", "user": "#4e79a7", "model": "#f28e2b",
            "observations": "#59a14f", "notes": "#e0b000", "markers": "#c0b5ae"}
-ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # an observation replaced by elide's stand-in
 PREVIEW = 140  # characters of a text shown before it is unfolded
 NOTICES = ["retry", "config_fallback"]  # what a model backend reports during a call
 SHOWN_ORDER = {"retry": 0, "config_fallback": 0, "thought": 1, "action": 2, "answer": 3, "reply": 4, "note": 5,
                "forget": 5, "observation": 6, "error": 7, "usage": 8}
-# What replay says about a fact at a probe point (compare.fact_state) -> (CSS class, mark, words). A state added
+# What replay says about a fact at a probe point (experiments.facts.fact_state) -> (CSS class, mark, words). A state added
 # there needs one line here; one missing is shown as "?" with its name.
 FACT_STATES = {
     "kept": ("kept", "✓", "kept: its exact text is in the context"),
@@ -269,7 +269,7 @@ def changes(before: list[Message] | None, after: list[Message], count) -> list[C
         tag = {"summary": "summarised", "notes": "pinned", "instructions": "instructions"}.get(kind, "added")
         if kind == "placeholder":
             tag = "marker"
-        if ELIDED.match(text):
+        if is_elided(text):
             tag = "elided"
         found.append(Change(tag, role, kind, text, count(text)))
     return found
@@ -562,12 +562,12 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
 
 
 def totals_table(reports: list[PolicyReplay]) -> str:
-    baseline = next((report.total for report in reports if report.policy == "full"), None)
+    baseline = next((report.total for report in reports if report.policy == BASELINE), None)
     extra = [("summary calls", "summary_calls"), ("calls over the window", "over_window")]
     extra = [(name, attribute) for name, attribute in extra if any(getattr(report, attribute) for report in reports)]
     rows = []
     for report in reports:
-        change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != "full" else ""
+        change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != BASELINE else ""
         rows.append([esc(report.policy), f"{report.total:,}", change, f"{report.peak:,}", str(report.violations),
                      *(f"{getattr(report, attribute):,}" for _, attribute in extra),
                      *(f"{report.buckets.get(name, 0):,}" for name in BUCKET_NAMES)])
