@@ -87,7 +87,15 @@ DEFAULT_MODEL = "gemini-flash-latest"
 OFFLINE_MODEL = "local:qwen2.5-coder-0.5b"
 OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model — small, expect mistakes; "
                   "see README to use Gemini")
-BACKENDS = ("gemini", "openai", "ollama", "llamacpp", "local")
+# The backends a model spec can name, each the module that makes its models, imported only when it is chosen, as
+# `make(backend, name, progress) -> Model`. A new backend is its module and one line here (docs/extending.md).
+BACKENDS = {
+    "gemini": "models.gemini",
+    "openai": "models.openai_compatible",
+    "ollama": "models.openai_compatible",
+    "llamacpp": "models.openai_compatible",
+    "local": "models.embedded",
+}
 
 
 @dataclass(frozen=True)
@@ -147,20 +155,8 @@ def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda
         else:
             spec = DEFAULT_MODEL
     backend, name = parse_spec(spec)
-    if backend == "gemini":
-        from models.gemini import GeminiModel
-        return GeminiModel(name)
-    if backend == "local":
-        import importlib
-        entry = LOCAL_MODELS[name]
-        try:
-            cls = getattr(importlib.import_module(entry.module), entry.cls)
-        except ImportError as missing:
-            raise ModelConfigError(f"the embedded model {name} needs a package that is not installed ({missing.name}): "
-                                   "pip install -r requirements.txt") from None
-        return cls(progress)
-    from models.openai_compatible import OpenAICompatibleModel
-    return OpenAICompatibleModel.for_backend(backend, name)
+    import importlib
+    return importlib.import_module(BACKENDS[backend]).make(backend, name, progress)
 
 
 def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:

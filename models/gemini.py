@@ -90,6 +90,11 @@ def parse_max_output_tokens(value: str) -> int:
     return int(value)
 
 
+def make(backend: str, name: str, progress=None) -> "GeminiModel":
+    """The `gemini:` backend's model (see models.BACKENDS)."""
+    return GeminiModel(name)
+
+
 class GeminiModel:
     backend = "gemini"
     usage_source = "billed, from the API"

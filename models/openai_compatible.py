@@ -83,6 +83,11 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
         raise ModelError(f"{url}/models answered with something other than a model list") from None
 
 
+def make(backend: str, name: str, progress=None) -> "OpenAICompatibleModel":
+    """The model of `openai:`, `ollama:` or `llamacpp:` (see models.BACKENDS), as the environment configures it."""
+    return OpenAICompatibleModel.for_backend(backend, name)
+
+
 class OpenAICompatibleModel:
     usage_source = "reported by the server"
     window = None  # the protocol does not say; a server refuses what it cannot take

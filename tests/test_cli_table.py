@@ -71,3 +71,23 @@ def test_no_function_of_the_command_line_is_above_complexity_10():
     with open(os.path.join(ROOT, "cli.py"), encoding="utf-8") as file:
         blocks = cc_visit(file.read())
     assert {block.name: block.complexity for block in blocks if block.complexity > 10} == {}
+
+
+def modes_table() -> str:
+    """The table of docs/command-line.md, read from cli.MODES."""
+    order = ["run", "chat", "compare", "replay", "probe", "record", "page", "models", "show_prompt", "verify_cache"]
+    assert sorted(order) == sorted(cli.MODES)
+    rows = ["| mode | chosen by | takes |", "| --- | --- | --- |"]
+    for name in order:
+        mode = cli.MODES[name]
+        chosen = "a question" if mode.option is None else cli._flag(mode.option)
+        chosen += f" with {cli._flag(mode.needs)}" if mode.needs else ""
+        takes = sorted(cli._takes(mode) - {mode.option, mode.needs, "question" if mode.option is None else None},
+                       key=cli.OPTIONS.index)
+        rows.append(f"| {name.replace('_', '-')} | {chosen} | {', '.join(cli._named(o, name) for o in takes) or '–'} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_the_documented_table_of_modes_is_the_one_the_command_line_reads():
+    with open(os.path.join(ROOT, "docs", "command-line.md"), encoding="utf-8") as file:
+        assert modes_table() in file.read()
