@@ -13,7 +13,13 @@ STOP_SEQUENCES = ["\nObservation"]
 
 # A keyword at the start of a line, optionally numbered ("Action3:") and optionally bold ("**Action:**").
 _LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ \t]*:\**[ \t]*(.*)$", re.MULTILINE)
-_OBSERVATION_LINE = re.compile(r"^[ \t]*\**[ \t]*Observation", re.MULTILINE)
+# Where the model starts writing an observation of its own: a line that starts with `Observation`, or `ObservationN:`
+# anywhere after other text, as in `Action2: add_numbers(42, 42) Observation2: 84`; bold markers included.
+_OBSERVATION = re.compile(r"^[ \t]*\**[ \t]*Observation|(?:\*+[ \t]*)?\bObservation[ \t]*\d*[ \t]*\**[ \t]*:", re.MULTILINE)
+# The end of a text that could still become one, as a reply streams in: `… Observ`, `… Observation2`.
+_OBSERVATION_BEGUN = re.compile(r"(?:^[ \t]*\**[ \t]*|(?:\*+[ \t]*)?\b)(?:Observation[ \t]*\d*[ \t]*\**[ \t]*|"
+                                + "|".join("Observation"[:n] for n in range(10, 0, -1)) + r")$"
+                                + r"|^[ \t]*\**[ \t]*$|\*+[ \t]*$", re.MULTILINE)
 
 
 class Reply(NamedTuple):
@@ -32,10 +38,23 @@ class ActionError(ValueError):
     """An Action that cannot be run; its message is fed back to the model as the observation."""
 
 
+def observation_at(text: str, start: int = 0) -> int:
+    """Where, at or after `start`, the model begins an observation of its own (see _OBSERVATION); -1 if nowhere."""
+    match = _OBSERVATION.search(text, start) if "Observation" in text else None
+    return match.start() if match else -1
+
+
+def observation_may_begin(text: str) -> int:
+    """The index from which the end of `text` could still grow into the start of an observation; len(text) if none."""
+    match = _OBSERVATION_BEGUN.search(text, max(0, text.rfind("\n") + 1, len(text) - 40))
+    return match.start() if match else len(text)
+
+
 def cut_at_observation(text: str) -> str:
-    """Drop everything from the first line that starts with `Observation`: the model must not write its own."""
-    match = _OBSERVATION_LINE.search(text) if "Observation" in text else None
-    return text[: match.start()].rstrip() if match else text.rstrip()
+    """Drop everything from the first Observation the model wrote itself, at the start of a line or after other
+    text on it: the model must not write its own."""
+    at = observation_at(text)
+    return text[:at].rstrip() if at >= 0 else text.rstrip()
 
 
 def parse_reply(text: str) -> Reply:

@@ -11,6 +11,7 @@ from typing import Callable, Protocol
 
 from models import ContextOverflow, Message, ModelReply
 from models.transformer import Transformer
+from replies import observation_at, observation_may_begin
 
 MAX_NEW_TOKENS = 256
 
@@ -87,6 +88,11 @@ class StopRule:
     def cut(self, text: str) -> int:
         """The position to cut `text` at, or -1 to go on."""
         cuts = [text.find(s) for s in self.stop if s in text]
+        # With stop texts (a ReAct step, not a summary or a free continuation), an Observation the model writes after
+        # other text on its line ends it too, as the loop's own cut would.
+        made_up = observation_at(text) if self.stop else -1
+        if made_up >= 0:
+            cuts.append(made_up)
         finished = self.answer_line.search(text) if self.answer_line else None
         if finished:
             cuts.append(finished.end() - 1)
@@ -96,6 +102,8 @@ class StopRule:
         """How many characters at the end of `text` more text could still cut or change: the longest ending
         that begins a stop text, a final line break (it may end an Answer line), a partly decoded character."""
         held = max((n for s in self.stop for n in range(1, len(s)) if text.endswith(s[:n])), default=0)
+        if self.stop:
+            held = max(held, len(text) - observation_may_begin(text))
         if text.endswith("\n"):
             held = max(held, 1)
         return max(held, len(text) - len(text.rstrip("\ufffd")))

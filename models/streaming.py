@@ -1,7 +1,8 @@
 """The one place a streamed reply is cut: used by every backend that streams.
 
 A reply streams in as pieces. The loop cuts every reply before a stop sequence and before a line that
-starts with `Observation` (replies.cut_at_observation): the model must not write its own observations.
+starts with `Observation`, or an `ObservationN:` after other text (replies.cut_at_observation): the model must not
+write its own observations.
 So a piece is shown only once it is decided: a partial line that could still become `Observation`, or an
 ending that could still become a stop sequence, is held back until the next piece settles it; at the cut
 the stream is closed. `text` is then everything received up to the cut, the same text a non-streamed call
@@ -10,13 +11,11 @@ returns when the server applies the stop sequences itself.
 Reasoning that a server sends inline, as a `<think>…</think>` block at the start of the reply, is split
 off here too: it is passed to `on_reasoning`, never shown as reply text, never parsed for Actions.
 """
-import re
 from typing import Callable
 
-from replies import _OBSERVATION_LINE
+from replies import observation_at, observation_may_begin
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-_LINE_OPENING = re.compile(r"[ \t]*\**[ \t]*")  # what may stand before `Observation` on its line
 
 
 def split_reasoning(text: str) -> tuple[str, str]:
@@ -29,13 +28,10 @@ def split_reasoning(text: str) -> tuple[str, str]:
 
 
 def cut_position(text: str, stop: list[str], start: int = 0) -> int:
-    """Where the reply ends: the first stop sequence or `Observation` line at or after `start`, else -1."""
+    """Where the reply ends: the first stop sequence or Observation of the model's own at or after `start`, else -1."""
     cuts = [i for i in (text.find(s, start) for s in stop if s) if i >= 0]
-    line_start = text.rfind("\n", 0, start) + 1
-    match = _OBSERVATION_LINE.search(text, line_start)
-    if match:
-        cuts.append(match.start())
-    return min(cuts, default=-1)
+    at = observation_at(text, text.rfind("\n", 0, start) + 1)
+    return min(cuts + ([at] if at >= 0 else []), default=-1)
 
 
 def undecided_from(text: str, stop: list[str]) -> int:
@@ -46,12 +42,7 @@ def undecided_from(text: str, stop: list[str]) -> int:
             if text.endswith(s[:length]):
                 held = min(held, len(text) - length)
                 break
-    line_start = text.rfind("\n") + 1
-    line = text[line_start:]
-    opening = _LINE_OPENING.match(line).end()
-    if "Observation".startswith(line[opening:]):
-        held = min(held, line_start)
-    return held
+    return min(held, observation_may_begin(text))
 
 
 class StreamCut:

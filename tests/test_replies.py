@@ -53,6 +53,29 @@ def test_cut_at_model_written_observation():
     assert cut_at_observation("Thought: the observation above") == "Thought: the observation above"
 
 
+def test_an_observation_after_other_text_on_its_line_is_cut_too():
+    caught = "Thought2: Now add.\nAction2: add_numbers(42, 42) Observation2: 84\nThought3: done\nAnswer: 84"
+    assert cut_at_observation(caught) == "Thought2: Now add.\nAction2: add_numbers(42, 42)"
+    assert cut_at_observation("Action: f(1) **Observation 2:** 3") == "Action: f(1)"
+    assert cut_at_observation("Thought: the Observation was odd") == "Thought: the Observation was odd"  # no colon
+    assert cut_at_observation("Thought: NoObservation: here") == "Thought: NoObservation: here"  # not a word
+
+
+MADE_UP = st.builds(lambda number, bold, value: f"{'**' if bold else ''}Observation{number}:{'**' if bold else ''} {value}",
+                    st.sampled_from(["", "1", "2", " 3", "12"]), st.booleans(), st.sampled_from(["84", "Paris", ""]))
+BEFORE = st.sampled_from(["Action2: add_numbers(42, 42)", "Thought: so", "Action: f(1)", "", "Answer: 4", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(BEFORE, min_size=1, max_size=3), MADE_UP, st.sampled_from([" ", "\n", "\t", " \n", "  "]),
+       st.text(max_size=30))
+def test_a_made_up_observation_ends_the_reply_wherever_it_starts(lines, made_up, gap, after):
+    text = "\n".join(lines) + gap + made_up + after
+    cut = cut_at_observation(text)
+    assert cut == ("\n".join(lines) + gap).rstrip()  # everything before it, nothing from it on
+    assert parse_reply(cut) == parse_reply(("\n".join(lines) + gap).rstrip())
+
+
 def test_parse_action_literals_positional_and_keyword():
     call = parse_action('wikipedia_summary("Caesars Superdome", sentences=2)')
     assert (call.name, call.args, call.kwargs) == ("wikipedia_summary", ("Caesars Superdome",), {"sentences": 2})

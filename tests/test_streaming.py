@@ -2,12 +2,12 @@
 from hypothesis import given, settings, strategies as st
 
 from models.streaming import StreamCut, cut_position, split_reasoning
-from replies import _OBSERVATION_LINE, cut_at_observation
+from replies import cut_at_observation, observation_at
 
 STOP = ["\nObservation"]
 # Replies built from the pieces that matter: keywords, line breaks, stars, spaces, think tags.
 fragments = st.sampled_from(["Thought: ", "Action: f(1)", "Answer: 4", "\n", "Observation", "Obs", "**", " ", "x",
-                             "<think>", "</think>", "Observation: 5"])
+                             "<think>", "</think>", "Observation: 5", " Observation2: 84", "2", ":"])
 replies = st.lists(fragments, max_size=14).map("".join)
 
 
@@ -31,8 +31,18 @@ def test_any_split_gives_the_whole_reply_cut_once(text, sizes, stop):
     end = cut_position(whole, stop)
     assert streamed == (whole[:end] if end >= 0 else whole)  # piece by piece cuts where the whole text is cut
     assert cut_at_observation(streamed) == cut_at_observation(whole.split("\nObservation")[0] if stop else whole)
-    assert _OBSERVATION_LINE.search(streamed) is None and (not stop or "\nObservation" not in streamed)
+    assert observation_at(streamed) == -1 and (not stop or "\nObservation" not in streamed)
     assert reasoning.strip() == whole_reasoning or not text.lstrip().startswith("<think>")
+
+
+def test_an_observation_after_an_action_on_the_same_line_is_held_then_cut():
+    shown = []
+    cut = StreamCut(STOP, shown.append)
+    assert not cut.feed("Action2: add_numbers(42, 42) Observ")
+    assert "".join(shown) == "Action2: add_numbers(42, 42) "  # "Observ" waits: it could become "Observation2:"
+    assert not cut.feed("ation2")
+    assert cut.feed(": 84\nThought3: 84 it is") and cut.finish() == "Action2: add_numbers(42, 42) "
+    assert "".join(shown) == "Action2: add_numbers(42, 42) "  # the loop's cut then drops the trailing space
 
 
 def test_blanks_after_the_reasoning_are_not_reply_text():
