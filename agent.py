@@ -83,6 +83,7 @@ class Result:
     model: str = ""
     backend: str = ""  # gemini, openai, ollama, llamacpp, local, scripted
     usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
+    temperatures: list = field(default_factory=list)  # each temperature the calls were sent with, in order; None: none
     error: Exception | None = None
 
     def to_dict(self) -> dict:
@@ -90,7 +91,8 @@ class Result:
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
             "backend": self.backend,
             "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
-            "usage_source": self.usage_source, "context": vars(self.context), "seconds": round(self.seconds, 3),
+            "usage_source": self.usage_source, "temperatures": self.temperatures, "context": vars(self.context),
+            "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
         }
 
@@ -119,11 +121,14 @@ def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
 def summarise(events: Sequence[dict]) -> dict:
     """The counts of a query, read from its events: the one place they are computed."""
     usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
+    temperatures = []
     for event in events:
         kind = event["type"]
         if kind == "usage":
             calls += 1
             local = local or event.get("counted_locally", False)
+            if event.get("temperature") not in temperatures:
+                temperatures.append(event.get("temperature"))
             summaries += event["purpose"] == "summary"
             usage.input_tokens += event["input_tokens"]
             usage.output_tokens += event["output_tokens"]
@@ -137,7 +142,7 @@ def summarise(events: Sequence[dict]) -> dict:
         elif kind == "observation" and event["step"] in acted:  # not the answer to an unreadable reply
             steps += 1
     return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context,
-                counted_locally=local)
+                counted_locally=local, temperatures=temperatures)
 
 
 class TinyReAct:
@@ -286,8 +291,9 @@ class TinyReAct:
             self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
                            thoughts_tokens=0, counted_locally=True)
             return
+        sampled = {"temperature": reply.temperature} if reply.temperature is not None else {}
         self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                       thoughts_tokens=reply.thoughts_tokens)
+                       thoughts_tokens=reply.thoughts_tokens, **sampled)
 
     def _model_event(self, type: str, **fields) -> None:
         """What a backend reports during a call: retries and dropped settings are recorded (and so shown as they
@@ -296,7 +302,7 @@ class TinyReAct:
             self.trace.add(type, **fields)
 
     def _instruct(self) -> None:
-        text = render_instructions(self.tools.values())
+        text = render_instructions(self.tools.values(), self.model.name)
         if text != self._instructions:
             self._tool_docs = tool_docs(self.tools.values())
             self.trace.add("instructions", text=text, tools=self._tool_docs)

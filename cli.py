@@ -370,7 +370,7 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
     quiet = args.json or args.quiet
     display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
     try:
-        trace = Trace(args.trace, on_event=display.show, meta={"model": model.name, "backend": model.backend},
+        trace = Trace(args.trace, on_event=display.show, meta=_header(model),
                       on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
@@ -380,6 +380,11 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
     return agent, display
+
+
+def _header(model: Model) -> dict:
+    """What a trace file's first line says of the model: its name, backend, and the temperature it is sent."""
+    return {"model": model.name, "backend": model.backend, "temperature": model.temperature}
 
 
 def _model_for_a_run(args) -> Model:
@@ -395,7 +400,7 @@ def _model_for_a_run(args) -> Model:
 def _write_run_page(path: str, model: Model, trace: Trace, counter) -> None:
     from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
-    write_output(path, lambda: run_page({"model": model.name, "backend": model.backend}, trace.events, counter))
+    write_output(path, lambda: run_page(_header(model), trace.events, counter))
 
 
 def write_output(path: str, text: Callable[[], str]) -> bool:

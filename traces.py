@@ -29,7 +29,8 @@ HISTORY = {
     2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
-       "counted_locally on usage; model and backend in the header; a stop event ending each query (reason, answer)",
+       "counted_locally and temperature on usage; model, backend and temperature in the header; a stop event "
+       "ending each query (reason, answer)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -38,6 +39,7 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {
 }
 
 TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "a table of whole numbers"
+NUMBER = "a number from 0 to 2"
 FACTS, PROBES, CALLS = "a list of {id, text}", "a list of {id, fact, answer, questions}", "a list of call numbers from 1"
 INDEXES = "a list of event positions from 0"
 # The header fields a reader uses (replay's planted facts, probe questions and the calls to probe at), if present.
@@ -54,7 +56,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "finish": ({"text": TEXT}, {}),
     "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
-    "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT}),
+    "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT,
+                                                                "temperature": NUMBER}),
     "forget": ({"what": TEXT, "replies": INDEXES}, {}),
     "warning": ({"message": TEXT}, {}),
     "retry": ({"backend": TEXT}, {"message": TEXT, "reason": TEXT}),
@@ -297,6 +300,8 @@ def _is(value, kind: str) -> bool:
         return value is None or _is(value, TEXT)
     if kind == WHOLE:
         return type(value) is int  # not bool, which JSON's true would give
+    if kind == NUMBER:
+        return type(value) in (int, float) and 0 <= value <= 2
     if kind == COUNTS:
         return isinstance(value, dict) and all(type(count) is int for count in value.values())
     if kind == FACTS:

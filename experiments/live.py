@@ -66,7 +66,7 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
         before = tape.live_calls
         policy = make_policy(spec)
         # Named by the policy's own name, not the spec as typed: window:٢ and window:٣ are window:2 and window:3.
-        meta = {"policy": policy.name, "model": model.name, "backend": model.backend}
+        meta = {"policy": policy.name, "model": model.name, "backend": model.backend, "temperature": model.temperature}
         path = trace_path(policy.name, attempt)
         try:
             trace = Trace(path, meta=meta, on_error=warn)

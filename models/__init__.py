@@ -49,6 +49,7 @@ class ModelReply:
     blocked: str | None = None  # why the backend returned no text (a safety block, say)
     finish: str | None = None  # "stop", "length" (cut at the output limit), "content_filter", "blocked", or None
     usage_source: str | None = None  # overrides the model's usage_source for this reply ("counted locally")
+    temperature: float | None = None  # the sampling temperature this call was sent with; None: none (the server's own)
 
 
 # A reply's usage_source when the server reported no usage: the loop counts the tokens itself, with its counter.
@@ -66,6 +67,7 @@ class Model(Protocol):
     backend: str  # "gemini", "openai", "ollama", "llamacpp", "local", "scripted"
     usage_source: str  # where ModelReply's token counts come from, said next to them
     window: int | None  # the context window in tokens, when known; the loop warns past it
+    temperature: float | None  # sent with every call (0: greedy); None: none is sent, the server samples as it likes
 
     def generate(self, messages: list[Message], stop: list[str], *,
                  on_text: TextSink | None = None, on_event: EventSink | None = None) -> ModelReply: ...

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+from dataclasses import replace
 
 from models import DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelReply
 from models import retry
@@ -142,8 +143,10 @@ class GeminiModel:
                 try:
                     if on_text is None:
                         response = self._connect().models.generate_content(model=self.name, contents=contents, config=config)
-                        return self._reply(response)
-                    return self._stream(contents, config, stop, channel)
+                        reply = self._reply(response)
+                    else:
+                        reply = self._stream(contents, config, stop, channel)
+                    return replace(reply, temperature=config.temperature)
                 except Exception as error:
                     field = self._refused_field(error)
                     if field is None:

@@ -28,6 +28,7 @@ class LocalModel:
     """The Model seam for an embedded model: renders the messages as a transcript and continues it."""
     backend = "local"
     usage_source = "counted by its tokenizer, nothing billed"
+    temperature = 0.0  # greedy decoding
 
     def __init__(self, name: str, tokenizer: Tokenizer, network: Transformer, start: list[int],
                  end_tokens: frozenset[int]):
@@ -51,7 +52,7 @@ class LocalModel:
         if on_text is not None and opening:
             on_text(opening)
         text, count = self.complete(ids, StopRule(stop, opening), on_text)
-        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count)
+        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, temperature=self.temperature)
 
     def complete(self, ids: list[int], stop: "StopRule", on_text: Callable[[str], None] | None = None,
                  max_new_tokens: int = MAX_NEW_TOKENS) -> tuple[str, int]:

@@ -18,6 +18,7 @@ the configured host only.
 """
 import json
 import os
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from models import COUNTED_LOCALLY, Message, ModelConfigError, ModelError, ModelReply
@@ -32,6 +33,13 @@ ENDPOINTS = {
     "llamacpp": ("LLAMACPP_BASE_URL", "http://localhost:8080/v1", None,
                  "is llama-server running? `llama-server -m MODEL.gguf --port 8080`"),
 }
+# A local or self-hosted server samples when a request names no temperature: llama.cpp's server at 0.8 ("temperature:
+# ... Default: `0.8`", llama.cpp tools/server/README.md), Ollama's /v1 at its own default whatever the Modelfile says
+# ("PARAMETER temperature from the Modelfile is ignored on /v1/chat/completions", ollama issue #17744). A ReAct step
+# wants the most likely text, so they are sent 0 unless TINYREACT_TEMPERATURE says otherwise; OpenAI's own API is sent
+# none, as its reasoning models take only their default ("Unsupported value: 'temperature' does not support 0.5 with
+# this model. Only the default (1) value is supported.", param "temperature").
+TEMPERATURE_VARIABLE = "TINYREACT_TEMPERATURE"
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = 4_000_000  # a reply larger than this is a broken server, not a ReAct step
 CONNECT_SECONDS = 10
@@ -83,6 +91,24 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
         raise ModelError(f"{url}/models answered with something other than a model list") from None
 
 
+def temperature_for(backend: str, url: str) -> float | None:
+    """The temperature to send: TINYREACT_TEMPERATURE (0 to 2, or `server` for none), else 0 for a local or
+    self-hosted server and none for OpenAI's own API (see TEMPERATURE_VARIABLE)."""
+    value = os.environ.get(TEMPERATURE_VARIABLE, "").strip()
+    if value.lower() in ("server", "none", "default"):
+        return None
+    if not value:
+        return None if backend == "openai" and url == ENDPOINTS["openai"][1] else 0.0
+    try:
+        temperature = float(value)
+    except ValueError:
+        temperature = -1.0
+    if not 0 <= temperature <= 2:  # NaN fails both comparisons
+        raise ModelConfigError(f"{TEMPERATURE_VARIABLE} must be a number from 0 to 2, or `server` to send none; "
+                               f"got {value[:40]!r}")
+    return temperature
+
+
 def make(backend: str, name: str, progress=None) -> "OpenAICompatibleModel":
     """The model of `openai:`, `ollama:` or `llamacpp:` (see models.BACKENDS), as the environment configures it."""
     return OpenAICompatibleModel.for_backend(backend, name)
@@ -101,6 +127,7 @@ class OpenAICompatibleModel:
         if scheme not in ("http", "https"):
             raise ModelConfigError(f"{ENDPOINTS[backend][0]} must be an http:// or https:// URL, got {self.url!r}")
         self.dropped: set[str] = set()  # request fields the server refused, no longer sent
+        self.temperature = temperature_for(backend, self.url)
         retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
         self._session = None
 
@@ -126,19 +153,22 @@ class OpenAICompatibleModel:
                 body = {"model": self.name, "messages": chat, "stream": on_text is not None}
                 if stop and "stop" not in self.dropped:
                     body["stop"] = stop[:MAX_STOPS]
+                if self.temperature is not None and "temperature" not in self.dropped:
+                    body["temperature"] = self.temperature
                 if on_text is not None:
                     body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
                 response = self._post(body)
                 with response:
                     if response.status_code == 200:
                         reply = self._stream(response, stop, channel) if on_text is not None else self._whole(response)
-                        return reply
+                        return replace(reply, temperature=body.get("temperature"))
                     refused = self._refused_field(response)
                     if refused is None:
                         raise self._explain(response)
                     self.dropped.add(refused)
+                    variable = TEMPERATURE_VARIABLE if refused == "temperature" else None
                     channel.event("config_fallback", backend=self.backend, model=self.name, field=refused,
-                                  variable=None, message=_error_message(response, self._api_key))
+                                  variable=variable, message=_error_message(response, self._api_key))
 
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
@@ -231,13 +261,16 @@ class OpenAICompatibleModel:
         return _reply(cut.finish(), finish, usage)
 
     def _refused_field(self, response) -> str | None:
-        """`stop` when a 400 says the model does not take stop sequences (some reasoning models do not):
-        the request is sent again without them, and the loop's own cut at Observation still applies."""
-        if response.status_code != 400 or "stop" in self.dropped:
+        """`stop` or `temperature` when a 400 says the model does not take it (some reasoning models take neither):
+        the request is sent again without it, once; the loop's own cut at Observation still applies."""
+        if response.status_code != 400:
             return None
         message = _error_message(response, self._api_key)
-        error = _error_object(response)
-        return "stop" if error.get("param") == "stop" or "'stop'" in message or "`stop`" in message else None
+        param = _error_object(response).get("param")
+        for field in ("stop", "temperature"):
+            if field not in self.dropped and (param == field or f"'{field}'" in message or f"`{field}`" in message):
+                return field
+        return None
 
     def _explain(self, response) -> Exception:
         """A non-200 answer as the user should read it: ModelConfigError, ModelError, or Retryable."""

@@ -20,6 +20,7 @@ class ScriptedModel:
     name = "scripted"
     backend = "scripted"
     usage_source = "scripted: about 4 characters a token"
+    temperature = None  # it samples nothing: it replies from its list
     window = None
 
     def __init__(self, replies: list[str | ModelReply]):

@@ -11,6 +11,9 @@ from typing import Callable, Iterable
 from tools import describe
 
 PROMPTS = Path(__file__).parent
+# The instruction template each model is given, by its name or the start of one; any other model is given react.txt.
+# Data, not branches: a template is a file here. Each entry is chosen by an evaluation (bench/evaluate.py).
+PROFILES: dict[str, str] = {}
 
 
 @lru_cache(maxsize=None)  # the files do not change while the program runs; read each once
@@ -23,6 +26,11 @@ def tool_docs(tools: Iterable[Callable]) -> str:
     return "\n".join(describe(tool) for tool in tools)
 
 
-def render_instructions(tools: Iterable[Callable]) -> str:
-    """The instruction prompt: how to write Thought/Action/Answer, the tools' documentation, and the rules."""
-    return load("react.txt").substitute(tools=tool_docs(tools)).strip()
+def template_for(model: str) -> str:
+    """The template file `model` is given (see PROFILES)."""
+    return next((template for name, template in PROFILES.items() if model.startswith(name)), "react.txt")
+
+
+def render_instructions(tools: Iterable[Callable], model: str = "") -> str:
+    """The instruction prompt for `model`: how to write Thought/Action/Answer, the tools' documentation, the rules."""
+    return load(template_for(model)).substitute(tools=tool_docs(tools)).strip()

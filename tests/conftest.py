@@ -14,7 +14,7 @@ KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEM
                  "WIKIPEDIA_API_URL", "OPEN_METEO_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                  "http_proxy", "https_proxy", "all_proxy", "TINYREACT_MODEL", "TINYREACT_CALL_DEADLINE",
                  "GEMINI_MAX_OUTPUT_TOKENS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL",
-                 ]
+                 "TINYREACT_TEMPERATURE"]
 
 
 @pytest.fixture(autouse=True)

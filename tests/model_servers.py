@@ -181,10 +181,12 @@ class OpenAIStandIn(Loopback):
     that quotes the key it was sent in its 401."""
 
     def __init__(self, replies: list, key: str | None = None, models: tuple = ("qwen3:8b",), usage: bool = True,
-                 reasoning: str | None = None, echo_key: bool = False, pause: float = 0.0, refuse_stop: bool = False):
+                 reasoning: str | None = None, echo_key: bool = False, pause: float = 0.0, refuse_stop: bool = False,
+                 refuse_temperature: bool = False):
         super().__init__()
         self.replies, self.key, self.models, self.usage = list(replies), key, list(models), usage
         self.reasoning, self.echo_key, self.pause, self.refuse_stop = reasoning, echo_key, pause, refuse_stop
+        self.refuse_temperature = refuse_temperature
 
     @property
     def bodies(self) -> list[dict]:
@@ -209,6 +211,12 @@ class OpenAIStandIn(Loopback):
             # Reasoning models refuse stop sequences: https://platform.openai.com/docs/guides/reasoning
             return openai_error(400, "Unsupported parameter: 'stop' is not supported with this model.",
                                 code="unsupported_parameter", param="stop")
+        if self.refuse_temperature and body.get("temperature", 1) != 1:
+            # Reasoning models take only the default temperature, as OpenAI answers them (reported verbatim in
+            # github.com/leafo/lua-openai/issues/12; https://platform.openai.com/docs/guides/reasoning).
+            return openai_error(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                                "this model. Only the default (1) value is supported.", code="unsupported_value",
+                                param="temperature")
         if not self.replies:
             return openai_error(500, "the stand-in has no replies left", type="server_error")
         reply = self.replies.pop(0)

@@ -1,13 +1,15 @@
 """The OpenAI-compatible backend (requests) against a loopback server speaking /v1/chat/completions."""
+import json
 import socket
 import time
 
 import pytest
 
+import cli
 from agent import TinyReAct
 from models import Message, ModelConfigError, ModelError, load_model
 from models import retry
-from models.openai_compatible import COUNTED_LOCALLY
+from models.openai_compatible import COUNTED_LOCALLY, temperature_for
 from tokens import local_counter
 from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
                            openai_error, sse)
@@ -246,3 +248,56 @@ def test_the_key_never_appears_whatever_fails(server, monkeypatch, waits):
     assert len(recorded) >= 3 and "[key redacted]" in str(recorded)
     shown = " ".join([str(f) for f in failures] + [repr(f) for f in failures] + [str(recorded), repr(model)])
     assert secret not in shown and "SECRET" not in shown
+
+
+@pytest.mark.parametrize("backend", ["ollama", "llamacpp", "openai"])
+def test_a_local_or_self_hosted_server_is_sent_temperature_0_and_the_run_says_so(server, monkeypatch, capsys, tmp_path,
+                                                                                 backend):
+    stand_in = server(["Thought: add\nAction: add_numbers(2, 2)", "Answer: 4"], models=("m",))
+    monkeypatch.setenv({"ollama": "OLLAMA_HOST", "llamacpp": "LLAMACPP_BASE_URL", "openai": "OPENAI_BASE_URL"}[backend],
+                       stand_in.url + ("" if backend == "ollama" else "/v1"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    trace = tmp_path / "run.jsonl"
+    assert cli.main(["What is 2 + 2?", "--model", f"{backend}:m", "--trace", str(trace), "--no-stream"]) == 0
+    assert [body["temperature"] for body in stand_in.bodies] == [0, 0]
+    out = " ".join(capsys.readouterr().out.split())
+    assert "· temperature 0 ·" in out
+    header = json.loads(trace.read_text().splitlines()[0])
+    assert header["temperature"] == 0 and header["backend"] == backend
+
+
+def test_openai_s_own_api_is_sent_no_temperature_and_the_variable_chooses_one(monkeypatch):
+    assert temperature_for("openai", "https://api.openai.com/v1") is None  # its reasoning models take only 1
+    assert temperature_for("openai", "http://localhost:8000/v1") == 0 and temperature_for("ollama", "x") == 0
+    monkeypatch.setenv("TINYREACT_TEMPERATURE", "0.7")
+    assert temperature_for("openai", "https://api.openai.com/v1") == 0.7 and temperature_for("llamacpp", "x") == 0.7
+    monkeypatch.setenv("TINYREACT_TEMPERATURE", "server")
+    assert temperature_for("llamacpp", "x") is None
+    for bad in ("hot", "nan", "-1", "2.5", "inf"):
+        monkeypatch.setenv("TINYREACT_TEMPERATURE", bad)
+        with pytest.raises(ModelConfigError, match="TINYREACT_TEMPERATURE must be a number from 0 to 2"):
+            temperature_for("ollama", "x")
+
+
+def test_a_bad_temperature_setting_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("TINYREACT_TEMPERATURE", "warm")
+    assert cli.main(["What is 2 + 2?", "--model", "llamacpp:m"]) == 2
+    assert capsys.readouterr().err == ("error: TINYREACT_TEMPERATURE must be a number from 0 to 2, or `server` to send "
+                                       "none; got 'warm'\n")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refused_temperature_is_dropped_once_said_once_and_the_json_says_what_was_sent(server, monkeypatch, capsys,
+                                                                                          stream):
+    stand_in = server(["Thought: add\nAction: add_numbers(2, 2)", "Answer: 4"], models=("o-test",),
+                      refuse_temperature=True)
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+    model = load_model("llamacpp:o-test")
+    shown = []
+    result = TinyReAct(model, on_text=shown.append if stream else None).query("What is 2 + 2?")
+    assert result.answer == "4" and result.temperatures == [None]  # none was sent on the calls that answered
+    fallbacks = [e for e in result.trace if e["type"] == "config_fallback"]
+    assert len(fallbacks) == 1 and fallbacks[0]["field"] == "temperature"
+    assert fallbacks[0]["variable"] == "TINYREACT_TEMPERATURE"
+    assert [body.get("temperature") for body in stand_in.bodies] == [0, None, None]
+    assert result.to_dict()["temperatures"] == [None]

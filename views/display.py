@@ -139,6 +139,9 @@ class LiveDisplay:
         parts = [f"{result.model} ({result.backend})", f"{result.steps} step{'s' if result.steps != 1 else ''}", calls,
                  f"{usage.input_tokens:,} tokens in / {usage.output_tokens:,} out ({result.usage_source})",
                  f"{result.seconds:.1f} s"]
+        if any(temperature is not None for temperature in result.temperatures):  # what sampled, and how
+            sent = ", then ".join("the server's own" if t is None else f"{t:g}" for t in result.temperatures)
+            parts.insert(4, f"temperature {sent}")
         if result.stop_reason.value != "answer":
             parts.append(f"stopped: {result.stop_reason.value}")
         self.console.print(plain(" · ".join(parts), "dim"))
