@@ -42,6 +42,18 @@ FAMILIES = [
 ]
 UNKNOWN_FAMILY = (None, True)  # no thinking field, temperature 0 as before families existed
 
+# Names Google has retired, each with the day it did and the model that answers it since: requests to them keep
+# answering, from that model, at its prices and under its request rules. As of 2026-12-02, from the Gemini API
+# deprecations page (https://ai.google.dev/gemini-api/docs/deprecations, read 2026-11-10 as quoted in "What to Do
+# Before Gemini 2.5 Pro and 2.5 Flash Are Retired on December 1, 2026", dev.to/aideprecations): "requests to
+# gemini-2.5-pro are automatically routed to gemini-3.8-flash and requests to gemini-2.5-flash to
+# gemini-3.5-flash-lite, billed at the new model's rates"; gemini-2.5-flash-lite "is not deprecated and remains
+# available through the API until further notice". A new retirement is one line here.
+RETIRED = {
+    "gemini-2.5-pro": ("2026-12-01", "gemini-3.8-flash"),
+    "gemini-2.5-flash": ("2026-12-01", "gemini-3.5-flash-lite"),
+}
+
 # A 400 naming one of these fields is answered by sending the request again without it, once.
 FALLBACK_FIELDS = {"thinking": (re.compile(r"thinking", re.I), "GEMINI_THINKING"),
                    "temperature": (re.compile(r"temperature", re.I), "GEMINI_TEMPERATURE")}
@@ -51,6 +63,22 @@ FALLBACK_FIELDS = {"thinking": (re.compile(r"thinking", re.I), "GEMINI_THINKING"
 FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
           "BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
           "IMAGE_SAFETY": "content_filter"}
+
+
+def answered_by(name: str) -> str:
+    """The model that answers a name: itself, or for a retired name the one Google routes it to (RETIRED)."""
+    retired = RETIRED.get(name.removeprefix("models/"))
+    return retired[1] if retired else name
+
+
+def retirement_notice(name: str) -> str | None:
+    """One line saying a name is retired, since when and what answers it; None for a current name."""
+    retired = RETIRED.get(name.removeprefix("models/"))
+    if retired is None:
+        return None
+    day, successor = retired
+    return (f"{name} was retired on {day}: Google answers it with {successor}, at that model's prices and request "
+            f"rules, which are sent; name a current model (--model gemini:{successor}, say) to choose one yourself")
 
 
 def family(name: str) -> tuple[tuple[str, object] | None, bool]:
@@ -111,7 +139,8 @@ class GeminiModel:
         from_google = not api_key and not os.environ.get("GEMINI_API_KEY")
         self._api_key = check_key(raw_key, "GOOGLE_API_KEY" if from_google else "GEMINI_API_KEY")
         self.url = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or PUBLIC_URL).rstrip("/")
-        default_thinking, sends_temperature = family(self.name)
+        default_thinking, sends_temperature = family(answered_by(self.name))
+        self._notice = retirement_notice(self.name)  # said once, on the first call, so that the trace holds it too
         thinking = thinking if thinking is not None else os.environ.get("GEMINI_THINKING")
         self.thinking = parse_thinking(thinking) if thinking else default_thinking
         if temperature is None and os.environ.get("GEMINI_TEMPERATURE", "").strip():
@@ -134,6 +163,9 @@ class GeminiModel:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py."""
         from google.genai import types
 
+        if self._notice and on_event is not None:
+            on_event("warning", message=self._notice)
+            self._notice = None
         system = "\n\n".join(m.text for m in messages if m.role == "system") or None
         contents = [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
 

@@ -102,6 +102,9 @@ def thinking_rule(model: str, generation: dict) -> str | None:
     return None
 
 
+ROUTED = {"gemini-2.5-pro": "gemini-3.8-flash", "gemini-2.5-flash": "gemini-3.5-flash-lite"}
+
+
 class GeminiStandIn(Loopback):
     """generateContent and streamGenerateContent from a queue of replies: a text (stopped at the request's
     stop sequences, as the API does), a response dict, or an Answer sent as it is.
@@ -125,6 +128,9 @@ class GeminiStandIn(Loopback):
             return gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
                                 {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"})
         generation = request["body"].get("generationConfig") or {}
+        # Retired names answer from their successor, under its rules (https://ai.google.dev/gemini-api/docs/deprecations,
+        # as read on 2026-11-10): gemini-2.5-pro by gemini-3.8-flash, gemini-2.5-flash by gemini-3.5-flash-lite.
+        model = ROUTED.get(model, model)
         refusal = thinking_rule(model, generation)
         if refusal:
             return gemini_error(400, "INVALID_ARGUMENT", refusal)

@@ -65,9 +65,7 @@ def test_default_request_follows_the_family_rule_and_reads_usage(gemini):
 @pytest.mark.parametrize("name, sent_thinking, sent_temperature", [
     ("gemini-3.8-flash", {"thinking_level": "LOW"}, None),
     ("gemini-3.1-pro-preview", {"thinking_level": "LOW"}, None),
-    ("gemini-2.5-flash", {"thinking_budget": 0}, 0),
     ("gemini-2.5-flash-lite", {"thinking_budget": 0}, 0),
-    ("gemini-2.5-pro", {"thinking_budget": 128}, 0),
     ("gemma-3-27b-it", None, 0),
 ])
 def test_each_family_gets_a_request_it_accepts_first_time(gemini, name, sent_thinking, sent_temperature):
@@ -79,9 +77,25 @@ def test_each_family_gets_a_request_it_accepts_first_time(gemini, name, sent_thi
     assert recorded == [] and len(server.requests) == 1
 
 
+@pytest.mark.parametrize("name, successor", [("gemini-2.5-flash", "gemini-3.5-flash-lite"),
+                                             ("gemini-2.5-pro", "gemini-3.8-flash")])
+def test_a_retired_name_is_said_once_and_sent_the_rules_of_the_model_that_answers_it(gemini, name, successor):
+    server = gemini(["Answer: 4", "Answer: 5"])
+    recorded = []
+    model = GeminiModel(name)
+    assert model.generate(MESSAGES, STOP, on_event=events_of(recorded)).text == "Answer: 4"
+    assert model.generate(MESSAGES, STOP, on_event=events_of(recorded)).text == "Answer: 5"
+    assert recorded == [{"type": "warning", "message": f"{name} was retired on 2026-12-01: Google answers it with "
+                         f"{successor}, at that model's prices and request rules, which are sent; name a current "
+                         f"model (--model gemini:{successor}, say) to choose one yourself"}]
+    for body in server.bodies:  # the successor's rules: a thinking level, no temperature; nothing refused
+        assert thinking(body) == {"thinking_level": "LOW"} and "temperature" not in body["generationConfig"]
+    assert len(server.requests) == 2
+
+
 @pytest.mark.parametrize("name, variable, value, field", [
     ("gemini-3.8-flash", "GEMINI_THINKING", "minimal", "thinking"),  # the old default
-    ("gemini-2.5-flash", "GEMINI_THINKING", "low", "thinking"),  # a level where a budget is wanted
+    ("gemini-2.5-flash-lite", "GEMINI_THINKING", "low", "thinking"),  # a level where a budget is wanted
     ("gemini-3.8-flash", "GEMINI_TEMPERATURE", "0", "temperature"),
 ])
 def test_a_refused_setting_is_dropped_once_with_a_notice(gemini, monkeypatch, name, variable, value, field):
