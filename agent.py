@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Callable, Sequence
 
 from models import COUNTED_LOCALLY, ContextOverflow, Message, Model, ModelError, ModelReply
+from models.prices import Cost, cost_of
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -57,8 +58,9 @@ class Refused(Exception):
 
 @dataclass
 class Usage:
-    input_tokens: int = 0
+    input_tokens: int = 0  # the whole prompts, cached part included
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, what the service served from its prompt cache
 
 
 @dataclass
@@ -84,6 +86,7 @@ class Result:
     backend: str = ""  # gemini, openai, ollama, llamacpp, local, scripted
     usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
     temperatures: list = field(default_factory=list)  # each temperature the calls were sent with, in order; None: none
+    cost: Cost | None = None  # at list price (models/prices.json); None when the model has no listed price
     error: Exception | None = None
 
     def to_dict(self) -> dict:
@@ -91,7 +94,8 @@ class Result:
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
             "backend": self.backend,
             "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
-            "usage_source": self.usage_source, "temperatures": self.temperatures, "context": vars(self.context),
+            "usage_source": self.usage_source, "temperatures": self.temperatures,
+            "cost": self.cost.to_dict() if self.cost else None, "context": vars(self.context),
             "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
         }
@@ -132,6 +136,7 @@ def summarise(events: Sequence[dict]) -> dict:
             summaries += event["purpose"] == "summary"
             usage.input_tokens += event["input_tokens"]
             usage.output_tokens += event["output_tokens"]
+            usage.cached_input_tokens += event.get("cached_tokens", 0)
         elif kind == "context":
             for bucket, count in event["tokens"].items():
                 context.totals[bucket] = context.totals.get(bucket, 0) + count
@@ -209,8 +214,11 @@ class TinyReAct:
         """The outcome of a query, every count read from its events."""
         counts = summarise(events)
         usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
+        calls = [(e.get("answered_by", self.model.name), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
+                 for e in events if e["type"] == "usage"]
+        cost = cost_of(calls, self.model.backend) if usage_source != COUNTED_LOCALLY else None
         return Result(answer, reason, **counts, trace=list(events), seconds=seconds, model=self.model.name,
-                      backend=self.model.backend, usage_source=usage_source, error=error)
+                      backend=self.model.backend, usage_source=usage_source, cost=cost, error=error)
 
     def _context(self):
         """Fold old steps into a summary if the policy asks, then render and measure what the model will see."""
@@ -291,9 +299,11 @@ class TinyReAct:
             self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
                            thoughts_tokens=0, counted_locally=True)
             return
-        sampled = {"temperature": reply.temperature} if reply.temperature is not None else {}
+        extra = ({"temperature": reply.temperature} if reply.temperature is not None else {}) \
+            | ({"cached_tokens": reply.cached_tokens} if reply.cached_tokens else {}) \
+            | ({"answered_by": reply.model} if reply.model and reply.model != self.model.name else {})
         self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                       thoughts_tokens=reply.thoughts_tokens, **sampled)
+                       thoughts_tokens=reply.thoughts_tokens, **extra)
 
     def _model_event(self, type: str, **fields) -> None:
         """What a backend reports during a call: retries and dropped settings are recorded (and so shown as they

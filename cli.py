@@ -15,6 +15,7 @@ from typing import Callable
 
 from agent import TinyReAct
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
+from models.prices import prices
 from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
 from tokens import local_counter, read_vocabulary_elsewhere
@@ -388,10 +389,12 @@ def _header(model: Model) -> dict:
 
 
 def _model_for_a_run(args) -> Model:
-    """The model a question, a chat or a comparison runs, with .env read first; a UsageError when it cannot load."""
+    """The model a question, a chat or a comparison runs, with .env read first; a UsageError when it cannot load,
+    or when the price file TINYREACT_PRICES names cannot be read."""
     load_env_files()
     read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
     try:
+        prices()  # a TINYREACT_PRICES file that cannot be read is one line before the run, not a missing cost after it
         return _load_model(args.model)
     except (ModelConfigError, ValueError) as problem:
         raise UsageError(str(problem)) from None

@@ -29,7 +29,7 @@ HISTORY = {
     2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
-       "counted_locally and temperature on usage; model, backend and temperature in the header; a stop event "
+       "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the header; a stop event "
        "ending each query (reason, answer)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
@@ -57,7 +57,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
     "usage": ({"input_tokens": WHOLE, "output_tokens": WHOLE}, {"thoughts_tokens": WHOLE, "purpose": TEXT,
-                                                                "temperature": NUMBER}),
+                                                                "temperature": NUMBER, "cached_tokens": WHOLE,
+                                                                "answered_by": TEXT}),
     "forget": ({"what": TEXT, "replies": INDEXES}, {}),
     "warning": ({"message": TEXT}, {}),
     "retry": ({"backend": TEXT}, {"message": TEXT, "reason": TEXT}),

@@ -43,9 +43,11 @@ class Message:
 @dataclass(frozen=True)
 class ModelReply:
     text: str
-    input_tokens: int = 0
+    input_tokens: int = 0  # the whole prompt, the part served from the service's prompt cache included
     output_tokens: int = 0  # includes thinking tokens: they are billed as output
     thoughts_tokens: int = 0
+    cached_tokens: int = 0  # of input_tokens, those the service served from its prompt cache (billed for less)
+    model: str | None = None  # the model that answered, as the service names it, when it says
     blocked: str | None = None  # why the backend returned no text (a safety block, say)
     finish: str | None = None  # "stop", "length" (cut at the output limit), "content_filter", "blocked", or None
     usage_source: str | None = None  # overrides the model's usage_source for this reply ("counted locally")

@@ -178,7 +178,7 @@ class GeminiModel:
                         reply = self._reply(response)
                     else:
                         reply = self._stream(contents, config, stop, channel)
-                    return replace(reply, temperature=config.temperature)
+                    return replace(reply, temperature=config.temperature, model=reply.model or answered_by(self.name))
                 except Exception as error:
                     field = self._refused_field(error)
                     if field is None:
@@ -232,7 +232,8 @@ class GeminiModel:
         counts = _counts(last.usage_metadata if last else None)
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
         blocked = None if text or finish_word in (None, "stop", "length") else f"finish reason {getattr(finish, 'value', finish)}"
-        return ModelReply(text, finish="stop" if cut.done and not finish_word else finish_word, blocked=blocked, **counts)
+        return ModelReply(text, finish="stop" if cut.done and not finish_word else finish_word, blocked=blocked,
+                          model=last.model_version if last else None, **counts)
 
     def _connect(self):
         if self._client is None:
@@ -371,10 +372,13 @@ def _details(details) -> list[dict]:
 
 
 def _counts(usage) -> dict:
+    """The usage of a reply. promptTokenCount includes cachedContentTokenCount, the part of the prompt served from
+    the implicit prefix cache (on by default from Gemini 2.5: https://ai.google.dev/gemini-api/docs/caching)."""
     prompt = (usage.prompt_token_count or 0) if usage else 0
     output = (usage.candidates_token_count or 0) if usage else 0
     thoughts = (usage.thoughts_token_count or 0) if usage else 0
-    return dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts)
+    cached = (usage.cached_content_token_count or 0) if usage else 0
+    return dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts, cached_tokens=cached)
 
 
 def _reply(response) -> ModelReply:
@@ -388,4 +392,4 @@ def _reply(response) -> ModelReply:
     text = "".join(part.text for part in parts if part.text and not part.thought)
     finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
     blocked = None if text or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
-    return ModelReply(text, blocked=blocked, finish=FINISH.get(finish), **counts)
+    return ModelReply(text, blocked=blocked, finish=FINISH.get(finish), model=response.model_version, **counts)

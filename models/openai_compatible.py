@@ -220,12 +220,12 @@ class OpenAICompatibleModel:
             raise ModelError(f"{self._where()} answered 200 with something other than a chat completion: "
                              f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
         reasoning, text = split_reasoning(message.get("content") or "")
-        return _reply(text, choice.get("finish_reason"), answer.get("usage"))
+        return replace(_reply(text, choice.get("finish_reason"), answer.get("usage")), model=_named(answer.get("model")))
 
     def _stream(self, response, stop: list[str], channel: retry.Channel) -> ModelReply:
         """Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end; usage in the last chunk."""
         cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
-        finish, usage, buffer = None, None, b""
+        finish, usage, buffer, model = None, None, b"", None
         for chunk in self._chunks(response):
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
@@ -235,7 +235,7 @@ class OpenAICompatibleModel:
                     continue  # blank separators, `: keep-alive` comments, `event:` names
                 data = line[5:].strip()
                 if data == b"[DONE]":
-                    return self._streamed(cut, finish, usage)
+                    return self._streamed(cut, finish, usage, model)
                 try:
                     event = json.loads(data)
                 except ValueError:
@@ -245,20 +245,21 @@ class OpenAICompatibleModel:
                     raise ModelError(f"{self._where()} failed in the middle of the reply: "
                                      f"{redact(str(event['error'].get('message')), self._api_key)}")
                 usage = event.get("usage") or usage
+                model = event.get("model") or model
                 for choice in event.get("choices") or []:
                     delta = choice.get("delta") or {}
                     thinking = delta.get("reasoning_content") or delta.get("reasoning")
                     if thinking:
                         channel.event("reasoning", backend=self.backend, text=thinking)
                     if delta.get("content") and cut.feed(delta["content"]):
-                        return self._streamed(cut, "stop", usage)
+                        return self._streamed(cut, "stop", usage, model)
                     finish = choice.get("finish_reason") or finish
         if not cut.done and finish is None:
             raise retry.Retryable(None, "stream ended early", "the connection closed before the reply was complete")
-        return self._streamed(cut, finish, usage)
+        return self._streamed(cut, finish, usage, model)
 
-    def _streamed(self, cut: StreamCut, finish: str | None, usage: dict | None) -> ModelReply:
-        return _reply(cut.finish(), finish, usage)
+    def _streamed(self, cut: StreamCut, finish: str | None, usage: dict | None, model=None) -> ModelReply:
+        return replace(_reply(cut.finish(), finish, usage), model=_named(model))
 
     def _refused_field(self, response) -> str | None:
         """`stop` or `temperature` when a 400 says the model does not take it (some reasoning models take neither):
@@ -312,14 +313,24 @@ class OpenAICompatibleModel:
 
 
 def _reply(text: str, finish: str | None, usage: dict | None) -> ModelReply:
+    """A reply with the usage the server reported: prompt_tokens includes the prompt_tokens_details.cached_tokens
+    served from its prompt cache (https://platform.openai.com/docs/guides/prompt-caching)."""
     word = FINISH.get(finish) if finish else None
     blocked = "content filter" if word == "content_filter" and not text else None
     if not isinstance(usage, dict):
         return ModelReply(text, finish=word, blocked=blocked, usage_source=COUNTED_LOCALLY)
     details = usage.get("completion_tokens_details") or {}
+    prompt_details = usage.get("prompt_tokens_details")
+    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
     return ModelReply(text, input_tokens=int(usage.get("prompt_tokens") or 0),
                       output_tokens=int(usage.get("completion_tokens") or 0),
-                      thoughts_tokens=int(details.get("reasoning_tokens") or 0), finish=word, blocked=blocked)
+                      thoughts_tokens=int(details.get("reasoning_tokens") or 0), finish=word, blocked=blocked,
+                      cached_tokens=cached if type(cached) is int and cached >= 0 else 0)
+
+
+def _named(model) -> str | None:
+    """The model a server says answered, when it says so in a short plain name."""
+    return model if isinstance(model, str) and 0 < len(model) <= 200 and model.isprintable() else None
 
 
 def _error_object(response) -> dict:

@@ -12,7 +12,7 @@ Each rule is written from the provider's documentation, cited beside it. Answers
 import json
 import re
 
-from servers import Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
+from servers import SERVED, Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
 
 
 def sse(events: list) -> list[bytes]:
@@ -35,12 +35,15 @@ def cut_at_stops(text: str, stops: list[str]) -> str:
 # ------------------------------------------------------------------ Gemini
 
 def gemini_response(text: str, finish: str = "STOP", prompt_tokens: int = 100, output_tokens: int = 10,
-                    thoughts_tokens: int = 0) -> dict:
-    """A GenerateContentResponse, https://ai.google.dev/api/generate-content#generatecontentresponse"""
+                    thoughts_tokens: int = 0, cached_tokens: int = 0) -> dict:
+    """A GenerateContentResponse, https://ai.google.dev/api/generate-content#generatecontentresponse; the prompt's
+    count includes the part served from the implicit cache, cachedContentTokenCount (UsageMetadata)."""
     usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
              "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens}
     if thoughts_tokens:
         usage["thoughtsTokenCount"] = thoughts_tokens
+    if cached_tokens:
+        usage["cachedContentTokenCount"] = cached_tokens
     content = {"parts": [{"text": text}] if text else [], "role": "model"}
     return {"candidates": [{"content": content, "finishReason": finish, "index": 0}], "usageMetadata": usage,
             "modelVersion": "stand-in", "responseId": "stand-in"}
@@ -102,9 +105,6 @@ def thinking_rule(model: str, generation: dict) -> str | None:
     return None
 
 
-ROUTED = {"gemini-2.5-pro": "gemini-3.8-flash", "gemini-2.5-flash": "gemini-3.5-flash-lite"}
-
-
 class GeminiStandIn(Loopback):
     """generateContent and streamGenerateContent from a queue of replies: a text (stopped at the request's
     stop sequences, as the API does), a response dict, or an Answer sent as it is.
@@ -130,7 +130,7 @@ class GeminiStandIn(Loopback):
         generation = request["body"].get("generationConfig") or {}
         # Retired names answer from their successor, under its rules (https://ai.google.dev/gemini-api/docs/deprecations,
         # as read on 2026-11-10): gemini-2.5-pro by gemini-3.8-flash, gemini-2.5-flash by gemini-3.5-flash-lite.
-        model = ROUTED.get(model, model)
+        model = {name: SERVED[name] for name in ("gemini-2.5-pro", "gemini-2.5-flash")}.get(model, model)
         refusal = thinking_rule(model, generation)
         if refusal:
             return gemini_error(400, "INVALID_ARGUMENT", refusal)
@@ -141,6 +141,8 @@ class GeminiStandIn(Loopback):
             return reply
         if isinstance(reply, str):
             reply = gemini_response(cut_at_stops(reply, generation.get("stopSequences") or []))
+        if reply.get("modelVersion"):
+            reply = {**reply, "modelVersion": SERVED.get(match.group(1), model)}
         if method == "generateContent":
             return Answer.json(200, reply)
         # Streamed: each event is a GenerateContentResponse with the next piece of text; the last carries the

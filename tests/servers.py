@@ -118,6 +118,14 @@ def gemini_error(code: int, status: str, message: str, reason: str | None = None
     return code, {"error": error}
 
 
+# The model that answers a name, as the API names it in `modelVersion`: a -latest alias is the newest model of its
+# family ("points to the latest release", https://ai.google.dev/gemini-api/docs/models#model-versions; the newest
+# Flash on the deprecations page as read on 2026-11-10 is gemini-3.8-flash), a retired name its successor
+# (https://ai.google.dev/gemini-api/docs/deprecations), any other name itself.
+SERVED = {"gemini-flash-latest": "gemini-3.8-flash", "gemini-2.5-pro": "gemini-3.8-flash",
+          "gemini-2.5-flash": "gemini-3.5-flash-lite"}
+
+
 REJECTED_KEY = gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
 
 
@@ -154,6 +162,8 @@ class FakeGemini(Loopback):
                 for stop in stops:
                     reply = reply.split(stop)[0]
             reply = gemini_text(reply)
+        if reply.get("modelVersion"):
+            reply = {**reply, "modelVersion": SERVED.get(match.group(2), match.group(2))}
         if match.group(3) == "streamGenerateContent" and reply.get("candidates"):
             return 200, gemini_events(reply)
         return 200, reply

@@ -74,7 +74,10 @@ def test_super_bowl_question_end_to_end(world, tmp_path, capsys):
     assert code == 0
     assert result["answer"] == "It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans."
     assert (result["stop_reason"], result["steps"], result["model_calls"]) == ("answer", 6, 7)
-    assert result["usage"] == {"input_tokens": 700, "output_tokens": 70}
+    assert result["usage"] == {"input_tokens": 700, "output_tokens": 70, "cached_input_tokens": 0}
+    # Priced as the model that answered the alias (models/prices.json): 700 × $0.75 + 70 × $3.75 per million.
+    assert result["cost"] == {"usd": 0.0007875, "priced_as": "gemini-3.8-flash", "prices_read": "2026-10-07",
+                              "source": "https://ai.google.dev/gemini-api/docs/pricing"}
     observations = [e["text"] for e in result["trace"] if e["type"] == "observation"]
     assert observations == [
         "Super Bowl LIX",

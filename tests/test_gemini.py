@@ -1,4 +1,5 @@
 """The real google-genai client against a loopback Gemini that behaves like today's models."""
+import json
 import time
 
 import pytest
@@ -299,3 +300,46 @@ def test_the_shared_fake_gemini_streams_too(monkeypatch):
         shown = []
         assert model.generate(MESSAGES, STOP, on_text=shown.append) == model.generate(MESSAGES, STOP)
         assert "".join(shown) == "Thought: x\nAnswer: 4" and len(shown) > 2
+
+
+def test_cached_tokens_are_counted_apart_and_priced_at_the_cached_rate(gemini, capsys):
+    import cli
+
+    gemini([gemini_response("Thought: add\nAction: add_numbers(2, 2)", prompt_tokens=1000, output_tokens=20),
+            gemini_response("Answer: 4", prompt_tokens=1040, output_tokens=8, cached_tokens=1000)])
+    assert cli.main(["What is 2 + 2?", "--model", "gemini-3.5-flash-lite", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["usage"] == {"input_tokens": 2040, "output_tokens": 28, "cached_input_tokens": 1000}
+    assert [e.get("cached_tokens", 0) for e in result["trace"] if e["type"] == "usage"] == [0, 1000]
+    # 1,040 fresh input at $0.30, 1,000 cached at $0.03, 28 out at $2.50, per million (models/prices.json)
+    assert result["cost"]["usd"] == round((1040 * 0.30 + 1000 * 0.03 + 28 * 2.50) / 1e6, 10)
+    assert result["cost"]["priced_as"] == "gemini-3.5-flash-lite"
+
+
+def test_the_summary_line_says_what_was_cached_and_what_it_cost(gemini, capsys):
+    import cli
+
+    gemini([gemini_response("Answer: 4", prompt_tokens=3000, output_tokens=10, cached_tokens=2048)])
+    assert cli.main(["What is 2 + 2?", "--model", "gemini-3.8-flash", "--no-stream"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3,000 tokens in (2,048 cached) / 10 out (billed, from the API)" in out
+    assert "$0.00091 at list price (gemini-3.8-flash, prices of 2026-10-07)" in out  # 952×0.75+2048×0.075+10×3.75
+
+
+def test_a_model_without_a_listed_price_has_no_cost_and_a_price_file_can_add_one(gemini, capsys, monkeypatch, tmp_path):
+    import cli
+
+    gemini([gemini_response("Answer: 4", prompt_tokens=100, output_tokens=10)] * 2)
+    assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"] is None  # not a guess
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {"gemma-3-27b-it": {"input": 1, "cached_input": 0.1, "output": 2,
+                                                                "read": "2026-12-02", "source": "my contract"}}}))
+    monkeypatch.setenv("TINYREACT_PRICES", str(prices))
+    assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"] == {"usd": 0.00012, "priced_as": "gemma-3-27b-it",
+                                                           "prices_read": "2026-12-02", "source": "my contract"}
+    prices.write_text('{"models": {"x": {"input": "cheap"}}}')
+    assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it"]) == 2
+    assert capsys.readouterr().err == (f"error: {prices}: the price of x needs input, cached_input, output as dollars "
+                                       "per million tokens (numbers of 0 or more)\n")

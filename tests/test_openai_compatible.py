@@ -301,3 +301,27 @@ def test_a_refused_temperature_is_dropped_once_said_once_and_the_json_says_what_
     assert fallbacks[0]["variable"] == "TINYREACT_TEMPERATURE"
     assert [body.get("temperature") for body in stand_in.bodies] == [0, None, None]
     assert result.to_dict()["temperatures"] == [None]
+
+
+def test_the_server_s_cached_tokens_are_kept_and_its_own_server_costs_nothing(server, monkeypatch, capsys):
+    answer = completion("Answer: 4")
+    answer["usage"] = {"prompt_tokens": 1200, "completion_tokens": 5, "total_tokens": 1205,
+                       "prompt_tokens_details": {"cached_tokens": 1024}}  # the shape OpenAI documents for caching
+    stand_in = server([answer, completion("Answer: 4")], models=("m",))
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+    assert cli.main(["What is 2 + 2?", "--model", "llamacpp:m", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["usage"]["cached_input_tokens"] == 1024 and result["cost"]["usd"] == 0
+    monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert cli.main(["What is 2 + 2?", "--model", "openai:m", "--no-stream"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "cost not known: no listed price for this model (models/prices.json)" in out
+
+
+@pytest.mark.parametrize("details", [[1024], {"cached_tokens": "1024"}, {"cached_tokens": -5}, None])
+def test_cached_tokens_of_a_wrong_type_count_as_none(details):
+    from models.openai_compatible import _reply
+
+    reply = _reply("Answer: 4", "stop", {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": details})
+    assert reply.cached_tokens == 0 and reply.input_tokens == 10

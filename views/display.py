@@ -136,9 +136,15 @@ class LiveDisplay:
         calls = f"{result.model_calls} model call{'s' if result.model_calls != 1 else ''}"
         if result.summary_calls:
             calls += f" ({result.summary_calls} for summaries)"
+        cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
         parts = [f"{result.model} ({result.backend})", f"{result.steps} step{'s' if result.steps != 1 else ''}", calls,
-                 f"{usage.input_tokens:,} tokens in / {usage.output_tokens:,} out ({result.usage_source})",
+                 f"{usage.input_tokens:,} tokens in{cached} / {usage.output_tokens:,} out ({result.usage_source})",
                  f"{result.seconds:.1f} s"]
+        if result.cost and result.cost.dollars:
+            parts.insert(4, f"{dollars(result.cost.dollars)} at list price ({result.cost.priced_as}, "
+                            f"prices of {result.cost.read})")
+        elif result.cost is None and result.backend in ("gemini", "openai"):
+            parts.insert(4, "cost not known: no listed price for this model (models/prices.json)")
         if any(temperature is not None for temperature in result.temperatures):  # what sampled, and how
             sent = ", then ".join("the server's own" if t is None else f"{t:g}" for t in result.temperatures)
             parts.insert(4, f"temperature {sent}")
@@ -155,6 +161,11 @@ class LiveDisplay:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def dollars(amount: float) -> str:
+    """$0.0079, $1.24: two significant figures below a cent, cents above."""
+    return f"${amount:,.2f}" if amount >= 0.01 else f"${amount:.2g}" if amount else "$0"
 
 
 def live_table(console: Console, rows: list[dict], model: str, expect: str | None, counter: str) -> None:

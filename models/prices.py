@@ -1,0 +1,107 @@
+"""What a run cost at list price: the dated price table (models/prices.json), and the cost of a run's usage.
+
+A cost is shown only where the table has a price for the model that answered, named as the service names it (a
+retired Gemini name is priced as its successor, an alias as the model the reply says it came from). An embedded
+model costs nothing. For any other model no cost is shown: a guess would be worse than none. TINYREACT_PRICES
+names a JSON file of the same shape as prices.json whose rows replace or add to the shipped ones, for prices
+that changed or models the table lacks.
+"""
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from models import ModelConfigError
+
+PRICES = Path(__file__).with_name("prices.json")
+PRICES_VARIABLE = "TINYREACT_PRICES"
+FIELDS = ("input", "cached_input", "output")
+FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama", "llamacpp": "a model on your own llama.cpp"}
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens, and where the figures come from."""
+    input: float
+    cached_input: float
+    output: float
+    read: str  # the day the price was read at its source
+    source: str
+
+
+@dataclass(frozen=True)
+class Cost:
+    dollars: float
+    priced_as: str  # the model whose price was used
+    read: str  # the day that price was read
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"usd": round(self.dollars, 10), "priced_as": self.priced_as, "prices_read": self.read,
+                "source": self.source}
+
+
+def price_of(model: str, table: dict | None = None) -> Price | None:
+    """The list price of a model (`models/` and `-NNN` version suffixes are matched too); None when not listed."""
+    table = table if table is not None else prices()
+    name = model.removeprefix("models/")
+    return table.get(name) or next((price for listed, price in table.items() if name.startswith(listed + "-0")), None)
+
+
+def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None:
+    """The cost of calls, each (the model that answered, input tokens, of them cached, output tokens); None when a
+    model of them has no listed price. An embedded model's calls, and those to your own server, cost 0."""
+    if backend in FREE:
+        return Cost(0.0, FREE[backend], "", "nothing is billed")
+    try:
+        table = prices()
+    except ModelConfigError:  # a TINYREACT_PRICES file that cannot be read: the command line says so up front
+        return None
+    total, priced = 0.0, None
+    for model, input_tokens, cached, output_tokens in usage:
+        price = price_of(model, table)
+        if price is None:
+            return None
+        cached = min(max(cached, 0), input_tokens)
+        total += ((input_tokens - cached) * price.input + cached * price.cached_input
+                  + output_tokens * price.output) / 1_000_000
+        priced = (model, price)
+    if priced is None:
+        return None
+    model, price = priced
+    return Cost(total, model, price.read, price.source)
+
+
+def prices() -> dict[str, Price]:
+    """The shipped table, with the rows of the user's file (TINYREACT_PRICES) over it; ModelConfigError, naming the
+    file, when one cannot be read. Read when asked: both are small."""
+    rows = _rows(PRICES)
+    user_file = os.environ.get(PRICES_VARIABLE, "").strip()
+    if user_file:
+        rows |= _rows(Path(user_file))
+    return rows
+
+
+def _rows(path: Path) -> dict[str, Price]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as problem:
+        raise ModelConfigError(f"{PRICES_VARIABLE}: cannot read {path}: {problem.strerror or problem}") from None
+    except ValueError as problem:
+        raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not JSON in UTF-8 ({problem})") from None
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict):
+        raise ModelConfigError(f"{path} is not a price table: it needs a \"models\" object (see models/prices.json)")
+    rows = {}
+    for name, row in models.items():
+        if not isinstance(row, dict) or not all(_dollars(row.get(field)) for field in FIELDS):
+            raise ModelConfigError(f"{path}: the price of {name} needs {', '.join(FIELDS)} as dollars per million "
+                                   "tokens (numbers of 0 or more)")
+        rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
+                           str(row.get("source", "")))
+    return rows
+
+
+def _dollars(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value >= 0
