@@ -118,6 +118,11 @@ LOCAL_MODELS = {
 LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b"}
 
 
+# How the Gemini API's model names begin (https://ai.google.dev/gemini-api/docs/models): a bare name that begins
+# otherwise (llama3.2, gpt-4o) is a model of another backend, named without it.
+GEMINI_NAMES = ("gemini", "gemma", "learnlm")
+
+
 def gemini_key() -> str:
     return (os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or "").strip()
 
@@ -137,9 +142,14 @@ def parse_spec(spec: str) -> tuple[str, str]:
         return backend, name
     if spec in LOCAL_MODELS or spec in LOCAL_ALIASES:
         return "local", LOCAL_ALIASES.get(spec, spec)
-    if colon and backend.isalnum() and not backend.startswith("gemini"):  # "olama:x", say: a misspelt backend
-        raise ModelConfigError(f"unknown backend {backend!r} in {spec!r}: use one of {', '.join(BACKENDS)}")
-    return "gemini", spec  # any other bare name is a Gemini model, as before the grammar existed
+    if colon and backend.replace(".", "").replace("-", "").isalnum() and not backend.startswith("gemini"):
+        # "olama:x" (a misspelt backend), or "qwen3:8b" (an Ollama name and tag, written without its backend)
+        raise ModelConfigError(f"unknown backend {backend!r} in {spec!r}: use one of {', '.join(BACKENDS)}; "
+                               f"for a model of that name, did you mean ollama:{spec} or openai:{spec}?")
+    if not spec.removeprefix("models/").startswith(GEMINI_NAMES):
+        raise ModelConfigError(f"{spec!r} is not a Gemini model name: did you mean ollama:{spec} or openai:{spec}? "
+                               "(python agent.py --models lists what can run here)")
+    return "gemini", spec  # a bare gemini-… or gemma-… name
 
 
 def chosen_spec(spec: str | None = None) -> str | None:
@@ -172,9 +182,10 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
     read = ", ".join(env_files) if env_files else "none"
     rows = []
     key = gemini_key()
-    gemini_name = os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL
+    gemini_name = _gemini_name(os.environ.get("GEMINI_MODEL")) or DEFAULT_MODEL
     rows.append(dict(spec=f"gemini:{gemini_name}", backend="gemini", ready=bool(key),
-                     why="" if key else "no GEMINI_API_KEY (or GOOGLE_API_KEY) set", note=f".env read: {read}"))
+                     why="" if key else "no GEMINI_API_KEY (or GOOGLE_API_KEY) set",
+                     note=f"{_default_said()}; .env read: {read}"))
     for backend in ("openai", "ollama", "llamacpp"):
         url, key_variable = endpoint(backend)
         if key_variable and not os.environ.get(key_variable, "").strip():
@@ -205,6 +216,23 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
         rows.append(dict(spec=f"local:{name}", backend="local", ready=True,
                          why="" if unpacked else "weights not unpacked yet: the first run unpacks them (once)"))
     return rows
+
+
+def _gemini_name(spec: str | None) -> str | None:
+    """The Gemini model a spec names, or None when it names another backend's (or no) model."""
+    try:
+        backend, name = parse_spec(spec) if spec and spec.strip() else (None, None)
+    except ModelConfigError:
+        return None
+    return name if backend == "gemini" else None
+
+
+def _default_said() -> str:
+    """Which model runs when --model names none, and what set it, as --models says it."""
+    for variable in ("TINYREACT_MODEL", "GEMINI_MODEL"):
+        if os.environ.get(variable, "").strip():
+            return f"with no --model: {os.environ[variable].strip()} (set by {variable})"
+    return f"with no --model: gemini:{DEFAULT_MODEL} with a key, else {OFFLINE_MODEL}"
 
 
 def describe_models(rows: list[dict]) -> str:

@@ -306,7 +306,9 @@ class OpenAICompatibleModel:
         if self.name in names:
             return f"{self._where()} answered 404 for a model it lists ({message}): check {ENDPOINTS[self.backend][0]}"
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "") if names else "none"
-        return f"{self._where()} has no model {self.name!r}; it has: {shown}"
+        # Ollama answers "model 'x' not found, try pulling it first" (api/openai-compatibility): say how.
+        pull = f" — to fetch it: ollama pull {self.name}" if self.backend == "ollama" else ""
+        return f"{self._where()} has no model {self.name!r}; it has: {shown}{pull}"
 
     def _where(self) -> str:
         return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"

@@ -3,6 +3,7 @@ import socket
 
 import pytest
 
+import cli
 import models
 from models import Embedded, ModelConfigError, available_models, describe_models, load_model, parse_spec
 from model_servers import OpenAIStandIn
@@ -38,10 +39,30 @@ def test_specs(spec, parsed):
 
 @pytest.mark.parametrize("spec, message", [
     ("olama:qwen3", "unknown backend 'olama'"), ("ollama:", "names no model"), ("local:gpt-5", "no embedded model 'gpt-5'"),
+    ("qwen3:8b", r"unknown backend 'qwen3' in 'qwen3:8b': .*; for a model of that name, did you mean ollama:qwen3:8b "
+                 r"or openai:qwen3:8b\?"),
+    ("llama3.2", r"'llama3.2' is not a Gemini model name: did you mean ollama:llama3.2 or openai:llama3.2\?"),
+    ("gpt-4o", r"'gpt-4o' is not a Gemini model name: did you mean ollama:gpt-4o or openai:gpt-4o\?"),
 ])
 def test_bad_specs_are_one_line_errors(spec, message):
     with pytest.raises(ModelConfigError, match=message):
         parse_spec(spec)
+
+
+def test_a_name_of_another_backend_is_not_read_as_gemini_on_the_command_line(capsys):
+    assert cli.main(["What is 2 + 2?", "--model", "llama3.2"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean ollama:llama3.2" in err and "Gemini API key" not in err
+
+
+def test_models_says_which_model_runs_by_default_and_what_set_it(monkeypatch, capsys):
+    monkeypatch.setenv("GEMINI_MODEL", "llamacpp:any")
+    monkeypatch.setenv("LLAMACPP_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    assert cli.main(["--models"]) == 0
+    out = capsys.readouterr().out
+    assert "gemini:llamacpp:any" not in out and "✗ gemini:gemini-flash-latest" in out
+    assert "with no --model: llamacpp:any (set by GEMINI_MODEL)" in out
 
 
 def test_model_flag_over_tinyreact_model_over_gemini_model(monkeypatch):

@@ -144,7 +144,8 @@ def test_a_missing_key_names_the_variable(monkeypatch):
 def test_an_unknown_model_lists_the_servers_models(server, monkeypatch):
     stand_in = server(["Answer: 4"], models=("qwen3:8b", "llama3.2"))
     monkeypatch.setenv("OLLAMA_HOST", stand_in.url)
-    with pytest.raises(ModelConfigError, match=r"has no model 'qwen3:0.6b'; it has: llama3.2, qwen3:8b"):
+    with pytest.raises(ModelConfigError, match=r"has no model 'qwen3:0.6b'; it has: llama3.2, qwen3:8b — to fetch it: "
+                                               r"ollama pull qwen3:0.6b$"):
         load_model("ollama:qwen3:0.6b").generate(MESSAGES, STOP)
 
 
