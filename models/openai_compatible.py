@@ -109,6 +109,10 @@ def temperature_for(backend: str, url: str) -> float | None:
     return temperature
 
 
+class StreamEndedEarly(ModelError):
+    """The connection closed before a streamed reply was complete: asked once more without streaming."""
+
+
 def make(backend: str, name: str, progress=None) -> "OpenAICompatibleModel":
     """The model of `openai:`, `ollama:` or `llamacpp:` (see models.BACKENDS), as the environment configures it."""
     return OpenAICompatibleModel.for_backend(backend, name)
@@ -145,22 +149,41 @@ class OpenAICompatibleModel:
         return f"OpenAICompatibleModel({self.backend}:{self.name} at {self.url})"
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
-        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py."""
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py.
+        Two failures are asked again once, differently, so that the server's own answer reaches the user: a stream
+        that ends early is asked for whole (a server that cannot take the context closes the stream, but answers a
+        whole request with its error), and a reply that is empty but for its reasoning is asked for without the stop
+        sequence (Ollama, vLLM and llama.cpp apply a stop string inside the reasoning too: vLLM issues #52393 and
+        #53066; the loop's own cut at Observation still applies)."""
         chat = [{"role": ROLES[m.role], "content": m.text} for m in messages]
+        streaming = [on_text is not None]  # [whether this call still streams]: a broken stream is asked whole once
 
         def attempt(channel: retry.Channel) -> ModelReply:
             while True:
-                body = {"model": self.name, "messages": chat, "stream": on_text is not None}
+                body = {"model": self.name, "messages": chat, "stream": streaming[0]}
                 if stop and "stop" not in self.dropped:
                     body["stop"] = stop[:MAX_STOPS]
                 if self.temperature is not None and "temperature" not in self.dropped:
                     body["temperature"] = self.temperature
-                if on_text is not None:
+                if streaming[0]:
                     body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
                 response = self._post(body)
                 with response:
                     if response.status_code == 200:
-                        reply = self._stream(response, stop, channel) if on_text is not None else self._whole(response)
+                        try:
+                            reply, reasoned = self._stream(response, stop, channel) if streaming[0] else self._whole(response)
+                        except StreamEndedEarly as ended:
+                            streaming[0] = False
+                            channel.event("warning", message=f"{self._where()}: {ended}; asking once more without "
+                                                             "streaming, for the server's own answer",
+                                          restart_stream=channel.shown)
+                            continue
+                        if not reply.text.strip() and reasoned and "stop" in body:
+                            self.dropped.add("stop")
+                            channel.event("config_fallback", backend=self.backend, model=self.name, field="stop",
+                                          variable=None, message="the reply was empty but for its reasoning: the stop "
+                                          "sequence was applied inside the reasoning")
+                            continue
                         return replace(reply, temperature=body.get("temperature"))
                     refused = self._refused_field(response)
                     if refused is None:
@@ -210,21 +233,41 @@ class OpenAICompatibleModel:
                 raise ModelError(f"{self._where()} sent more than {MAX_REPLY_BYTES:,} bytes: stopped reading")
             yield chunk
 
-    def _whole(self, response) -> ModelReply:
+    def _whole(self, response) -> tuple[ModelReply, bool]:
+        """The reply of a request made without streaming, and whether it held reasoning."""
         data = b"".join(self._chunks(response))
         try:
             answer = json.loads(data)
+        except (ValueError, RecursionError):
+            answer = None
+        if isinstance(answer, dict) and isinstance(answer.get("error"), dict) and "choices" not in answer:
+            raise self._error_in_200(answer["error"])
+        try:
             choice = answer["choices"][0]
             message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise ModelError(f"{self._where()} answered 200 with something other than a chat completion: "
                              f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
         reasoning, text = split_reasoning(message.get("content") or "")
-        return replace(_reply(text, choice.get("finish_reason"), answer.get("usage")), model=_named(answer.get("model")))
+        reasoned = bool(reasoning or message.get("reasoning_content") or message.get("reasoning"))
+        reply = _reply(text, choice.get("finish_reason"), answer.get("usage"))
+        return replace(reply, model=_named(answer.get("model"))), reasoned
 
-    def _stream(self, response, stop: list[str], channel: retry.Channel) -> ModelReply:
+    def _error_in_200(self, error: dict) -> Exception:
+        """An error sent with HTTP 200, as OpenRouter does once the model has started ("Otherwise, the returned HTTP
+        response status will be 200 and any error ... will be emitted in the response body", its errors page): the
+        error's own code decides, as the status would have."""
+        code = error.get("code") if type(error.get("code")) is int else None
+        message = redact(str(error.get("message") or "no message")[:500], self._api_key)
+        if code in retry.RETRY_STATUSES:
+            return retry.Retryable(code, "in a 200 answer", message)
+        return ModelError(f"{self._where()} answered 200 with an error{f' {code}' if code else ''}: {message}")
+
+    def _stream(self, response, stop: list[str], channel: retry.Channel) -> tuple[ModelReply, bool]:
         """Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end; usage in the last chunk."""
-        cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
+        reasoned = []
+        cut = StreamCut(stop, channel.text, lambda text: (reasoned.append(True),
+                                                          channel.event("reasoning", backend=self.backend, text=text)))
         finish, usage, buffer, model = None, None, b"", None
         for chunk in self._chunks(response):
             buffer += chunk
@@ -235,7 +278,7 @@ class OpenAICompatibleModel:
                     continue  # blank separators, `: keep-alive` comments, `event:` names
                 data = line[5:].strip()
                 if data == b"[DONE]":
-                    return self._streamed(cut, finish, usage, model)
+                    return self._streamed(cut, finish, usage, model), bool(reasoned)
                 try:
                     event = json.loads(data)
                 except ValueError:
@@ -250,13 +293,14 @@ class OpenAICompatibleModel:
                     delta = choice.get("delta") or {}
                     thinking = delta.get("reasoning_content") or delta.get("reasoning")
                     if thinking:
+                        reasoned.append(True)
                         channel.event("reasoning", backend=self.backend, text=thinking)
                     if delta.get("content") and cut.feed(delta["content"]):
-                        return self._streamed(cut, "stop", usage, model)
+                        return self._streamed(cut, "stop", usage, model), bool(reasoned)
                     finish = choice.get("finish_reason") or finish
         if not cut.done and finish is None:
-            raise retry.Retryable(None, "stream ended early", "the connection closed before the reply was complete")
-        return self._streamed(cut, finish, usage, model)
+            raise StreamEndedEarly("the stream ended before the reply was complete")
+        return self._streamed(cut, finish, usage, model), bool(reasoned)
 
     def _streamed(self, cut: StreamCut, finish: str | None, usage: dict | None, model=None) -> ModelReply:
         return replace(_reply(cut.finish(), finish, usage), model=_named(model))

@@ -1,6 +1,6 @@
 """One retry and deadline policy for every network backend, and the one-line description of its events.
 
-- Up to 4 attempts. Retried: HTTP 429, 500, 502, 503, 504 and connection failures. A wait the server asks
+- Up to 4 attempts. Retried: HTTP 408, 429, 500, 502, 503, 504 and connection failures. A wait the server asks
   for (Gemini's RetryInfo.retryDelay, HTTP Retry-After) is honoured when it is at most 60 s; a longer one
   fails at once, saying how long. A quota that is spent for the day is not retried at all.
 - TINYREACT_CALL_DEADLINE (seconds, default 120) bounds the whole call: every attempt, every wait. Each
@@ -26,7 +26,8 @@ from typing import Callable, TypeVar
 from models import ModelConfigError, ModelError
 
 ATTEMPTS = 4
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# 408 too: "Your request timed out" (https://openrouter.ai/docs/api/reference/errors-and-debugging)
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_SERVER_WAIT = 60.0  # seconds: a longer wait asked by the server fails at once instead
 DEFAULT_DEADLINE = 120.0
 MAX_DEADLINE = 86_400  # seconds; far longer would overflow the waits (threading.TIMEOUT_MAX, time_t)

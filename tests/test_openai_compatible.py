@@ -326,3 +326,52 @@ def test_cached_tokens_of_a_wrong_type_count_as_none(details):
 
     reply = _reply("Answer: 4", "stop", {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": details})
     assert reply.cached_tokens == 0 and reply.input_tokens == 10
+
+
+def test_a_stream_that_ends_early_is_asked_once_whole_so_the_server_s_own_error_is_said(server, monkeypatch, waits):
+    # llama.cpp's server, past its context: the stream is closed with no finish reason; a whole request gets a 400
+    # saying why (seen against llama-cpp-python 0.3.36's server).
+    cut = Answer(200, sse([{"choices": [{"index": 0, "delta": {"content": "Thought: hm"}, "finish_reason": None}]}])[:1],
+                 {"Content-Type": "text/event-stream"})
+    too_long = openai_error(400, "the request exceeds the available context size, try increasing it",
+                            type="exceed_context_size_error")
+    stand_in = server([cut, too_long], models=("m",))
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+    recorded, shown = [], []
+    with pytest.raises(ModelError, match="exceeds the available context size"):
+        load_model("llamacpp:m").generate(MESSAGES, STOP, on_text=shown.append, on_event=events_of(recorded))
+    assert [body["stream"] for body in stand_in.bodies] == [True, False] and waits == []  # no retry storm
+    assert [e["type"] for e in recorded] == ["warning"]
+    assert "stream ended before the reply was complete; asking once more without streaming" in recorded[0]["message"]
+
+
+@pytest.mark.parametrize("code, retried", [(502, True), (408, True), (400, False)])
+def test_an_error_inside_a_200_answer_follows_the_retry_rules_of_its_code(server, monkeypatch, waits, code, retried):
+    # OpenRouter, once the model started: HTTP 200 and {"error": {"code", "message"}} (its errors page).
+    inside = Answer.json(200, {"error": {"code": code, "message": "the provider returned an error"}})
+    stand_in = server([inside, "Answer: 4"], models=("m",))
+    model = openai_model(monkeypatch, stand_in, name="m")
+    if retried:
+        assert model.generate(MESSAGES, STOP).text == "Answer: 4" and len(waits) == 1
+    else:
+        with pytest.raises(ModelError, match=f"answered 200 with an error {code}: the provider returned an error"):
+            model.generate(MESSAGES, STOP)
+        assert waits == []
+
+
+def test_408_is_retried(server, monkeypatch, waits):
+    stand_in = server([openai_error(408, "Your request timed out"), "Answer: 4"], models=("m",))
+    assert openai_model(monkeypatch, stand_in, name="m").generate(MESSAGES, STOP).text == "Answer: 4"
+    assert len(waits) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_empty_but_for_its_reasoning_is_asked_again_without_the_stop_sequence(server, monkeypatch, stream):
+    # A reasoning model whose stop string matched inside its reasoning (vLLM #52393): content empty, reasoning not.
+    stand_in = server(["", "Thought: so\nAction: add_numbers(2, 2)"], models=("m",), reasoning="Observation is 4?")
+    model = openai_model(monkeypatch, stand_in, name="m")
+    recorded = []
+    reply = model.generate(MESSAGES, STOP, on_text=(lambda text: None) if stream else None, on_event=events_of(recorded))
+    assert reply.text == "Thought: so\nAction: add_numbers(2, 2)"
+    assert [e["type"] for e in recorded if e["type"] != "reasoning"] == ["config_fallback"]
+    assert "stop" in stand_in.bodies[0] and "stop" not in stand_in.bodies[1]

@@ -58,7 +58,7 @@ class LiveDisplay:
         if kind == "context" and self.context and self.render_context:
             self.show_context(self.render_context(), event["policy"], changes=self.context == "changes")
         if kind in ("retry", "config_fallback", "warning"):  # on stderr whatever the output, as it happens
-            if kind == "retry" and event.get("restart_stream") and self._streamed:
+            if event.get("restart_stream") and self._streamed:  # a retry, or a stream asked for again whole
                 self._end_stream()
             line = f"warning: {event['message']}" if kind == "warning" else describe(event)
             Console(stderr=True, highlight=False).print(plain(line, "yellow"))
