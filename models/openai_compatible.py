@@ -118,9 +118,14 @@ def make(backend: str, name: str, progress=None) -> "OpenAICompatibleModel":
     return OpenAICompatibleModel.for_backend(backend, name)
 
 
+# Ollama's context, unless a model or the server sets another: "< 24 GiB VRAM: 4k context" (ollama
+# docs/context-length.mdx). Its OpenAI-compatible /v1 takes no num_ctx, and a longer prompt is cut from the start,
+# the instructions first, with no error (ollama issues #10980, #17427).
+OLLAMA_DEFAULT_CONTEXT = 4096
+
+
 class OpenAICompatibleModel:
     usage_source = "reported by the server"
-    window = None  # the protocol does not say; a server refuses what it cannot take
 
     def __init__(self, name: str, base_url: str, *, backend: str = "openai", api_key: str | None = None,
                  key_variable: str | None = None):
@@ -132,6 +137,7 @@ class OpenAICompatibleModel:
             raise ModelConfigError(f"{ENDPOINTS[backend][0]} must be an http:// or https:// URL, got {self.url!r}")
         self.dropped: set[str] = set()  # request fields the server refused, no longer sent
         self.temperature = temperature_for(backend, self.url)
+        self._window: int | None = None  # learned once, for Ollama (see window)
         retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
         self._session = None
 
@@ -147,6 +153,40 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatibleModel({self.backend}:{self.name} at {self.url})"
+
+    @property
+    def window(self) -> int | None:
+        """The context in tokens the server runs the model with, where that can be learned: Ollama's, which cuts a
+        longer prompt silently, so that the loop warns before such a call. The protocol says nothing of it for
+        other servers: they refuse what they cannot take."""
+        if self.backend != "ollama":
+            return None
+        if self._window is None:
+            self._window = self._ollama_context()
+        return self._window
+
+    def _ollama_context(self) -> int:
+        """The loaded model's context_length (GET /api/ps, the CONTEXT column of `ollama ps`), else the num_ctx its
+        Modelfile sets (POST /api/show, its parameters), else Ollama's default (OLLAMA_DEFAULT_CONTEXT)."""
+        import requests
+
+        base = self.url.removesuffix("/v1")
+        try:
+            running = requests.get(base + "/api/ps", timeout=2, allow_redirects=False).json().get("models")
+            for model in running if isinstance(running, list) else []:
+                if isinstance(model, dict) and self.name in (model.get("name"), model.get("model"),
+                                                              str(model.get("name", "")).removesuffix(":latest")):
+                    if type(model.get("context_length")) is int and model["context_length"] > 0:
+                        return model["context_length"]
+            shown = requests.post(base + "/api/show", json={"model": self.name}, timeout=2, allow_redirects=False)
+            parameters = shown.json().get("parameters")
+            for line in parameters.splitlines() if isinstance(parameters, str) else []:
+                name, _, value = line.strip().partition(" ")
+                if name == "num_ctx" and value.strip().isdigit():
+                    return int(value.strip())
+        except (requests.RequestException, ValueError, AttributeError):
+            pass  # an older Ollama, or none at the URL: the call itself will say so
+        return OLLAMA_DEFAULT_CONTEXT
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py.

@@ -190,8 +190,12 @@ class OpenAIStandIn(Loopback):
 
     def __init__(self, replies: list, key: str | None = None, models: tuple = ("qwen3:8b",), usage: bool = True,
                  reasoning: str | None = None, echo_key: bool = False, pause: float = 0.0, refuse_stop: bool = False,
-                 refuse_temperature: bool = False):
+                 refuse_temperature: bool = False, ollama_context: int | None = None):
         super().__init__()
+        # As Ollama: /api/ps lists the loaded model with its context_length, and a prompt longer than that is cut
+        # from its start, instructions first, with no error (docs/context-length.mdx; ollama issues #10980, #17427).
+        # Tokens are reckoned at 4 characters each; `cut` counts the messages each request lost.
+        self.ollama_context, self.cut = ollama_context, []
         self.replies, self.key, self.models, self.usage = list(replies), key, list(models), usage
         self.reasoning, self.echo_key, self.pause, self.refuse_stop = reasoning, echo_key, pause, refuse_stop
         self.refuse_temperature = refuse_temperature
@@ -205,6 +209,9 @@ class OpenAIStandIn(Loopback):
         if self.key is not None and sent_key != self.key:
             shown = sent_key if self.echo_key else sent_key[:3] + "****"
             return openai_error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
+        if request["method"] == "GET" and request["path"] == "/api/ps" and self.ollama_context:
+            return Answer.json(200, {"models": [{"name": m, "model": m, "size": 1, "context_length": self.ollama_context}
+                                                for m in self.models]})
         if request["method"] == "GET" and request["path"] == "/v1/models":
             return Answer.json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
                                                                  "owned_by": "library"} for m in self.models]})
@@ -225,6 +232,11 @@ class OpenAIStandIn(Loopback):
             return openai_error(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
                                 "this model. Only the default (1) value is supported.", code="unsupported_value",
                                 param="temperature")
+        if self.ollama_context:
+            messages = list(body["messages"])
+            while len(messages) > 1 and sum(len(m["content"]) for m in messages) / 4 > self.ollama_context:
+                messages.pop(0)
+            self.cut.append(len(body["messages"]) - len(messages))
         if not self.replies:
             return openai_error(500, "the stand-in has no replies left", type="server_error")
         reply = self.replies.pop(0)

@@ -375,3 +375,29 @@ def test_a_reply_empty_but_for_its_reasoning_is_asked_again_without_the_stop_seq
     assert reply.text == "Thought: so\nAction: add_numbers(2, 2)"
     assert [e["type"] for e in recorded if e["type"] != "reasoning"] == ["config_fallback"]
     assert "stop" in stand_in.bodies[0] and "stop" not in stand_in.bodies[1]
+
+
+def test_ollama_s_context_is_learned_and_a_prompt_it_would_cut_is_said_before_the_call(server, monkeypatch):
+    stand_in = server(['Action: fetch("the report")', "Answer: done"], ollama_context=400)
+    monkeypatch.setenv("OLLAMA_HOST", stand_in.url)
+    model = load_model("ollama:qwen3:8b")
+    assert model.window == 400  # its loaded context, from /api/ps
+
+    def fetch(page: str) -> str:
+        """Returns a long report."""
+        return "figures " * 2000
+    result = TinyReAct(model, tools=[fetch]).query("Summarise the report.")
+    kinds = [e["type"] for e in result.trace]
+    warning = kinds.index("warning")
+    assert warning < [i for i, kind in enumerate(kinds) if kind == "usage"][1]  # before the call that would be cut
+    assert "more than qwen3:8b's window of 400" in result.trace[warning]["message"]
+    assert stand_in.cut[0] == 0 and stand_in.cut[1] >= 1  # what the server did to that call: instructions first
+    assert kinds.count("warning") == 1
+
+
+def test_ollama_s_default_context_when_the_server_does_not_say(server, monkeypatch):
+    stand_in = server(["Answer: 4"])  # no /api/ps, no /api/show: an older Ollama
+    monkeypatch.setenv("OLLAMA_HOST", stand_in.url)
+    assert load_model("ollama:qwen3:8b").window == 4096  # "< 24 GiB VRAM: 4k context"
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+    assert load_model("llamacpp:any").window is None  # a server that refuses what it cannot take
