@@ -122,6 +122,16 @@ def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
     return None, StopReason.TTL.value
 
 
+def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
+    """What the calls in `events` cost at list price, each priced as the model that answered it (models/prices.py);
+    None when one of them has no listed price, or counted its tokens locally."""
+    if any(event.get("counted_locally") for event in events if event["type"] == "usage"):
+        return None
+    calls = [(e.get("answered_by", model), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
+             for e in events if e["type"] == "usage"]
+    return cost_of(calls, backend)
+
+
 def summarise(events: Sequence[dict]) -> dict:
     """The counts of a query, read from its events: the one place they are computed."""
     usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
@@ -214,9 +224,7 @@ class TinyReAct:
         """The outcome of a query, every count read from its events."""
         counts = summarise(events)
         usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
-        calls = [(e.get("answered_by", self.model.name), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
-                 for e in events if e["type"] == "usage"]
-        cost = cost_of(calls, self.model.backend) if usage_source != COUNTED_LOCALLY else None
+        cost = priced(events, self.model.name, self.model.backend) if usage_source != COUNTED_LOCALLY else None
         return Result(answer, reason, **counts, trace=list(events), seconds=seconds, model=self.model.name,
                       backend=self.model.backend, usage_source=usage_source, cost=cost, error=error)
 

@@ -47,6 +47,8 @@ class LiveRun:
     seconds: float
     live_tool_calls: int  # after the first run, each one is a cache miss
     correct: bool | None = None
+    cached_input_tokens: int = 0  # of input_tokens, what the service served from its prompt cache
+    cost: float | None = None  # US dollars at list price (models/prices.json); None when the model has none
 
 
 def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
@@ -85,7 +87,8 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
         yield LiveRun(
             agent.policy.name, result.answer, result.stop_reason.value, result.steps, result.model_calls,
             result.usage.input_tokens, result.usage.output_tokens, result.context.peak, round(result.seconds, 2),
-            tape.live_calls - before if number > 1 else 0, matches(result.answer, expect) if expect else None)
+            tape.live_calls - before if number > 1 else 0, matches(result.answer, expect) if expect else None,
+            result.usage.cached_input_tokens, result.cost.dollars if result.cost else None)
 
 
 def summarise_runs(runs: list[LiveRun]) -> list[dict]:
@@ -100,5 +103,10 @@ def summarise_runs(runs: list[LiveRun]) -> list[dict]:
             row[name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
         if group[0].correct is not None:
             row["correct"] = sum(run.correct for run in group)
+        costs = [run.cost for run in group]
+        if None not in costs:
+            row["cost"] = {"median": statistics.median(costs), "min": min(costs), "max": max(costs)}
+        cached = [run.cached_input_tokens for run in group]
+        row["cached_input_tokens"] = {"median": statistics.median(cached), "min": min(cached), "max": max(cached)}
         rows.append(row)
     return rows

@@ -42,6 +42,11 @@ class Cost:
                 "source": self.source}
 
 
+def dollars(amount: float) -> str:
+    """$0.0079, $1.24: two significant figures below a cent, cents above."""
+    return f"${amount:,.2f}" if amount >= 0.01 else f"${amount:.2g}" if amount else "$0"
+
+
 def price_of(model: str, table: dict | None = None) -> Price | None:
     """The list price of a model (`models/` and `-NNN` version suffixes are matched too); None when not listed."""
     table = table if table is not None else prices()

@@ -300,6 +300,8 @@ def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
     assert [rows[p]["live_tool_calls"]["median"] for p in rows] == [0, 0, 1]  # elide:1 asked something new: a miss
     assert rows["full"]["model_calls"]["median"] == 3 and rows["full"]["input_tokens"]["median"] == 300
     assert report["model"] == "gemini-flash-latest" and report["counter"] == "Gemma 3 tokenizer, local"
+    # Priced as the model that answered the alias: 300 in × $0.75 + 30 out × $3.75 per million (models/prices.json)
+    assert rows["full"]["cost"]["median"] == pytest.approx((300 * 0.75 + 30 * 3.75) / 1e6)
 
 
 def test_live_compare_table_and_repeat(monkeypatch, capsys):
@@ -312,6 +314,7 @@ def test_live_compare_table_and_repeat(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out
+    assert "     cost ┃" in out and "│ $0.00011 │" in out  # 100 in × $0.75 + 10 out × $3.75 per million
 
 
 @pytest.mark.parametrize("name", ["long.jsonl", "superbowl.jsonl"])

@@ -545,3 +545,21 @@ def test_comparison_page_says_what_changed_at_each_call_of_each_policy(tmp_path,
     assert any("elided" in row[2] for row in tags[1:])  # elide:1
     dropped = body[-1].all("td")[1].one("details", "diff").all("li")
     assert any("dropped" in item.one("span", "tag").text for item in dropped)
+
+
+def test_the_outcome_table_shows_cached_tokens_and_the_cost_at_list_price(counter):
+    from models import ModelReply
+
+    class Priced:
+        name, backend, usage_source, window, temperature = "gemini-3.5-flash-lite", "gemini", "billed", None, None
+
+        def generate(self, messages, stop, **callbacks):
+            return ModelReply("Answer: 4", input_tokens=2000, output_tokens=10, cached_tokens=1500)
+    agent = TinyReAct(Priced(), tools=[add_numbers], counter=counter)
+    agent.query("What is 2 + 2?")
+    page = run_page({"model": "gemini-3.5-flash-lite", "backend": "gemini"}, agent.trace.events, counter)
+    cells = [cell.text for cell in parse(page).all("td")]
+    assert "2,000 (1,500 cached) / 10" in cells
+    assert "$0.00022" in cells  # 500 × $0.30 + 1,500 × $0.03 + 10 × $2.50, per million
+    unpriced = run_page({"model": "some-model", "backend": "openai"}, agent.trace.events, counter)
+    assert "–" in [cell.text for cell in parse(unpriced).all("td")]

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from experiments.probe import VERDICTS, tally
+from models.prices import dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from views.terminal import clean
@@ -163,11 +164,6 @@ class LiveDisplay:
             self._status = None
 
 
-def dollars(amount: float) -> str:
-    """$0.0079, $1.24: two significant figures below a cent, cents above."""
-    return f"${amount:,.2f}" if amount >= 0.01 else f"${amount:.2g}" if amount else "$0"
-
-
 def live_table(console: Console, rows: list[dict], model: str, expect: str | None, counter: str) -> None:
     """The --compare table: one row per policy; with repeats, the median and (the range)."""
     def number(value) -> str:
@@ -177,23 +173,31 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
         text = number(cell["median"])
         return text if cell["min"] == cell["max"] else f"{text} ({number(cell['min'])}–{number(cell['max'])})"
 
+    cached = any(row["cached_input_tokens"]["max"] for row in rows)
+    costs = any(row.get("cost", {}).get("max") for row in rows)
     table = Table(title=plain(f"Policies compared · model {model}"), title_justify="left")
-    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "in", "peak ctx",
-                   "out", "s", "live tools"]:
+    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "in",
+                   *(["cached"] if cached else []), "peak ctx", "out", *(["cost"] if costs else []), "s", "live tools"]:
         table.add_column(column, overflow="fold", justify="left" if column in ("policy", "answer", "stop") else "right")
     for row in rows:
         answers = " | ".join(row["answers"])
         cells = [row["policy"], answers[:80] + ("…" if len(answers) > 80 else "")]
         if expect:
             cells.append(f"{row['correct']}/{row['runs']}")
-        cells += [", ".join(row["stop_reasons"])] + [spread(row[name]) for name in (
-            "steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls")]
+        cells += [", ".join(row["stop_reasons"])] + [spread(row[name]) for name in ("steps", "model_calls", "input_tokens")]
+        cells += [spread(row["cached_input_tokens"])] if cached else []
+        cells += [spread(row[name]) for name in ("peak_context", "output_tokens")]
+        cells += [dollars(row["cost"]["median"]) if "cost" in row else "–"] if costs else []
+        cells += [spread(row[name]) for name in ("seconds", "live_tool_calls")]
         table.add_row(*map(plain, cells))
     console.print(table)
     console.print(Text(f"in, out: the model's usage numbers over all calls (Gemini: billed, from the API; the "
                        f"offline model: its own tokenizer's count). peak ctx: the largest context, "
                        f"{counter}. Tool results were recorded on the first run and replayed to the others; live tools "
-                       "after the first row are cache misses, which ran the real tool.", style="dim"))
+                       "after the first row are cache misses, which ran the real tool."
+                       + (" cached: the part of in served from the service's prompt cache." if cached else "")
+                       + (" cost: at list price (models/prices.json), the median over repeats." if costs else ""),
+                       style="dim"))
 
 
 STATE_MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated": "–"}

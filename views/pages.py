@@ -24,11 +24,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from agent import outcome, summarise
+from agent import outcome, priced, summarise
 from experiments.facts import Fact, ProbePoint, call_points, load_facts, matches, probe_points
 from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
+from models.prices import dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
@@ -306,7 +307,8 @@ def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None 
     items = timeline(events)
     calls = [item for item in items if isinstance(item, Call)]
     scale = max((sum(call.context["tokens"].values()) for call in calls if call.context), default=0)
-    body = [f"<h1>{esc(title)}</h1>", trace_facts(header, events), outcome_table(events), legend(counter_name(events, counter))]
+    body = [f"<h1>{esc(title)}</h1>", trace_facts(header, events), outcome_table(events, header),
+            legend(counter_name(events, counter))]
     contexts, before, policy = Contexts(events), None, None
     for item in items:
         if isinstance(item, Call):
@@ -334,8 +336,19 @@ def trace_facts(header: dict, events: Sequence[dict]) -> str:
     return '<p class="meta">' + " · ".join(f"{name}: {esc(value)}" for name, value in facts if value) + "</p>"
 
 
-def outcome_table(events: Sequence[dict]) -> str:
-    """Each question with its answer, stop reason, steps, calls, tokens billed and time; a total row for a chat."""
+def outcome_table(events: Sequence[dict], header: dict | None = None) -> str:
+    """Each question with its answer, stop reason, steps, calls, tokens (the cached part said), cost at list price
+    where the model has one, and time; a total row for a chat."""
+    header = header or {}
+    model, backend = str(header.get("model", "")), str(header.get("backend", ""))
+
+    def tokens_and_cost(part: Sequence[dict]) -> list[str]:
+        usage = summarise(part)["usage"]
+        cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
+        cost = priced(part, model, backend) if model else None
+        return [f'{usage.input_tokens:,}{cached} / {usage.output_tokens:,}',
+                dollars(cost.dollars) if cost else "–"]
+
     rows = []
     for number, (start, end) in enumerate(questions(events), 1):
         part = events[start:end]
@@ -345,12 +358,13 @@ def outcome_table(events: Sequence[dict]) -> str:
                      f'<b>{esc(answer)}</b>' if answer is not None else '<i>no answer</i>',
                      f'<span class="stop {reason}">{esc(reason)}</span>', str(counts["steps"]),
                      str(counts["model_calls"]) + (f' ({counts["summary_calls"]} summary)' if counts["summary_calls"] else ""),
-                     f'{counts["usage"].input_tokens:,} / {counts["usage"].output_tokens:,}', f"{seconds(part):.1f} s"])
+                     *tokens_and_cost(part), f"{seconds(part):.1f} s"])
     if len(rows) > 1:
         counts = summarise(events)
         rows.append(["", "<b>all questions</b>", "", "", str(counts["steps"]), str(counts["model_calls"]),
-                     f'{counts["usage"].input_tokens:,} / {counts["usage"].output_tokens:,}', f"{seconds(events):.1f} s"])
-    return table(["#", "question", "answer", "stop", "steps", "calls", "tokens billed in / out", "time"], rows, "outcome", 4)
+                     *tokens_and_cost(events), f"{seconds(events):.1f} s"])
+    return table(["#", "question", "answer", "stop", "steps", "calls", "tokens billed in / out", "cost at list price",
+                  "time"], rows, "outcome", 4)
 
 
 def call_section(store: Store, call: Call, messages: list[Message] | None, before: list[Message] | None,
