@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Callable, Sequence
 
 from models import COUNTED_LOCALLY, ContextOverflow, Message, Model, ModelError, ModelReply
-from models.prices import Cost, cost_of
+from models.prices import FREE, Cost, cost_of
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -124,8 +124,8 @@ def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
 
 def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
     """What the calls in `events` cost at list price, each priced as the model that answered it (models/prices.py);
-    None when one of them has no listed price, or counted its tokens locally."""
-    if any(event.get("counted_locally") for event in events if event["type"] == "usage"):
+    None when one of them has no listed price, or, on a billed service, its tokens were counted here."""
+    if backend not in FREE and any(event.get("counted_locally") for event in events if event["type"] == "usage"):
         return None
     calls = [(e.get("answered_by", model), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
              for e in events if e["type"] == "usage"]
@@ -224,7 +224,7 @@ class TinyReAct:
         """The outcome of a query, every count read from its events."""
         counts = summarise(events)
         usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
-        cost = priced(events, self.model.name, self.model.backend) if usage_source != COUNTED_LOCALLY else None
+        cost = priced(events, self.model.name, self.model.backend)
         return Result(answer, reason, **counts, trace=list(events), seconds=seconds, model=self.model.name,
                       backend=self.model.backend, usage_source=usage_source, cost=cost, error=error)
 
@@ -302,14 +302,14 @@ class TinyReAct:
 
     def _count(self, reply: ModelReply, purpose: str, messages: list[Message]) -> None:
         """Record a call's usage: the model's own numbers, or, when the server gave none, the local counter's."""
-        if reply.usage_source == COUNTED_LOCALLY:
-            sent = sum(self.counter.count(part.text) for message in messages for part in message.parts)
-            self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
-                           thoughts_tokens=0, counted_locally=True)
-            return
         extra = ({"temperature": reply.temperature} if reply.temperature is not None else {}) \
             | ({"cached_tokens": reply.cached_tokens} if reply.cached_tokens else {}) \
             | ({"answered_by": reply.model} if reply.model and reply.model != self.model.name else {})
+        if reply.usage_source == COUNTED_LOCALLY:
+            sent = sum(self.counter.count(part.text) for message in messages for part in message.parts)
+            self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
+                           thoughts_tokens=0, counted_locally=True, **extra)
+            return
         self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
                        thoughts_tokens=reply.thoughts_tokens, **extra)
 

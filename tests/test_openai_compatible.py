@@ -401,3 +401,12 @@ def test_ollama_s_default_context_when_the_server_does_not_say(server, monkeypat
     assert load_model("ollama:qwen3:8b").window == 4096  # "< 24 GiB VRAM: 4k context"
     monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
     assert load_model("llamacpp:any").window is None  # a server that refuses what it cannot take
+
+
+def test_a_server_without_usage_still_says_the_temperature_sent_and_that_nothing_is_billed(server, monkeypatch, capsys):
+    # llama-cpp-python's server (0.3.36) sends no usage chunk on a stream: seen with bench/llama_server.py
+    stand_in = server(["Answer: 4"], models=("m",), usage=False)
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+    assert cli.main(["What is 2 + 2?", "--model", "llamacpp:m", "--no-stream"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(counted locally: the server reported no usage) · temperature 0 · nothing billed" in out

@@ -144,6 +144,8 @@ class LiveDisplay:
         if result.cost and result.cost.dollars:
             parts.insert(4, f"{dollars(result.cost.dollars)} at list price ({result.cost.priced_as}, "
                             f"prices of {result.cost.read})")
+        elif result.cost and result.backend != "local":  # the embedded models say it in their usage source
+            parts.insert(4, f"nothing billed: {result.cost.priced_as}")
         elif result.cost is None and result.backend in ("gemini", "openai"):
             parts.insert(4, "cost not known: no listed price for this model (models/prices.json)")
         if any(temperature is not None for temperature in result.temperatures):  # what sampled, and how

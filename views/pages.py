@@ -487,12 +487,15 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
         if expect:
             right = matches(answer, expect)
             row.append(f'<span class="{"right" if right else "wrong"}">{"✓ right" if right else "✗ wrong"}</span>')
+        cost = priced(events, str(header.get("model", "")), str(header.get("backend", ""))) if header.get("model") else None
+        cached = counts["usage"].cached_input_tokens
         row += [f'<span class="stop {reason}">{esc(reason)}</span>', str(counts["steps"]), str(counts["model_calls"]),
-                f'{counts["usage"].input_tokens:,}', f'{counts["usage"].output_tokens:,}', f'{counts["context"].peak:,}',
+                f'{counts["usage"].input_tokens:,}' + (f" ({cached:,} cached)" if cached else ""),
+                f'{counts["usage"].output_tokens:,}', dollars(cost.dollars) if cost else "–", f'{counts["context"].peak:,}',
                 f"{seconds(events):.1f}"]
         rows.append(row)
     columns = ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "tokens in", "tokens out",
-               "peak context", "seconds"]
+               "cost at list price", "peak context", "seconds"]
     body += [table(columns, rows, "totals", 4 if expect else 3), legend(counter_name(first_events, counter))]
     body.append(side_by_side(store, runs, labels))
     return page(title, body, store)
