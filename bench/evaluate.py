@@ -1,0 +1,202 @@
+"""How often does a model answer right through the real loop? An evaluation on a fixed set of questions.
+
+    python bench/evaluate.py [--set tuning|test] [--models qwen,gemma] [--prompt FILE] [--out results.json]
+    python bench/evaluate.py --set tuning --llama-python /path/to/python-with-llama-cpp   # the same, through llama.cpp
+    python bench/evaluate.py --compare a.json b.json [...]                                 # side by side
+
+Each question of the set (bench/questions/tuning.json or test.json) is run through the real loop: TinyReAct's
+prompt (or the template in --prompt), its tools, the full policy, greedy decoding. The network tools point at a
+closed local port, so nothing depends on the internet: a model that calls them gets an Error observation, as it
+would offline, and the `declines` questions are right only when the answer says it could not find out. An answer
+is right when it holds one of the expected values as whole words (experiments.facts.matches); ERROR stands for an
+honest refusal to divide by zero, DECLINE for an honest "could not look it up".
+
+Every answer is printed and kept, with the actions taken and the stop reason; the totals are per kind, with Wilson
+95% intervals. --out saves it all as JSON, and --compare prints several saved runs side by side, one column each,
+so that two prompts are compared on the same questions. With --llama-python (or LLAMA_PYTHON) the embedded Qwen
+file is also served by llama.cpp's OpenAI-compatible server (llama-cpp-python) and asked the same questions through
+the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the tuning set; the test set is for
+reporting the chosen one, once. A benchmark, not a test: a full run takes minutes.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m"}
+SETS = {name: os.path.join(ROOT, "bench", "questions", f"{name}.json") for name in ("tuning", "test")}
+# What stands for a right answer where no number is: a refusal to divide by zero, or saying a lookup failed.
+MEANS = {"ERROR": "zero|undefined|not defined|error|impossible|cannot|can't|not possible",
+         "DECLINE": "cannot|can't|could not|couldn't|unable|not able|unavailable|not available|no access|"
+                    "don't know|do not know|error|failed|offline|no network|no internet"}
+
+
+def expected_values(expected: str) -> list[str]:
+    return [value for choice in expected.split("|") for value in MEANS.get(choice, choice).split("|")]
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    from experiments.probe import wilson as interval
+    return interval(k, n)
+
+
+def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict:
+    """Every question through the loop with the model `spec`: each answer, and the totals per kind."""
+    import prompts
+    from agent import TinyReAct
+    from experiments.facts import matches
+    from models import load_model
+    from replies import ActionError, parse_action
+    from tools import DEFAULT_TOOLS, bind_arguments
+
+    tools = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    model = load_model(spec)
+    if prompt:
+        prompts.PROFILES[model.name] = os.path.abspath(prompt)
+    started, answers = time.perf_counter(), []
+    for kind, question, expected in questions:
+        began = time.perf_counter()
+        result = TinyReAct(model).query(question)
+        actions = [e["text"] for e in result.trace if e["type"] == "action"]
+        unrunnable = 0
+        for action in actions:  # the loop could not run it as written
+            try:
+                call = parse_action(action)
+                bind_arguments(tools[call.name], call.args, call.kwargs)
+            except (ActionError, KeyError, TypeError, ValueError):
+                unrunnable += 1
+        right = any(matches(result.answer, value) for value in expected_values(expected))
+        answers.append({"kind": kind, "question": question, "expected": expected, "answer": result.answer,
+                        "right": right, "stop_reason": result.stop_reason.value, "actions": actions,
+                        "unrunnable": unrunnable, "model_calls": result.model_calls,
+                        "seconds": round(time.perf_counter() - began, 2)})
+        print(f"  {'right' if right else 'wrong'}  {question} expected {expected}: {result.answer!r} "
+              f"({result.stop_reason.value}) {actions}", flush=True)
+    from tokens import count_tokens
+    instructions = prompts.render_instructions(DEFAULT_TOOLS, model.name)
+    return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
+            "instruction_tokens": count_tokens(instructions), "seconds": round(time.perf_counter() - started, 1),
+            "answers": answers, "kinds": per_kind(answers)}
+
+
+def per_kind(answers: list[dict]) -> dict:
+    right, asked = Counter(), Counter()
+    for answer in answers:
+        asked[answer["kind"]] += 1
+        right[answer["kind"]] += answer["right"]
+    rows = {kind: {"k": right[kind], "n": asked[kind]} for kind in asked}
+    rows["all"] = {"k": sum(right.values()), "n": sum(asked.values())}
+    for row in rows.values():
+        row["low"], row["high"] = (round(x, 3) for x in wilson(row["k"], row["n"]))
+    return rows
+
+
+def cell(row: dict | None) -> str:
+    if not row:
+        return ""
+    return f"{row['k']}/{row['n']} ({row['low'] * 100:.0f}–{row['high'] * 100:.0f}%)"
+
+
+def table(results: list[dict]) -> str:
+    """Several runs side by side: a row per kind, a column per run, k/n with the Wilson 95% interval."""
+    kinds = list(dict.fromkeys(kind for result in results for kind in result["kinds"] if kind != "all")) + ["all"]
+    head = ["kind"] + [f"{r['label']} ({r['model']})" for r in results]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * len(results)]
+    for kind in kinds:
+        lines.append("| " + " | ".join([kind] + [cell(r["kinds"].get(kind)) for r in results]) + " |")
+    lines.append("| instruction tokens | " + " | ".join(str(r["instruction_tokens"]) for r in results) + " |")
+    lines.append("| seconds | " + " | ".join(str(r["seconds"]) for r in results) + " |")
+    return "\n".join(lines)
+
+
+def wrong_answers(result: dict) -> str:
+    return "\n".join(f"- {a['kind']}: {a['question']} expected {a['expected']}, answered {a['answer']!r} "
+                     f"({a['stop_reason']}; {len(a['actions'])} actions)" for a in result["answers"] if not a["right"])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def llama_server(python: str, folder: str, context: int = 8192):
+    """llama.cpp's OpenAI-compatible server on the embedded Qwen file, started in `python`; (process, base URL)."""
+    from models.cache import ModelCache
+    from models.qwen import WEIGHTS
+
+    path = ModelCache(folder).join(WEIGHTS)
+    port = free_port()
+    log = open(os.path.join(folder, "server.log"), "w+")  # the server writes much: a pipe would fill and stop it
+    process = subprocess.Popen([python, "-m", "llama_cpp.server", "--model", str(path), "--port", str(port),
+                                "--n_ctx", str(context), "--n_threads", "2", "--model_alias", "qwen2.5-coder-0.5b"],
+                               stdout=log, stderr=log, text=True)
+    import requests
+    for _ in range(600):
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).ok:
+                return process, f"http://127.0.0.1:{port}/v1"
+        except requests.RequestException:
+            pass
+        if process.poll() is not None:
+            log.seek(0)
+            raise SystemExit(f"llama.cpp's server did not start: {log.read()[-500:]}")
+        time.sleep(0.5)
+    process.kill()
+    raise SystemExit("llama.cpp's server did not answer within 5 minutes")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
+    parser.add_argument("--models", default="qwen", help="embedded models, comma-separated: qwen, gemma (or none)")
+    parser.add_argument("--prompt", help="an instruction template to use instead of the model's own (prompts/*.txt)")
+    parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
+    parser.add_argument("--limit", type=int, help="only the first N questions")
+    parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
+                        help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file")
+    parser.add_argument("--out", help="save every answer and the totals as JSON")
+    parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
+    args = parser.parse_args()
+    if args.compare:
+        results = [run for path in args.compare for run in json.load(open(path, encoding="utf-8"))["runs"]]
+        print(table(results))
+        return
+    with open(SETS[args.set], encoding="utf-8") as file:
+        questions = json.load(file)["questions"][:args.limit]
+    # The network tools fail at once, as offline: nothing here may depend on the internet.
+    os.environ.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
+    label = args.label or (os.path.basename(args.prompt) if args.prompt else "default")
+    specs = [MODELS[name] for name in args.models.split(",") if name and name != "none"]
+    runs = []
+    for spec in specs:
+        print(f"{spec}, {args.set} set, prompt {label}:", flush=True)
+        runs.append(evaluate(spec, questions, args.prompt, label))
+    if args.llama_python:
+        with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
+            server, url = llama_server(args.llama_python, folder)
+            try:
+                os.environ["LLAMACPP_BASE_URL"] = url
+                print(f"llamacpp:qwen2.5-coder-0.5b (llama.cpp's server), {args.set} set, prompt {label}:", flush=True)
+                runs.append(evaluate("llamacpp:qwen2.5-coder-0.5b", questions, args.prompt, label + " · llama.cpp"))
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+    for run in runs:
+        print(f"\n{run['label']} ({run['model']}), wrong answers:\n{wrong_answers(run) or '- none'}")
+    print("\n" + table(runs))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as file:
+            json.dump({"set": args.set, "created": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}, file,
+                      ensure_ascii=False, indent=1)
+
+
+if __name__ == "__main__":
+    main()
