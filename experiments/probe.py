@@ -17,7 +17,9 @@ from tokens import TokenCounter, local_counter
 from traces import as_text
 
 
-VERDICTS = ["correct", "distractor", "stale", "refusal", "other"]
+# An answer is scored on its Answer line alone: a reply without one (an Action, nothing readable) is "no answer",
+# and counts as not correct, whatever values its tool calls hold.
+VERDICTS = ["correct", "distractor", "stale", "refusal", "other", "no answer"]
 REFUSAL = re.compile(r"\b(?:don'?t know|do not know|not sure|cannot|can'?t|unable|no information|not (?:been )?"
                      r"(?:mentioned|provided|given|stated|specified)|does ?n[o']t (?:say|mention)|unknown|"
                      r"i (?:do not|don'?t) have|not available|no record)\b", re.IGNORECASE)
@@ -33,8 +35,8 @@ class ProbeAnswer:
     phrasing: int  # 1-based, in the fact's list
     repeat: int  # 1-based
     question: str
-    answer: str  # the Answer line when there is one, else the whole reply
-    verdict: str  # correct, distractor, stale, refusal or other (see classify)
+    answer: str  # the Answer line when there is one, else the whole reply (to show what came back)
+    verdict: str  # correct, distractor, stale, refusal or other (see classify), or no answer: no Answer line
     context_tokens: int  # local count of what was sent
 
 
@@ -120,8 +122,9 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     def ask(task):
         answer, messages, fact = task
         text = as_text(cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
-        answer.answer = parse_reply(text).answer or text
-        answer.verdict = classify(answer.answer, fact)
+        said = parse_reply(text).answer
+        answer.answer = said if said is not None else text
+        answer.verdict = classify(said, fact) if said is not None else "no answer"
         return answer
 
     if jobs <= 1:

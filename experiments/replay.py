@@ -222,6 +222,11 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
                 report.buckets[bucket] = report.buckets.get(bucket, 0) + count
             report.violations += len(violations(messages, prefix, policy.ordered))
         report.over_window = sum(size > window for size in report.sizes) if window else 0
+        over = sum(size > policy.budget for size in report.sizes) if policy.budget else 0
+        if over:  # budget:T leaves out all it can; what it cannot leave out is the current turn
+            report.note = "; ".join(filter(None, [report.note, (
+                f"at {over} of {len(report.sizes)} calls the context was larger than {policy.budget:,} tokens: what it "
+                "must show (the instructions, the current turn, the policies after it) was larger alone")]))
         for point in points:
             prefix = session[:position[point.index]]
             for fact in facts:

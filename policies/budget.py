@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from policies.base import Policy
 from policies.relevance import scores
-from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View, question_part, step_parts
+from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View, lay_out, question_part, step_parts
 from tokens import local_counter
 
 ORDER_NOTE = ("earlier steps are chosen for their relevance to the current question and shown most relevant first "
@@ -27,7 +27,7 @@ class Budget(Policy):
     def __init__(self, tokens: int = 4000):
         if tokens < 1:
             raise ValueError("budget:T needs T >= 1 tokens")
-        self.tokens = tokens
+        self.tokens = self.budget = tokens
         self._read = ConversationReader()
         self.name = f"budget:{tokens}"
 
@@ -46,17 +46,27 @@ class Budget(Policy):
             - sum(count(part.text) for _, part in view.blocks) - count(ORDER_NOTE)
         turn_of = {step.index: turn for turn in earlier for step in turn.steps if step.index not in view.hidden}
         relevance = scores(conversation, set(turn_of))
-        chosen, best = set(), {}  # steps kept; each kept turn's best score
+        chosen, turns = set(), set()  # steps kept, and their turns
         for index in sorted(turn_of, key=lambda i: (-relevance[i], -i)):
             turn = turn_of[index]
             step = next(s for s in turn.steps if s.index == index)
             price = cost(step_parts(step, view.stand_ins.get(index), view.limit))
-            price += 0 if turn.index in best else cost([question_part(turn)])
+            price += 0 if turn.index in turns else cost([question_part(turn)])
             if price <= left:
                 left -= price
                 chosen.add(index)
-                best.setdefault(turn.index, relevance[index])
-        ranked = sorted(best, key=lambda t: (-best[t], -t))
-        arrangement = ranked[0::2] + ranked[1::2][::-1]  # most relevant at both edges, the least in the middle
-        hidden = view.hidden | {index: NOT_SHOWN for index in turn_of if index not in chosen}
-        return replace(view, hidden=hidden, arrangement=arrangement, note=ORDER_NOTE if arrangement else view.note)
+                turns.add(turn.index)
+        by_relevance = sorted(chosen, key=lambda i: (-relevance[i], -i))
+        while True:  # the markers for what is left out cost tokens too: measured as laid out, the least relevant go
+            kept = set(by_relevance)
+            best = {}
+            for index in by_relevance:
+                best.setdefault(turn_of[index].index, relevance[index])
+            ranked = sorted(best, key=lambda t: (-best[t], -t))
+            arrangement = ranked[0::2] + ranked[1::2][::-1]  # most relevant at both edges, the least in the middle
+            hidden = view.hidden | {index: NOT_SHOWN for index in turn_of if index not in kept}
+            chosen_view = replace(view, hidden=hidden, arrangement=arrangement, note=ORDER_NOTE if arrangement else view.note)
+            shown_size = count(conversation.instructions["text"]) + cost(lay_out(conversation, chosen_view))
+            if shown_size <= self.tokens or not by_relevance:
+                return chosen_view
+            by_relevance.pop()

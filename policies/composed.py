@@ -20,6 +20,7 @@ class Composed(Policy):
         self.parts = parts
         self.name = "+".join(part.name for part in parts)
         self.ordered = all(part.ordered for part in parts)
+        self.budget = min((part.budget for part in parts if part.budget), default=None)
         self._read = ConversationReader()
 
     def choose(self, conversation: Conversation, view: View) -> View:

@@ -142,6 +142,21 @@ def test_probe_mode_scores_each_policy_and_both_controls():
     assert model.calls == 24 and answers[0].question == facts[0].phrasings[0] and answers[0].point == "call 7 (turn 1)"
 
 
+def test_a_probe_is_scored_on_its_answer_alone_and_a_reply_without_one_is_no_answer():
+    header, events = read_trace_file(SUPER_BOWL)
+    facts, declared = load_facts(header)
+    # Tool calls that hold the gold value, and a reply with nothing readable: none of them answers.
+    replies = ["Action1: add_numbers(15.5, 8)", "Thought: subtract_numbers(15.5, 15.5)", "15.5", "Answer: 15.5 °C"]
+    model = ScriptedModel(replies * 6)
+    answers = probe(events, ["full", "window:1"], model, facts, probe_points(declared, events))
+    assert scores(answers) == {("closed book", "no answer"): 6, ("facts only", "no answer"): 6,
+                               ("full", "no answer"): 6, ("window:1", "correct"): 6}
+    shown = [a.answer for a in answers if a.condition == "closed book"][0]
+    assert shown == "Action1: add_numbers(15.5, 8)"  # what came back is kept, to be seen
+    table = tally(answers, "condition")
+    assert table["full"]["full"]["k"] == 0 and table["full"]["full"]["no answer"] == 6
+
+
 def test_probe_mode_asks_only_after_the_fact_was_stated():
     header, events = read_trace_file(LONG)
     header = {**header, "probe_points": [31, 84]}

@@ -1,6 +1,10 @@
 """The second shipped conversation, conversations/support.jsonl: its script records it, its facts are what the facts
 file says, and every policy of the README's replay renders it without breaking an invariant."""
 import os
+import subprocess
+import sys
+
+import pytest
 
 import cli as command_line
 from experiments.facts import load_facts, probe_points
@@ -9,7 +13,8 @@ from policies.rendering import OBSERVATION_LIMIT, cap
 from tokens import TokenCounter
 from traces import read_trace_file
 
-CONVERSATIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conversations")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONVERSATIONS = os.path.join(ROOT, "conversations")
 SUPPORT = os.path.join(CONVERSATIONS, "support.jsonl")
 FACTS = os.path.join(CONVERSATIONS, "support.facts.json")
 POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3", "budget:3000",
@@ -67,3 +72,21 @@ def test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(
     [report] = replay(header, events, ["full"], facts=facts, points=points)
     assert len(report.sizes) <= 40 and report.peak <= 2_000 and report.violations == 0
     assert all(state in ("kept", "unstated") for marks in report.facts.values() for state in marks.values())
+
+
+def test_budget_keeps_its_word_and_says_when_the_current_turn_alone_is_larger():
+    # Counted with the counter the policy itself counts with: the local Gemma 3 tokenizer.
+    header, events = read_trace_file(os.path.join(CONVERSATIONS, "long.jsonl"))
+    [report] = replay(header, events, ["budget:2000"], facts=[], points=[])
+    assert report.peak <= 2000 and report.note == ""  # it was 2,071: the markers it shows were not counted
+    header, events = read_trace_file(SUPPORT)
+    [report] = replay(header, events, ["budget:2000"], facts=[], points=[])
+    over = sum(size > 2000 for size in report.sizes)
+    assert over == 7 and report.note.startswith("at 7 of 57 calls the context was larger than 2,000 tokens")
+
+
+@pytest.mark.slow
+def test_the_replay_tables_of_the_docs_are_the_replay_s_own():
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "replay_tables.py"), "--check"],
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout) == (0, "")

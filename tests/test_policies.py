@@ -405,8 +405,10 @@ def test_budget_keeps_the_most_relevant_steps_that_fit_and_says_how_they_are_ord
     current = count_tokens("Question: Where was Ada born?")
     ada_turn = sum(map(count_tokens, ["Question: My locker code is 4471. When was Ada born?", 'Action: lookup("ada")',
                                       "Observation1: Ada Lovelace, born 1815 in London", "Answer: 1815"]))
-    budget = count_tokens(events[0]["text"]) + current + count_tokens(ORDER_NOTE) + ada_turn
+    marker = count_tokens("[2 earlier questions and 4 earlier steps not shown]")  # what is left out is said, and costs
+    budget = count_tokens(events[0]["text"]) + current + count_tokens(f"[{ORDER_NOTE}]") + marker + ada_turn
     messages = make_policy(f"budget:{budget}").render(events)
+    assert sum(count_tokens(part.text) for message in messages for part in message.parts) <= budget
     parts = [(part.kind, part.text) for message in messages[1:] for part in message.parts]
     assert parts == [
         ("placeholder", f"[{ORDER_NOTE}]"), ("placeholder", "[2 earlier questions and 4 earlier steps not shown]"),
@@ -415,6 +417,8 @@ def test_budget_keeps_the_most_relevant_steps_that_fit_and_says_how_they_are_ord
         ("reply", "Answer: 1815"), ("question", "Question: Where was Ada born?"),
     ]  # the steps that name Ada are the most relevant, and exactly fit
     assert violations(messages, events, ordered=False) == []
+    fewer = make_policy(f"budget:{budget - 1}").render(events)  # a token less, and the Ada turn no longer fits
+    assert "Question: My locker code is 4471. When was Ada born?" not in [p.text for m in fewer for p in m.parts]
 
 
 def test_budget_lays_the_chosen_turns_out_most_relevant_at_both_edges():

@@ -293,8 +293,9 @@ def probe_tables(console: Console, answers, model: str | None, counter: str) -> 
             table.add_row(*map(plain, [condition, *[
                 f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]" if k in row else "–" for k in keys]]))
         console.print(table)
-    verdicts = Table(title="Every answer, classified (correct holds the gold value; distractor and stale hold a known "
-                           "wrong one; refusal says it does not know)", title_justify="left")
+    verdicts = Table(title="Every answer, classified by its Answer line (correct holds the gold value; distractor and "
+                           "stale hold a known wrong one; refusal says it does not know; no answer: the reply had no "
+                           "Answer line, whatever its actions held)", title_justify="left")
     verdicts.add_column("context")
     for verdict in VERDICTS:
         verdicts.add_column(verdict, justify="right")

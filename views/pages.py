@@ -646,7 +646,7 @@ def answer_tables(store: Store, facts: list[Fact], answers: list[ProbeAnswer], m
             text = (f"<q>{esc(answer.answer)}</q>" if len(answer.answer) <= PREVIEW
                     else folded(store, answer.answer, f"<q>{preview(answer.answer)}</q>"))
             lines.append([esc(answer.point), f"{esc(answer.fact)} {answer.phrasing}", str(answer.repeat), text,
-                          f'<span class="verdict {esc(answer.verdict)}">{esc(answer.verdict)}</span>'])
+                          f'<span class="verdict {esc(answer.verdict.replace(" ", "-"))}">{esc(answer.verdict)}</span>'])
         out.append(f'<details class="answers"><summary>Every answer under {esc(condition)} ({len(lines)})</summary>'
                    + table(["probe point", "question", "repeat", "answer", "verdict"], lines, "answers", 5) + "</details>")
     return "\n".join(out)
@@ -713,6 +713,7 @@ details.change.added summary q { background: #eefbee; }
 .fact { text-align: center; white-space: nowrap; } .facts th { white-space: nowrap; } .fact.kept { background: #d9f2d9; } .fact.gone { background: #f8d4d4; }
 .fact.cut, .fact.partly { background: #fde8c4; } .fact.unstated { color: #888; }
 .verdict.correct { color: #1a6b1a; } .verdict.distractor, .verdict.stale { color: #b22; } .verdict.refusal { color: #a05a00; }
+.verdict.no-answer { color: #777; font-style: italic; }
 .score { display: inline-block; min-width: 3em; text-align: center;
   background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
 .calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; }

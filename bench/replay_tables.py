@@ -1,0 +1,67 @@
+"""The static replay tables of docs/experiments.md, made from the replay itself, so that the page cannot drift.
+
+    python bench/replay_tables.py            # print both tables as Markdown
+    python bench/replay_tables.py --check    # exit 1 if docs/experiments.md holds other tables
+
+Replays conversations/long.jsonl and conversations/support.jsonl with their facts files under every policy the
+page shows (`python agent.py --replay FILE --facts FACTS --policies ... --json` gives the same numbers) and writes
+one Markdown table each: input tokens over all calls, the share of full history's, the peak context, invariant
+violations, and each planted fact's state at each probe point (✓ kept under every phrasing, ◐ under some, ✂ cut
+by the observation cap, ✗ gone, – not stated yet). A policy that cannot be measured says why in its row.
+"""
+import argparse
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3",
+            "budget:3000", "budget:2000", "forget", "window:2+facts", "window:0+facts", "user-only:4+facts",
+            "elide:2+pinned", "retrieve:3+facts"]
+CONVERSATIONS = ["long", "support"]
+MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated": "–"}
+
+
+def table(name: str) -> str:
+    from experiments.facts import load_facts, probe_points
+    from experiments.replay import Summaries, replay
+    from traces import read_trace_file
+
+    path = os.path.join(ROOT, "conversations", f"{name}.jsonl")
+    header, events = read_trace_file(path)
+    facts, declared = load_facts(header, os.path.join(ROOT, "conversations", f"{name}.facts.json"))
+    points = probe_points(declared, events)
+    summaries = Summaries(None, path[:-6] + ".summaries.json")
+    reports = replay(header, events, POLICIES, facts=facts, points=points, summaries=summaries)
+    full = next(report.total for report in reports if report.policy == "full")
+    head = ["policy", "input tokens, all calls", "share of full", "peak", "violations"]
+    head += [f"{fact.id} ({fact.text})" for fact in facts]
+    lines = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: | ---: |" + " :---: |" * len(facts)]
+    for report in reports:
+        if not report.measured:
+            lines.append(f"| {report.policy} | not measured (see below) |" + " |" * (len(head) - 2))
+            continue
+        marks = [" ".join(MARKS[report.facts[fact.id][point.label]] for point in points) for fact in facts]
+        lines.append(f"| {report.policy} | {report.total:,} | {report.total / full:.0%} | {report.peak:,} | "
+                     f"{report.violations} | " + " | ".join(marks) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with docs/experiments.md instead of printing")
+    args = parser.parse_args()
+    tables = [table(name) for name in CONVERSATIONS]
+    if not args.check:
+        print("\n".join(tables))
+        return 0
+    with open(os.path.join(ROOT, "docs", "experiments.md"), encoding="utf-8") as file:
+        page = file.read()
+    stale = [name for name, text in zip(CONVERSATIONS, tables) if text not in page]
+    for name in stale:
+        print(f"docs/experiments.md does not hold the replay table of {name}.jsonl as the replay gives it now")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
