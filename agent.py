@@ -86,6 +86,7 @@ class Result:
     backend: str = ""  # gemini, openai, ollama, llamacpp, local, scripted
     usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
     temperatures: list = field(default_factory=list)  # each temperature the calls were sent with, in order; None: none
+    call_seconds: list = field(default_factory=list)  # how long each model call took, in order (None: not recorded)
     cost: Cost | None = None  # at list price (models/prices.json); None when the model has no listed price
     error: Exception | None = None
 
@@ -94,7 +95,7 @@ class Result:
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
             "backend": self.backend,
             "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
-            "usage_source": self.usage_source, "temperatures": self.temperatures,
+            "usage_source": self.usage_source, "temperatures": self.temperatures, "call_seconds": self.call_seconds,
             "cost": self.cost.to_dict() if self.cost else None, "context": vars(self.context),
             "seconds": round(self.seconds, 3),
             "error": str(self.error) if self.error else None, "trace": self.trace,
@@ -132,14 +133,26 @@ def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
     return cost_of(calls, backend)
 
 
+def call_seconds(before: dict | None, usage: dict) -> float | None:
+    """How long a model call took: from the event recorded just before it (its context) to its usage, which is
+    recorded as the call returns; None when the trace holds no times for them."""
+    if before is None:
+        return None
+    times = [event.get("t") for event in (before, usage)]
+    if not all(type(t) in (int, float) for t in times):
+        return None
+    return round(max(0.0, times[1] - times[0]), 3)
+
+
 def summarise(events: Sequence[dict]) -> dict:
     """The counts of a query, read from its events: the one place they are computed."""
     usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
-    temperatures = []
+    temperatures, seconds, before = [], [], None
     for event in events:
         kind = event["type"]
         if kind == "usage":
             calls += 1
+            seconds.append(call_seconds(before, event))
             local = local or event.get("counted_locally", False)
             if event.get("temperature") not in temperatures:
                 temperatures.append(event.get("temperature"))
@@ -156,8 +169,9 @@ def summarise(events: Sequence[dict]) -> dict:
             acted.add(event["step"])
         elif kind == "observation" and event["step"] in acted:  # not the answer to an unreadable reply
             steps += 1
+        before = event
     return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context,
-                counted_locally=local, temperatures=temperatures)
+                counted_locally=local, temperatures=temperatures, call_seconds=seconds)
 
 
 class TinyReAct:

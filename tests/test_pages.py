@@ -563,3 +563,27 @@ def test_the_outcome_table_shows_cached_tokens_and_the_cost_at_list_price(counte
     assert "$0.00022" in cells  # 500 × $0.30 + 1,500 × $0.03 + 10 × $2.50, per million
     unpriced = run_page({"model": "some-model", "backend": "openai"}, agent.trace.events, counter)
     assert "–" in [cell.text for cell in parse(unpriced).all("td")]
+
+
+def test_each_call_says_how_long_it_took_and_a_local_model_s_page_says_nothing_is_billed(counter):
+    from models import ModelReply
+
+    class Local:
+        name, backend, usage_source, window, temperature = "tiny", "local", "its tokenizer", None, 0.0
+
+        def generate(self, messages, stop, **callbacks):
+            return ModelReply("Answer: 4", input_tokens=20, output_tokens=3)
+    agent = TinyReAct(Local(), tools=[add_numbers], counter=counter)
+    result = agent.query("What is 2 + 2?")
+    assert len(result.call_seconds) == 1 and 0 <= result.call_seconds[0] < 5
+    assert result.to_dict()["call_seconds"] == result.call_seconds
+    page = run_page({"model": "tiny", "backend": "local"}, agent.trace.events, counter)
+    usage = parse(page).one("p", "usage").text
+    assert re.fullmatch(r"counted, nothing billed: 20 tokens in, 3 out · \d+\.\d\d s", usage)
+    assert "tokens in / out (counted, nothing billed)" in page and ">billed:" not in page
+    billed = run_page({"model": "m", "backend": "gemini"}, agent.trace.events, counter)
+    assert parse(billed).one("p", "usage").text.startswith("billed: 20 tokens in, 3 out · ")
+
+
+def test_the_replay_page_says_its_calls_take_no_time(long_replay):
+    assert "no call takes any time: the replies were recorded, not asked" in long_replay[3]

@@ -24,12 +24,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from agent import outcome, priced, summarise
+from agent import call_seconds, outcome, priced, summarise
 from experiments.facts import Fact, ProbePoint, call_points, load_facts, matches, probe_points
 from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
-from models.prices import dollars
+from models.prices import FREE, dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
@@ -60,8 +60,9 @@ FACT_STATES = {
 class Store:
     """The texts, parts and contexts a page refers to, each stored once, written into the page as one JSON block."""
 
-    def __init__(self, counter: TokenCounter):
+    def __init__(self, counter: TokenCounter, backend: str = ""):
         self.counter = counter
+        self.billed = backend not in FREE  # what a page calls a call's usage: billed, or counted (nothing billed)
         self.texts: dict[str, int] = {}
         self.parts: dict[tuple, int] = {}
         self.contexts: dict[tuple, int] = {}
@@ -301,7 +302,7 @@ def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None 
     what the model was shown (a stacked bar, the full text folded), what changed since the call before, the reply,
     the tool run and its observation, retries and errors. `header` is the trace file's first line ({} for none)."""
     counter = counter or local_counter()
-    store = Store(counter)
+    store = Store(counter, str(header.get("backend", "")))
     asked = [event["text"] for event in events if event["type"] == "question"]
     title = title or header.get("title") or (f"Run: {asked[0]}" if asked else "Run")
     items = timeline(events)
@@ -363,7 +364,8 @@ def outcome_table(events: Sequence[dict], header: dict | None = None) -> str:
         counts = summarise(events)
         rows.append(["", "<b>all questions</b>", "", "", str(counts["steps"]), str(counts["model_calls"]),
                      *tokens_and_cost(events), f"{seconds(events):.1f} s"])
-    return table(["#", "question", "answer", "stop", "steps", "calls", "tokens billed in / out", "cost at list price",
+    words = "tokens billed in / out" if backend not in FREE else "tokens in / out (counted, nothing billed)"
+    return table(["#", "question", "answer", "stop", "steps", "calls", words, "cost at list price",
                   "time"], rows, "outcome", 4)
 
 
@@ -390,13 +392,15 @@ def call_section(store: Store, call: Call, messages: list[Message] | None, befor
     elif call.context:
         out.append('<p class="warning">only its counts are shown: its context cannot be rebuilt from these events '
                    '(a policy this version does not have, or events that begin after the instructions)</p>')
-    out += [call_event(store, event) for event in call.shown()]
+    took = {id(event): call_seconds(call.context, event) for event in call.events if event["type"] == "usage"}
+    out += [call_event(store, event, took.get(id(event))) for event in call.shown()]
     out.append("</section>")
     return "\n".join(part for part in out if part)
 
 
-def call_event(store: Store, event: dict) -> str:
-    """One event of a call: the reply's parts, the observation, a note pinned, a retry, an error, the usage."""
+def call_event(store: Store, event: dict, seconds: float | None = None) -> str:
+    """One event of a call: the reply's parts, the observation, a note pinned, a retry, an error, the usage (with
+    how long the call took, `seconds`, when known)."""
     kind = event["type"]
     if kind == "reply":
         extra = []
@@ -418,8 +422,10 @@ def call_event(store: Store, event: dict) -> str:
         what = f'pinned: {esc(event.get("text", ""))}' if event.get("op") == "pin" else f'unpinned note {esc(event.get("index"))}'
         return f'<p class="note">note {what}</p>'
     if kind == "usage":
-        return (f'<p class="usage">billed: {event["input_tokens"]:,} tokens in, {event["output_tokens"]:,} out'
-                + (f' ({event["thoughts_tokens"]:,} thinking)' if event.get("thoughts_tokens") else "") + "</p>")
+        took = f" · {seconds:.2f} s" if seconds is not None else ""
+        said = "counted locally" if event.get("counted_locally") else "billed" if store.billed else "counted, nothing billed"
+        return (f'<p class="usage">{said}: {event["input_tokens"]:,} tokens in, {event["output_tokens"]:,} out'
+                + (f' ({event["thoughts_tokens"]:,} thinking)' if event.get("thoughts_tokens") else "") + f"{took}</p>")
     if kind == "error":
         return f'<p class="error">error: {esc(event.get("message", ""))}</p>'
     if kind == "forget":
@@ -531,6 +537,9 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
                 cell.append(folded_context(store.context(messages), "context"))
                 cell.append(f'<details class="diff"><summary>{change_line(found)}</summary>{change_list(store, found)}</details>')
             cell += [call_event(store, event) for event in call.shown() if event["type"] not in ("usage", "reply")]
+            took = [call_seconds(call.context, event) for event in call.events if event["type"] == "usage"]
+            if took and took[0] is not None:
+                cell.append(f'<p class="usage">{took[0]:.2f} s</p>')
             cells.append(f'<td>{"".join(cell)}</td>')
         rows.append(f'<tr><th class="call-number">call {number + 1}</th>{"".join(cells)}</tr>')
     return (f'<table class="side-by-side"><thead><tr><th></th>{head}</tr></thead>'
@@ -561,7 +570,8 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
     asked = sum(event["type"] == "question" for event in events)
     body = [f"<h1>{esc(title)}</h1>",
             f'<p class="meta">{len(calls)} model calls · {asked} questions · every policy shown the same recorded '
-            f'replies · token counts: {esc(counter.name)}; nothing here was billed'
+            f'replies · token counts: {esc(counter.name)}; nothing here was billed · no call takes any time: '
+            'the replies were recorded, not asked'
             + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
             "<h2>Context size per call</h2>\n" + context_chart(measured, counter.name, points, at_call),
             totals_table(measured)]
