@@ -13,7 +13,7 @@ honest refusal to divide by zero, DECLINE for an honest "could not look it up".
 
 Every answer is printed and kept, with the actions taken and the stop reason; the totals are per kind, with Wilson
 95% intervals. --out saves it all as JSON, and --compare prints several saved runs side by side, one column each,
-so that two prompts are compared on the same questions. With --llama-python (or LLAMA_PYTHON) the embedded Qwen
+so that two prompts are compared on the same questions (scored again from their kept answers, with today's rule). With --llama-python (or LLAMA_PYTHON) the embedded Qwen
 file is also served by llama.cpp's OpenAI-compatible server (llama-cpp-python) and asked the same questions through
 the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the tuning set; the test set is for
 reporting the chosen one, once. A benchmark, not a test: a full run takes minutes.
@@ -42,6 +42,19 @@ def expected_values(expected: str) -> list[str]:
     return [value for choice in expected.split("|") for value in MEANS.get(choice, choice).split("|")]
 
 
+def scored(answer: str | None, expected: str) -> bool:
+    """Whether an answer holds one of the expected values as whole words (experiments.facts.matches)."""
+    from experiments.facts import matches
+    return any(matches(answer, value) for value in expected_values(expected))
+
+
+def rescored(run: dict) -> dict:
+    """A saved run scored again from its kept answers with today's matcher, so that runs saved before a change to
+    it are compared on the same rule."""
+    answers = [{**answer, "right": scored(answer["answer"], answer["expected"])} for answer in run["answers"]]
+    return {**run, "answers": answers, "kinds": per_kind(answers)}
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     from experiments.probe import wilson as interval
     return interval(k, n)
@@ -51,7 +64,6 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict
     """Every question through the loop with the model `spec`: each answer, and the totals per kind."""
     import prompts
     from agent import TinyReAct
-    from experiments.facts import matches
     from models import load_model
     from replies import ActionError, parse_action
     from tools import DEFAULT_TOOLS, bind_arguments
@@ -72,7 +84,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict
                 bind_arguments(tools[call.name], call.args, call.kwargs)
             except (ActionError, KeyError, TypeError, ValueError):
                 unrunnable += 1
-        right = any(matches(result.answer, value) for value in expected_values(expected))
+        right = scored(result.answer, expected)
         answers.append({"kind": kind, "question": question, "expected": expected, "answer": result.answer,
                         "right": right, "stop_reason": result.stop_reason.value, "actions": actions,
                         "unrunnable": unrunnable, "model_calls": result.model_calls,
@@ -166,7 +178,7 @@ def main() -> None:
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()
     if args.compare:
-        results = [run for path in args.compare for run in json.load(open(path, encoding="utf-8"))["runs"]]
+        results = [rescored(run) for path in args.compare for run in json.load(open(path, encoding="utf-8"))["runs"]]
         print(table(results))
         return
     with open(SETS[args.set], encoding="utf-8") as file:

@@ -10,12 +10,14 @@ from traces import SURROGATE, read_json
 
 
 def normalise(text: str) -> str:
-    """Lower case, punctuation to spaces, spaces collapsed: for matching answers, not for showing them."""
-    return " ".join(re.sub(r"[^\w.]+|(?<!\d)\.|\.(?!\d)", " ", text.casefold()).split())
+    """Lower case, punctuation to spaces, spaces collapsed, a minus sign kept with its number: for matching
+    answers, not for showing them."""
+    signed = re.sub(r"(?<![\w.])-(?=\d)", "minus", text.casefold())
+    return " ".join(re.sub(r"[^\w.]+|(?<!\d)\.|\.(?!\d)", " ", signed).split())
 
 
 def matches(answer: str | None, expected: str) -> bool:
-    """A normalised substring match on whole words: "47" matches "It is 47." but not "470"."""
+    """A normalised substring match on whole words: "47" matches "It is 47." but not "470" or "-47"."""
     return answer is not None and f" {normalise(expected)} " in f" {normalise(answer)} "
 
 

@@ -227,6 +227,8 @@ def test_a_fact_past_the_observation_cap_is_reported_cut_not_unstated(tmp_path):
 def test_matching_is_on_whole_words():
     assert matches("Your reference is kx-4471-b.", "KX-4471-B")
     assert not matches("KX-4417-B", "KX-4471-B") and not matches("470", "47") and matches("It is 47.", "47")
+    assert not matches("-34", "34") and not matches("It is -47.", "47") and matches("It is -47.", "-47")  # a sign counts
+    assert matches("50 - 8 is 42", "42") and matches("E-5107", "E-5107")
 
 
 def test_tool_tape_replays_results_and_counts_misses():
