@@ -15,7 +15,7 @@ from typing import Callable
 
 from agent import TinyReAct
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
-from models.prices import prices
+from models.prices import price_of, prices
 from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
 from tokens import local_counter, read_vocabulary_elsewhere
@@ -25,6 +25,7 @@ from views.terminal import clean
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
+PRICED_REPLAY = "gemini-3.8-flash"  # what answers gemini-flash-latest, the default Gemini model, as of 2026-12
 CHAT_HELP = "one question per line · /context shows what the model sees · /policy NAME switches · /reset starts over · Ctrl-D quits"
 
 
@@ -85,6 +86,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
     group.add_argument("--plot", type=_given, metavar="FILE.svg", help="with --replay: also save the context-size chart as SVG")
     group.add_argument("--csv", type=_given, metavar="FILE", help="with --replay: also save per-call context sizes and buckets as CSV")
+    group.add_argument("--prices-of", type=_given, metavar="MODEL", dest="prices_of",
+                       help="with --replay: what each policy's input would cost at this model's list price, with and "
+                            f"without prompt caching (default: {PRICED_REPLAY}; see models/prices.json)")
     group.add_argument("--facts", type=_given, metavar="FILE", help="with --replay: the planted facts, their probes and probe points "
                                                        "(a facts file, see conversations/README.md); overrides the trace's")
     group.add_argument("--probe-facts", type=_given, metavar="IDS", help="with --replay: only these facts, e.g. booking,sintra")
@@ -144,7 +148,7 @@ MODES = {
     "page": Mode("source", "html no_stream", needs="html"),
     "record": Mode("record", "trace policy no_stream"),
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat"),
-    "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points"),
+    "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points prices_of"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream"),
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream"),
@@ -155,7 +159,8 @@ MODES = {
 # Options that a mode takes, but not together.
 EXCLUSIVE = [("json", "quiet")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
-OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "phrasings",
+OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
+           "phrasings",
            "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model", "policy",
            "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache", "show_prompt"]
 # The options that name a file: the ones read, then the ones written.
@@ -628,6 +633,7 @@ class Replaying:
     summaries: object = None  # experiments.replay.Summaries: compact:T's summaries, cached beside the trace
     window: int | None = None  # the context window reports are checked against
     window_model: str = ""  # whose it is
+    priced: tuple | None = None  # (a model's name, its list price) for the input cost with and without caching
     reports: list = field(default_factory=list)
     answers: list | None = None  # with --probe
     stopped: BaseException | None = None  # what ended probing early: Ctrl-C, or the model failing
@@ -717,6 +723,21 @@ def _replay_model(args, run: Replaying) -> None:
     run.summaries = Summaries(run.model, stem + ".summaries.json")
     run.window_model = run.model.name if run.model else parse_spec(OFFLINE_MODEL)[1]
     run.window = context_window(run.window_model)
+    run.priced = _replay_price(args.prices_of)
+
+
+def _replay_price(asked: str | None) -> tuple | None:
+    """(a model, its list price) for a replay's input cost with and without prompt caching: --prices-of's, which
+    must be listed, or by default PRICED_REPLAY's (None if a price file replaced the table without it)."""
+    name = asked or PRICED_REPLAY
+    try:
+        price = price_of(name)
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
+    if price is None and asked:
+        raise UsageError(f"--prices-of: no listed price for {name} in models/prices.json (or TINYREACT_PRICES): "
+                         f"listed are {', '.join(prices())}")
+    return (name, price) if price else None
 
 
 def _probe(args, run: Replaying, specs: list[str], counter) -> None:
@@ -749,13 +770,14 @@ def _replay_outputs(args, run: Replaying, counter) -> list[str]:
     model_name = run.model.name if run.model else None
     if args.json:
         print(json.dumps({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name,
-                                        run.window), "interrupted": isinstance(run.stopped, KeyboardInterrupt)},
+                                        run.window, run.priced), "interrupted": isinstance(run.stopped, KeyboardInterrupt)},
                          ensure_ascii=False))
     else:
         replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
-                      counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events))
+                      counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events),
+                      run.priced)
     page = lambda: replay_page(run.header, run.events, run.reports, counter, run.facts, run.points,  # noqa: E731
-                               run.answers, run.summaries, model_name, title=f"Replay of {title}")
+                               run.answers, run.summaries, model_name, title=f"Replay of {title}", priced=run.priced)
     if args.html and not write_output(args.html, page):
         unwritten.append(args.html)
     return unwritten

@@ -1,13 +1,14 @@
 """The static replay tables of docs/experiments.md, made from the replay itself, so that the page cannot drift.
 
-    python bench/replay_tables.py            # print both tables as Markdown
+    python bench/replay_tables.py            # print the tables as Markdown
     python bench/replay_tables.py --check    # exit 1 if docs/experiments.md holds other tables
 
 Replays conversations/long.jsonl and conversations/support.jsonl with their facts files under every policy the
 page shows (`python agent.py --replay FILE --facts FACTS --policies ... --json` gives the same numbers) and writes
-one Markdown table each: input tokens over all calls, the share of full history's, the peak context, invariant
+two Markdown tables for each: input tokens over all calls, the share of full history's, the peak context, invariant
 violations, and each planted fact's state at each probe point (✓ kept under every phrasing, ◐ under some, ✂ cut
-by the observation cap, ✗ gone, – not stated yet). A policy that cannot be measured says why in its row.
+by the observation cap, ✗ gone, – not stated yet; a policy that cannot be measured says so in its row); then the
+input cost without and with prompt caching at gemini-3.8-flash's list price.
 """
 import argparse
 import os
@@ -20,6 +21,26 @@ POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:800
             "elide:2+pinned", "retrieve:3+facts"]
 CONVERSATIONS = ["long", "support"]
 MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated": "–"}
+
+
+PRICED = "gemini-3.8-flash"  # as `--replay` prices by default
+
+
+def caching(reports) -> str:
+    """Each policy's input cost at PRICED's list price, without and with a prefix cache (as --replay prints it)."""
+    from models.prices import dollars, price_of
+
+    price = price_of(PRICED)
+    full = next(report for report in reports if report.policy == "full")
+    lines = [f"| policy | input repeating the call before | no cache | with the cache | saved | with the cache, vs full |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for report in reports:
+        if not report.measured:
+            continue
+        plain, cached = report.input_cost(price, False), report.input_cost(price, True)
+        lines.append(f"| {report.policy} | {report.cacheable / report.total:.0%} | {dollars(plain)} | {dollars(cached)} | "
+                     f"{1 - cached / plain:.0%} | {cached / full.input_cost(price, True):.0%} |")
+    return "\n".join(lines) + "\n"
 
 
 def table(name: str) -> str:
@@ -44,7 +65,7 @@ def table(name: str) -> str:
         marks = [" ".join(MARKS[report.facts[fact.id][point.label]] for point in points) for fact in facts]
         lines.append(f"| {report.policy} | {report.total:,} | {report.total / full:.0%} | {report.peak:,} | "
                      f"{report.violations} | " + " | ".join(marks) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + caching(reports)
 
 
 def main() -> int:
@@ -57,9 +78,10 @@ def main() -> int:
         return 0
     with open(os.path.join(ROOT, "docs", "experiments.md"), encoding="utf-8") as file:
         page = file.read()
-    stale = [name for name, text in zip(CONVERSATIONS, tables) if text not in page]
+    stale = [name for name, text in zip(CONVERSATIONS, tables)
+             if not all(chunk.strip() + "\n" in page for chunk in text.split("\n\n"))]
     for name in stale:
-        print(f"docs/experiments.md does not hold the replay table of {name}.jsonl as the replay gives it now")
+        print(f"docs/experiments.md does not hold the replay tables of {name}.jsonl as the replay gives them now")
     return 1 if stale else 0
 
 

@@ -19,6 +19,13 @@ from policies.invariants import violations
 from tokens import TokenCounter, local_counter
 from traces import as_text
 
+# A service's implicit prompt cache serves the start of a prompt that repeats the start of a recent one, from a
+# minimum length: 1,024 tokens for OpenAI ("Caching is enabled automatically for prompts that are 1,024 tokens or
+# longer", platform.openai.com/docs/guides/prompt-caching) and Gemini Flash (ai.google.dev/gemini-api/docs/caching
+# gives 1,024 for Flash models, more for Pro). The replay counts, per call, the tokens of its context that repeat the
+# previous call's from the start, part by part: a lower bound on what such a cache could serve.
+CACHE_MINIMUM = 1024
+
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
 CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
 
@@ -45,6 +52,7 @@ class PolicyReplay:
     summary_input: int = 0
     summary_output: int = 0
     over_window: int = 0  # calls whose context is larger than the model's window
+    repeated: list[int] = field(default_factory=list)  # at each call, tokens that repeat the previous call's prefix
 
     @property
     def total(self) -> int:
@@ -54,6 +62,17 @@ class PolicyReplay:
     @property
     def peak(self) -> int:
         return max(self.sizes, default=0)
+
+    @property
+    def cacheable(self) -> int:
+        """Input tokens over the session that an implicit prefix cache could serve (CACHE_MINIMUM and up)."""
+        return sum(tokens for tokens in self.repeated if tokens >= CACHE_MINIMUM)
+
+    def input_cost(self, price, cached: bool) -> float:
+        """The session's input tokens (summary calls included) at a model's list price, in dollars; with `cached`,
+        the repeated prefixes at its cached-input price."""
+        served = self.cacheable if cached else 0
+        return ((self.total - served) * price.input + served * price.cached_input) / 1_000_000
 
 
 def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:
@@ -181,6 +200,18 @@ def summarised(policy, events: Sequence[dict], count: Callable[[str], int], summ
     return Summarised(session, position, made)
 
 
+def repeated_prefix(before: list[Message], messages: list[Message], count: Callable[[str], int]) -> int:
+    """Tokens at the start of `messages` that repeat the start of `before`, part by part (the role and the text of
+    each part the same, in the same place)."""
+    old = [(m.role, p.text) for m in before for p in m.parts]
+    tokens = 0
+    for number, (role, text) in enumerate((m.role, p.text) for m in messages for p in m.parts):
+        if number >= len(old) or old[number] != (role, text):
+            break
+        tokens += count(text)
+    return tokens
+
+
 def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: TokenCounter | None = None,
            facts: list[Fact] | None = None, points: list[ProbePoint] | None = None,
            summaries: Summaries | None = None, window: int | None = None) -> list[PolicyReplay]:
@@ -210,10 +241,12 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             report.summary_output = sum(tokens for _, tokens, _ in made.calls)
             sources = sorted({source for _, _, source in made.calls})
             report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
-        measure = Meter(counter.count)
+        measure, previous = Meter(counter.count), []
         for index in call_points(session):
             prefix = session[:index]
             messages = policy.render(prefix)
+            report.repeated.append(repeated_prefix(previous, messages, counter.count))
+            previous = messages
             docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
             counts = measure(messages, docs)
             report.sizes.append(sum(counts.values()))

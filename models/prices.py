@@ -43,8 +43,8 @@ class Cost:
 
 
 def dollars(amount: float) -> str:
-    """$0.0079, $1.24: two significant figures below a cent, cents above."""
-    return f"${amount:,.2f}" if amount >= 0.01 else f"${amount:.2g}" if amount else "$0"
+    """$0.000788, $0.0318, $1.24, $12.35: three significant figures below $10, cents above."""
+    return f"${amount:,.2f}" if amount >= 10 else f"${amount:.3g}" if amount else "$0"
 
 
 def price_of(model: str, table: dict | None = None) -> Price | None:

@@ -13,6 +13,7 @@ from experiments.live import ToolTape
 from experiments.probe import probe, tally, wilson
 from experiments.replay import replay
 from models import Message, ModelReply
+from models.prices import price_of
 from models.scripted import ScriptedModel
 from policies import make_policy
 from views.reports import svg_plot
@@ -331,7 +332,7 @@ def test_live_compare_table_and_repeat(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out
-    assert "     cost ┃" in out and "│ $0.00011 │" in out  # 100 in × $0.75 + 10 out × $3.75 per million
+    assert "     cost ┃" in out and "│ $0.000112 │" in out  # 100 in × $0.75 + 10 out × $3.75 per million
 
 
 @pytest.mark.parametrize("name", ["long.jsonl", "superbowl.jsonl"])
@@ -426,6 +427,7 @@ import resource, sys
 sys.path.insert(0, sys.argv[1])
 from experiments.replay import Summaries
 from models import Message
+from models.prices import price_of
 from models.scripted import ScriptedModel
 resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))  # as `ulimit -f` does, in bytes
 summaries = Summaries(ScriptedModel(["a long summary " * 200]), sys.argv[2])
@@ -522,3 +524,25 @@ def test_a_summary_with_a_lone_surrogate_is_kept_as_a_replacement_character(tmp_
     text, _ = summaries.text("compact:300", (1, 4), [Message.of("user", "Summarise.")])
     assert text == "Summary: code \ufffd 4471"
     assert Summaries(None, str(tmp_path / "t.summaries.json")).cache  # written, and read back
+
+
+def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it(long_replay, capsys):
+    _, events, reports = long_replay
+    full, window = reports["full"], reports["window:2"]
+    # Full history only grows: each call repeats the whole call before it, so all but the first call's is served.
+    assert full.repeated[1:] == full.sizes[:-1] and full.repeated[0] == 0
+    assert window.cacheable == 0  # the window moves: only the ~900 tokens of instructions repeat, under the minimum
+    price = price_of("gemini-3.8-flash")
+    assert full.input_cost(price, cached=False) == full.total * 0.75 / 1e6
+    assert full.input_cost(price, cached=True) < window.input_cost(price, cached=True) < window.input_cost(price, False) * 1.01
+    assert command_line.main(["--replay", LONG, "--policies", "full,window:2", "--json"]) == 0
+    policies = {p["policy"]: p for p in json.loads(capsys.readouterr().out)["policies"]}
+    assert policies["full"]["cacheable"] == full.cacheable
+    assert policies["full"]["input_cost"] == {"priced_as": "gemini-3.8-flash",
+                                              "no_cache": round(full.input_cost(price, False), 8),
+                                              "with_cache": round(full.input_cost(price, True), 8)}
+
+
+def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):
+    assert command_line.main(["--replay", SUPER_BOWL, "--prices-of", "gpt-nothing"]) == 2
+    assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for gpt-nothing in models/prices.json")

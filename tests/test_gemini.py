@@ -323,7 +323,7 @@ def test_the_summary_line_says_what_was_cached_and_what_it_cost(gemini, capsys):
     assert cli.main(["What is 2 + 2?", "--model", "gemini-3.8-flash", "--no-stream"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "3,000 tokens in (2,048 cached) / 10 out (billed, from the API)" in out
-    assert "$0.00091 at list price (gemini-3.8-flash, prices of 2026-10-07)" in out  # 952×0.75+2048×0.075+10×3.75
+    assert "$0.000905 at list price (gemini-3.8-flash, prices of 2026-10-07)" in out  # 952×0.75+2048×0.075+10×3.75
 
 
 def test_a_model_without_a_listed_price_has_no_cost_and_a_price_file_can_add_one(gemini, capsys, monkeypatch, tmp_path):

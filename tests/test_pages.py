@@ -587,3 +587,15 @@ def test_each_call_says_how_long_it_took_and_a_local_model_s_page_says_nothing_i
 
 def test_the_replay_page_says_its_calls_take_no_time(long_replay):
     assert "no call takes any time: the replies were recorded, not asked" in long_replay[3]
+
+
+def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter):
+    from models.prices import price_of
+
+    header, events = read_trace_file(SUPER_BOWL)
+    reports = replay(header, events, ["full", "window:2"], counter)
+    root = parse(replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price_of("gemini-3.8-flash"))))
+    rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
+            for row in root.one("table", "caching").one("tbody").all("tr")}
+    assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
+    assert rows["full"][0] == f"{reports[0].cacheable / reports[0].total:.0%}" and rows["full"][2] < rows["full"][1]

@@ -205,8 +205,23 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
 STATE_MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated": "–"}
 
 
+def caching_table(console: Console, measured, name: str, price) -> None:
+    """What each policy's session would cost in input at a model's list price, with and without an implicit prefix
+    cache: windows and summaries break the prefix, full history keeps it."""
+    table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching (a cache serving "
+                              "what repeats the call before from the start, 1,024 tokens and up)"), title_justify="left")
+    for column in ["policy", "input repeating the call before", "no cache", "with the cache", "saved"]:
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for report in measured:
+        plain_cost, cached = report.input_cost(price, False), report.input_cost(price, True)
+        share = report.cacheable / report.total if report.total else 0
+        table.add_row(*map(plain, [report.policy, f"{share:.0%}", dollars(plain_cost), dollars(cached),
+                                   f"{1 - cached / plain_cost:.0%}" if plain_cost else ""]))
+    console.print(table)
+
+
 def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
-                  window: tuple[int, str] | None = None, cut_on_record: int = 0) -> None:
+                  window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: tuple | None = None) -> None:
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
@@ -230,6 +245,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     for report in measured:
         buckets.add_row(*map(plain, [report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]]))
     console.print(buckets)
+    if priced:
+        caching_table(console, measured, *priced)
     console.print(plain(f"Token counts: {counter}; nothing here was billed. vs full: the share of full history's input "
                         "tokens, summary calls included.", "dim"))
     if window:

@@ -551,9 +551,10 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
 def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay], counter: TokenCounter | None = None,
                 facts: list[Fact] | None = None, points: list[ProbePoint] | None = None,
                 answers: list[ProbeAnswer] | None = None, summaries: Summaries | None = None,
-                model: str | None = None, title: str | None = None) -> str:
+                model: str | None = None, title: str | None = None, priced: tuple | None = None) -> str:
     """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
-    marked), the totals and buckets, the state of each planted fact at each probe point, every probe answer with
+    marked), the totals and buckets, with `priced` (a model's name and list price) the input cost without and with
+    prompt caching, the state of each planted fact at each probe point, every probe answer with
     its verdict when probes ran, and every call's context under every measured policy, folded. `facts` and
     `points` default to the trace header's, as replay's do; `summaries` is the replay's, so that compact:T's
     contexts are rebuilt with the summaries it measured (from its cache: no model is called)."""
@@ -575,6 +576,8 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
             + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
             "<h2>Context size per call</h2>\n" + context_chart(measured, counter.name, points, at_call),
             totals_table(measured)]
+    if priced:
+        body.append(caching_table(measured, *priced))
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]
     body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
     if facts and points and measured:
@@ -601,6 +604,22 @@ def totals_table(reports: list[PolicyReplay]) -> str:
     columns = ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations",
                *(name for name, _ in extra), *BUCKET_NAMES]
     return "<h2>What each policy would have sent</h2>" + table(columns, rows, "totals")
+
+
+def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
+    """Each policy's input cost at a model's list price without and with an implicit prefix cache, which serves what
+    repeats the call before from the start: windows and summaries break that prefix, full history keeps it."""
+    rows = []
+    for report in reports:
+        plain_cost, cached = report.input_cost(price, False), report.input_cost(price, True)
+        rows.append([esc(report.policy), f"{report.cacheable / report.total:.0%}" if report.total else "",
+                     dollars(plain_cost), dollars(cached), f"{1 - cached / plain_cost:.0%}" if plain_cost else ""])
+    return (f"<h2>What it would cost at {esc(name)}'s list price, without and with prompt caching</h2>"
+            + table(["policy", "input repeating the call before", "no cache", "with the cache", "saved"], rows, "caching")
+            + f'<p class="meta">A cache serves the part of a call\'s input that repeats the call before from its start, '
+              f'from 1,024 tokens (OpenAI\'s and Gemini Flash\'s minimum); counted part by part, a lower bound. Input '
+              f'only, at ${price.input:g} and ${price.cached_input:g} per million ({esc(price.source)}, read '
+              f'{esc(price.read)}).</p>')
 
 
 def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay]) -> str:

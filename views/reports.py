@@ -112,13 +112,24 @@ def answers_csv(answers: list[ProbeAnswer]) -> str:
 
 
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
-                answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None) -> dict:
-    """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets),
-    total and peak. With a probe: every answer, and the tallies by probe point and by fact with Wilson intervals."""
+                answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
+                priced: tuple | None = None) -> dict:
+    """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets,
+    `repeated` each call's tokens repeating the call before), total, peak, what a prefix cache could serve, and with
+    `priced` (a model's name and list price) the input cost without and with it. With a probe: every answer, and the
+    tallies by probe point and by fact with Wilson intervals."""
+    def costs(report: PolicyReplay) -> dict:
+        if not priced:
+            return {}
+        name, price = priced
+        return {"input_cost": {"priced_as": name, "no_cache": round(report.input_cost(price, False), 8),
+                               "with_cache": round(report.input_cost(price, True), 8)}}
+
     return {
         "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,
         "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
-        "policies": [{**asdict(r), "total": r.total, "peak": r.peak} for r in reports],
+        "policies": [{**asdict(r), "total": r.total, "peak": r.peak, "cacheable": r.cacheable, **costs(r)}
+                     for r in reports],
         "probe": {"model": model_name, "answers": [asdict(a) for a in answers],
                   "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")} if answers is not None else None,
     }
