@@ -420,6 +420,7 @@ def write_output(path: str, text: Callable[[], str]) -> bool:
     except (OSError, UnicodeError) as problem:
         print(f"warning: cannot write {readable(path)}: {getattr(problem, 'strerror', None) or problem}", file=sys.stderr)
         return False
+    print(f"wrote {readable(path)} ({len(data):,} bytes)", file=sys.stderr)  # stdout stays the run's, or its JSON
     return True
 
 
@@ -441,7 +442,8 @@ def _page_of_trace(args, policy: Policy, specs: list[str]) -> int:
     from views.pages import run_page  # the modes' own modules load only in those modes (see _compare)
 
     recorded = _open_trace(args.source)
-    title = f"TinyReAct: {readable(args.source)}"
+    named = recorded.header.get("title")  # the trace's own title, and the file it was read from
+    title = f"{named} — {readable(args.source)}" if isinstance(named, str) and named else f"TinyReAct: {readable(args.source)}"
     page = lambda: run_page(recorded.header, recorded.events, local_counter(), title=title)  # noqa: E731
     return EXIT_ANSWERED if write_output(args.html, page) else EXIT_USAGE
 

@@ -139,12 +139,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def llama_server(python: str, folder: str, context: int = 8192):
-    """llama.cpp's OpenAI-compatible server on the embedded Qwen file, started in `python`; (process, base URL)."""
+def llama_server(python: str, folder: str, context: int = 8192, gguf: str | None = None):
+    """llama.cpp's OpenAI-compatible server, started in `python`, on a GGUF file (by default the embedded Qwen's,
+    joined from its packages into `folder`); (process, base URL). It serves the model as qwen2.5-coder-0.5b."""
     from models.cache import ModelCache
     from models.qwen import WEIGHTS
 
-    path = ModelCache(folder).join(WEIGHTS)
+    path = gguf or ModelCache(folder).join(WEIGHTS)
     port = free_port()
     log = open(os.path.join(folder, "server.log"), "w+")  # the server writes much: a pipe would fill and stop it
     process = subprocess.Popen([python, "-m", "llama_cpp.server", "--model", str(path), "--port", str(port),
@@ -174,6 +175,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file")
+    parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's (a larger "
+                                       "model, say), and ask it alone")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()
@@ -193,11 +196,14 @@ def main() -> None:
         runs.append(evaluate(spec, questions, args.prompt, label))
     if args.llama_python:
         with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
-            server, url = llama_server(args.llama_python, folder)
+            server, url = llama_server(args.llama_python, folder, gguf=args.gguf)
+            served = f" · {os.path.basename(args.gguf)}" if args.gguf else ""
             try:
                 os.environ["LLAMACPP_BASE_URL"] = url
-                print(f"llamacpp:qwen2.5-coder-0.5b (llama.cpp's server), {args.set} set, prompt {label}:", flush=True)
-                runs.append(evaluate("llamacpp:qwen2.5-coder-0.5b", questions, args.prompt, label + " · llama.cpp"))
+                print(f"llamacpp:qwen2.5-coder-0.5b (llama.cpp's server{served}), {args.set} set, prompt {label}:",
+                      flush=True)
+                runs.append(evaluate("llamacpp:qwen2.5-coder-0.5b", questions, args.prompt,
+                                     label + " · llama.cpp" + served))
             finally:
                 server.terminate()
                 server.wait(timeout=30)

@@ -402,8 +402,15 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
     assert agent.main(["--replay", str(trace), "--policies", "full,window:1", "--json", "--html", str(replayed)]) == 0
     assert "<svg" in replayed.read_text()
     again = tmp_path / "again.html"
+    capsys.readouterr()
     assert agent.main(["--html", str(again), "--from", str(trace)]) == 0
     assert "Observation1: 42" in again.read_text()
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"wrote {again} ({again.stat().st_size:,} bytes)\n")  # said, on stderr: stdout stays clean
+    titled = tmp_path / "titled.html"
+    shipped = os.path.join(ROOT, "conversations", "superbowl.jsonl")
+    assert agent.main(["--html", str(titled), "--from", shipped]) == 0
+    assert f"<h1>The Super Bowl LIX temperature question: 6 steps — {shipped}</h1>" in titled.read_text()
     capsys.readouterr()
     assert agent.main(["--from", str(trace)]) == 2
     assert capsys.readouterr().err == "error: --from only works with --html\n"

@@ -599,3 +599,22 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
             for row in root.one("table", "caching").one("tbody").all("tr")}
     assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
     assert rows["full"][0] == f"{reports[0].cacheable / reports[0].total:.0%}" and rows["full"][2] < rows["full"][1]
+
+
+def test_a_chat_page_is_titled_a_chat_and_its_total_time_is_the_time_spent_answering(counter):
+    events = session("full", [("One plus one?", ["Answer: 2"]), ("Two plus two?", ["Answer: 4"])])
+    question = [i for i, event in enumerate(events) if event["type"] == "question"][1]
+    typed = [dict(event) for event in events]
+    for event in typed[question:]:  # the user took a minute to type the second question
+        event["t"] += 60
+    root = parse(run_page({}, typed, counter))
+    assert root.one("h1").text == "Chat: One plus one? and 1 more"
+    total = root.one("table", "outcome").one("tbody").all("tr")[-1].all("td")[-1].text
+    assert total.endswith("s answering") and float(total.split()[0]) < 5
+
+
+def test_a_reply_that_answers_is_not_called_a_step(counter):
+    events = session("full", [("One plus one?", ["Action: add_numbers(1, 1)", "Answer: 2"])])
+    headings = [h.text for h in parse(run_page({}, events, counter)).all("h3")]
+    assert [h.split(" · ")[1] for h in headings] == ["step 1", "the answer"]  # 1 step, as the terminal says
+    assert "step 2" not in " ".join(headings)

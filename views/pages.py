@@ -304,7 +304,9 @@ def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None 
     counter = counter or local_counter()
     store = Store(counter, str(header.get("backend", "")))
     asked = [event["text"] for event in events if event["type"] == "question"]
-    title = title or header.get("title") or (f"Run: {asked[0]}" if asked else "Run")
+    kind = "Chat" if len(asked) > 1 else "Run"
+    title = title or header.get("title") or (f"{kind}: {asked[0]}" + (f" and {len(asked) - 1} more" if len(asked) > 1
+                                                                     else "") if asked else kind)
     items = timeline(events)
     calls = [item for item in items if isinstance(item, Call)]
     scale = max((sum(call.context["tokens"].values()) for call in calls if call.context), default=0)
@@ -360,10 +362,11 @@ def outcome_table(events: Sequence[dict], header: dict | None = None) -> str:
                      f'<span class="stop {reason}">{esc(reason)}</span>', str(counts["steps"]),
                      str(counts["model_calls"]) + (f' ({counts["summary_calls"]} summary)' if counts["summary_calls"] else ""),
                      *tokens_and_cost(part), f"{seconds(part):.1f} s"])
-    if len(rows) > 1:
+    if len(rows) > 1:  # the time spent answering: a chat's time between questions is the user's, not the agent's
         counts = summarise(events)
+        answering = sum(seconds(events[start:end]) for start, end in questions(events))
         rows.append(["", "<b>all questions</b>", "", "", str(counts["steps"]), str(counts["model_calls"]),
-                     *tokens_and_cost(events), f"{seconds(events):.1f} s"])
+                     *tokens_and_cost(events), f"{answering:.1f} s answering"])
     words = "tokens billed in / out" if backend not in FREE else "tokens in / out (counted, nothing billed)"
     return table(["#", "question", "answer", "stop", "steps", "calls", words, "cost at list price",
                   "time"], rows, "outcome", 4)
@@ -372,7 +375,9 @@ def outcome_table(events: Sequence[dict], header: dict | None = None) -> str:
 def call_section(store: Store, call: Call, messages: list[Message] | None, before: list[Message] | None,
                  scale: int, counter: TokenCounter) -> str:
     reply = call.first("reply")
-    step = f" · step {reply['step']}" if reply else ""
+    # A step is an action and its observation, as the terminal counts them; a reply with the answer is not one.
+    step = (f" · step {reply['step']}" if call.first("action") else " · the answer" if call.first("answer")
+            else f" · reply {reply['step']}") if reply else ""
     out = [f'<section class="call" id="call-{call.number}">']
     if call.context:
         tokens = call.context["tokens"]
@@ -743,6 +748,7 @@ details.change.added summary q { background: #eefbee; }
 .fact.cut, .fact.partly { background: #fde8c4; } .fact.unstated { color: #888; }
 .verdict.correct { color: #1a6b1a; } .verdict.distractor, .verdict.stale { color: #b22; } .verdict.refusal { color: #a05a00; }
 .verdict.no-answer { color: #777; font-style: italic; }
+@media print { .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { overflow-wrap: anywhere; word-break: break-word; } details > summary { list-style: none; } }
 .score { display: inline-block; min-width: 3em; text-align: center;
   background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
 .calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; }
