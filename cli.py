@@ -766,7 +766,7 @@ def _replay_outputs(args, run: Replaying, counter) -> list[str]:
 
     title = readable(args.replay)
     outputs = [(args.plot, lambda: svg_plot(run.reports, f"Context size per call: {title}", counter.name, run.points,
-                                            probe_calls(run.points, run.events))),
+                                            probe_calls(run.points, run.events), run.answers, run.priced)),
                (args.csv, lambda: replay_csv(run.reports)), (args.answers, lambda: answers_csv(run.answers or []))]
     unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
     model_name = run.model.name if run.model else None

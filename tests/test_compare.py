@@ -249,7 +249,7 @@ def test_tool_tape_replays_results_and_counts_misses():
 def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
     _, _, reports = long_replay
     svg = svg_plot(list(reports.values()), "long", "Gemma 3 tokenizer, local")
-    assert svg.startswith("<svg") and svg.count("<polyline") == 6  # compact:8000 never asks for a summary here
+    assert svg.startswith("<svg") and svg.count('<polyline class="policy"') == 6  # compact:8000 never asks for a summary here
 
 
 def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
@@ -258,7 +258,7 @@ def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
 
     _, _, reports = long_replay
     svg = svg_plot(list(reports.values()), 'Context size per call: R&D <"v2">\x1b[1m\x07.jsonl', "Gemma 3 tokenizer, local")
-    title = ElementTree.fromstring(svg).find("{http://www.w3.org/2000/svg}text")
+    title = next(ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))  # the first, the chart's title
     assert title.text == 'Context size per call: R&D <"v2">.jsonl' and "\x1b" not in svg  # the escape dropped whole
 
 
@@ -275,7 +275,7 @@ def test_replay_command_line_outputs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
     svg = (tmp_path / "p.svg").read_text()
-    assert svg.count("<polyline") == 3 and svg.count('<line class="probe"') == 4  # the header's four probe points
+    assert svg.count('<polyline class="policy"') == 3 and svg.count('<line class="probe"') == 4  # the header's four probe points
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and f"Context size per call: {LONG}" in svg
     rows = (tmp_path / "p.csv").read_text().splitlines()
     assert rows[0].startswith("policy,call,context_tokens,instructions,tools,user,model,observations,notes,markers,")
@@ -546,3 +546,14 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it(long_re
 def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):
     assert command_line.main(["--replay", SUPER_BOWL, "--prices-of", "gpt-nothing"]) == 2
     assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for gpt-nothing in models/prices.json")
+
+
+def test_the_pareto_frontier_is_the_policies_nothing_beats_on_both_counts():
+    from views.reports import frontier, frontier_sentence
+
+    points = [("full", 100, 1.0), ("window", 20, 0.0), ("cheap-and-good", 40, 1.0), ("middle", 30, 0.5),
+              ("worse", 50, 0.5)]
+    assert [label for label, _, _ in frontier(points)] == ["window", "middle", "cheap-and-good"]
+    sentence = frontier_sentence(frontier(points), "tokens", "kept", str)
+    assert sentence.startswith("On the frontier, from the cheapest (tokens, kept): window (20, 0%); middle (30, 50%); "
+                               "cheap-and-good (40, 100%).")

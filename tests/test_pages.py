@@ -618,3 +618,18 @@ def test_a_reply_that_answers_is_not_called_a_step(counter):
     headings = [h.text for h in parse(run_page({}, events, counter)).all("h3")]
     assert [h.split(" · ")[1] for h in headings] == ["step 1", "the answer"]  # 1 step, as the terminal says
     assert "step 2" not in " ".join(headings)
+
+
+def test_the_replay_page_plots_cost_against_what_is_kept_and_names_the_frontier(counter):
+    header, events = read_trace_file(LONG)
+    facts, declared = load_facts(header, os.path.join(ROOT, "conversations", "long.facts.json"))
+    points = probe_points(declared, events)
+    specs = ["full", "window:2", "user-only:4", "elide:2", "budget:2000", "window:0+facts", "retrieve:3"]
+    reports = replay(header, events, specs, counter, facts, points)
+    root = parse(replay_page(header, events, reports, counter, facts=facts, points=points))
+    assert len(root.one("svg", "tradeoff").all("circle", "policy")) == len(specs)
+    [sentence] = [p.text for p in root.all("p", "frontier")]
+    assert sentence.startswith("On the frontier, from the cheapest (input tokens, all calls, facts kept): window:2 "
+                               "(90,766, 0%); user-only:4 (128,139, 70%); retrieve:3 (128,693, 85%); window:0+facts "
+                               "(146,387, 100%).")
+    assert len(root.one("svg", "multiples").all("polyline", "policy")) == len(specs)  # more than 6: small multiples

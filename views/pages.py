@@ -33,7 +33,7 @@ from models.prices import FREE, dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
-from views.reports import context_chart
+from views.reports import context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
@@ -581,6 +581,11 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
             + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
             "<h2>Context size per call</h2>\n" + context_chart(measured, counter.name, points, at_call),
             totals_table(measured)]
+    panels = tradeoff_panels(measured, answers, priced)
+    if panels:
+        body.append("<h2>Cost against what is kept</h2>\n" + tradeoff_chart(panels))
+        body += [f'<p class="frontier">{esc(frontier_sentence(frontier(points_), x_words, y_words, show_x))}</p>'
+                 for x_words, y_words, points_, show_x in panels]
     if priced:
         body.append(caching_table(measured, *priced))
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]

@@ -17,9 +17,75 @@ DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
 
 
 def svg_plot(reports: list[PolicyReplay], title: str, counter: str, points: list[ProbePoint] = (),
-             at_call: dict | None = None) -> str:
-    """The chart of `context_chart` as a standalone SVG file (`--plot`), with its title, for the measured policies."""
-    return context_chart([r for r in reports if r.measured and r.sizes], counter, points, at_call, title) + "\n"
+             at_call: dict | None = None, answers: list[ProbeAnswer] | None = None, priced: tuple | None = None) -> str:
+    """`--plot`: the context-size chart (`context_chart`) as a standalone SVG file with its title, and below it, when
+    facts were planted, the trade-off chart of the page (cost against what is kept, the frontier named)."""
+    chart = context_chart([r for r in reports if r.measured and r.sizes], counter, points, at_call, title)
+    panels = tradeoff_panels(reports, answers, priced)
+    if not panels:
+        return chart + "\n"
+    below = tradeoff_chart(panels, "Cost against what is kept, one point a policy; the Pareto frontier in green")
+    width = max(_width(chart), _width(below))
+    heights = [_height(chart), _height(below)]
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{sum(heights)}" '
+            f'viewBox="0 0 {width} {sum(heights)}">\n<rect width="100%" height="100%" fill="white"/>\n'
+            + chart.replace("<svg ", '<svg x="0" y="0" ', 1) + "\n"
+            + below.replace("<svg ", f'<svg x="0" y="{heights[0]}" ', 1) + "\n</svg>\n")
+
+
+def _width(svg: str) -> int:
+    return int(svg.split('width="', 1)[1].split('"', 1)[0])
+
+
+def _height(svg: str) -> int:
+    return int(svg.split('height="', 1)[1].split('"', 1)[0])
+
+
+MANY = 6  # more lines than this in one chart cannot be told apart: each policy gets a small chart of its own
+
+
+def context_multiples(reports: list[PolicyReplay], counter_name: str, points: list[ProbePoint] = (),
+                      at_call: dict | None = None, title: str | None = None) -> str:
+    """Context size per call as small multiples: one small chart a policy, on one scale, each with full history's
+    line in grey behind it (when it was replayed) and the probe points marked."""
+    columns, cell, plot_height, top = 4, 225, 120, 45 if title else 10
+    rows = -(-len(reports) // columns)
+    width, height = columns * cell + 20, top + rows * (plot_height + 50) + 30
+    calls = max((len(report.sizes) for report in reports), default=1)
+    peak = max((report.peak for report in reports), default=1) or 1
+    full = next((report for report in reports if report.policy == "full"), None)
+    at_call = {label: number for label, number in (at_call or {}).items() if number <= calls}
+    if title:
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+               'font-family="sans-serif" font-size="11">', '<rect width="100%" height="100%" fill="white"/>',
+               f'<text x="20" y="20" font-size="15">{_xml(title)}</text>']
+    else:
+        out = [f'<svg class="plot multiples" viewBox="0 0 {width} {height}" role="img" aria-label="context size per call">']
+    out.append(f'<text x="20" y="{height - 8}">each: a policy · its input tokens in all; model call 1 to {calls} left to '
+               f'right, context tokens 0 to {peak:,} ({_xml(counter_name)}); grey: full history; dashed: probe points</text>')
+    for number, report in enumerate(reports):
+        left, base = 20 + (number % columns) * cell, top + (number // columns) * (plot_height + 50) + 20 + plot_height
+
+        def x(call, left=left):
+            return left + (cell - 30) * ((call - 1) / max(calls - 1, 1))
+
+        def y(value, base=base):
+            return base - plot_height * value / peak
+
+        out.append(f'<text x="{left}" y="{base - plot_height - 6}">{_xml(report.policy)} · {report.total:,}</text>')
+        out.append(f'<rect x="{left}" y="{base - plot_height}" width="{cell - 30}" height="{plot_height}" fill="none" '
+                   f'stroke="#ccc"/>')
+        for label, call in at_call.items():
+            out.append(f'<line x1="{x(call):.1f}" y1="{base}" x2="{x(call):.1f}" y2="{base - plot_height}" stroke="#999" '
+                       f'stroke-dasharray="3 3"><title>probe point: {_xml(label)}</title></line>')
+        if full is not None and full is not report:
+            line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(full.sizes, 1))
+            out.append(f'<polyline fill="none" stroke="#ccc" stroke-width="2" points="{line}"/>')
+        line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(report.sizes, 1))
+        out.append(f'<polyline class="policy" fill="none" stroke="{LINE_COLOURS[0]}" stroke-width="2" points="{line}">'
+                   f'<title>{_xml(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[ProbePoint] = (),
@@ -27,7 +93,10 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
     """Context size per call, one line per policy, as SVG; the probe points, when given, marked on every line (at_call:
     a point's label -> the call it comes before; a point after the last call has no call to mark). Lines that coincide stay visible: each is drawn thinner than the one before it
     and with its own dash pattern, so a line on top of another shows as a stripe within it. With a title, a standalone
-    file (its own size, font and background); without, a chart for a page, which gives those."""
+    file (its own size, font and background); without, a chart for a page, which gives those. More than MANY
+    policies are drawn as small multiples instead (context_multiples)."""
+    if len(reports) > MANY:
+        return context_multiples(reports, counter_name, points, at_call, title)
     width, height, left, right, bottom = 900, 380, 70, 170, 45
     top = 45 if title else 20
     calls = max((len(report.sizes) for report in reports), default=1)
@@ -81,6 +150,106 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
                    f'<text x="{width - right + 46}" y="{legend_y + 4}">{_xml(report.policy)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def kept_share(report: PolicyReplay) -> float | None:
+    """The share of (fact, probe point) cells where the fact, once stated, is in the context: kept counts 1, partly
+    (under some phrasings) ½, cut or gone 0. None when no fact was stated at any probe point."""
+    marks = [state for states in report.facts.values() for state in states.values() if state != "unstated"]
+    return sum({"kept": 1.0, "partly": 0.5}.get(state, 0.0) for state in marks) / len(marks) if marks else None
+
+
+def probe_share(answers: list[ProbeAnswer], policy: str) -> float | None:
+    asked = [answer for answer in answers if answer.condition == policy]
+    return sum(answer.verdict == "correct" for answer in asked) / len(asked) if asked else None
+
+
+def frontier(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """The points no other beats on both counts (less x, more y): the Pareto frontier, from the cheapest."""
+    best, out = -1.0, []
+    for point in sorted(points, key=lambda p: (p[1], -p[2])):
+        if point[2] > best:
+            out.append(point)
+            best = point[2]
+    return out
+
+
+def frontier_sentence(on: list[tuple[str, float, float]], x_words: str, y_words: str, show_x) -> str:
+    """The frontier in words: which policies are on it, each with its cost and what it keeps."""
+    if not on:
+        return ""
+    named = "; ".join(f"{label} ({show_x(x)}, {y:.0%})" for label, x, y in on)
+    return (f"On the frontier, from the cheapest ({x_words}, {y_words}): {named}. Every other policy keeps less for "
+            "as much, or as much for more.")
+
+
+def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], object]], title: str | None = None) -> str:
+    """Small scatter plots side by side, one point a policy: each panel (its x words, y words, points as (policy, x,
+    y from 0 to 1), a format for x), the Pareto frontier drawn through the points no other beats on both counts."""
+    size, gap, top = 300, 40, 45 if title else 20
+    width, height = len(panels) * (size + gap) + gap, size + top + 55
+    if title:
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+               'font-family="sans-serif" font-size="11">', '<rect width="100%" height="100%" fill="white"/>',
+               f'<text x="{gap}" y="20" font-size="15">{_xml(title)}</text>']
+    else:
+        out = [f'<svg class="tradeoff" viewBox="0 0 {width} {height}" role="img" aria-label="cost against what is kept">']
+    for number, (x_words, y_words, points, show_x) in enumerate(panels):
+        left = gap + number * (size + gap) + 20
+        most = max((x for _, x, _ in points), default=1) or 1
+        least = min((x for _, x, _ in points), default=0) * 0.9  # the axis starts near the cheapest, to spread them
+        span = (most - least) or 1
+
+        def x(value, left=left, least=least, span=span):  # room is left on the right for the labels
+            return left + (size - 90) * (value - least) / span
+
+        def y(value):
+            return top + size - 20 - (size - 40) * value
+
+        out += [f'<line x1="{left}" y1="{y(0)}" x2="{x(most)}" y2="{y(0)}" stroke="#333"/>',
+                f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(1)}" stroke="#333"/>',
+                f'<text x="{(left + x(most)) / 2}" y="{y(0) + 32}" text-anchor="middle">{_xml(x_words)}</text>',
+                f'<text x="{left - 28}" y="{(y(0) + y(1)) / 2}" transform="rotate(-90 {left - 28} {(y(0) + y(1)) / 2})" '
+                f'text-anchor="middle">{_xml(y_words)}</text>',
+                f'<text x="{left - 4}" y="{y(1) + 4}" text-anchor="end">100%</text>',
+                f'<text x="{left - 4}" y="{y(0) + 4}" text-anchor="end">0%</text>',
+                f'<text x="{left}" y="{y(0) + 16}">{_xml(show_x(least))}</text>',
+                f'<text x="{x(most)}" y="{y(0) + 16}" text-anchor="end">{_xml(show_x(most))}</text>']
+        on = frontier(points)
+        if len(on) > 1:
+            steps = " ".join(f"{x(px):.1f},{y(py):.1f}" for _, px, py in on)
+            out.append(f'<polyline class="frontier" fill="none" stroke="#2ca02c" stroke-width="2" points="{steps}">'
+                       f'<title>the Pareto frontier</title></polyline>')
+        names, placed = {label for label, _, _ in on}, []
+        for label, px, py in sorted(points, key=lambda p: (-p[2], p[1])):
+            colour = "#2ca02c" if label in names else "#888"
+            tx, ty = x(px) + 6, y(py) - 5
+            while any(abs(ty - oy) < 11 and tx < ox + ow and ox < tx + 6 * len(label) for ox, oy, ow in placed):
+                ty += 11  # a label that would cover another goes below it
+            placed.append((tx, ty, 6 * len(label)))
+            out.append(f'<circle class="policy" cx="{x(px):.1f}" cy="{y(py):.1f}" r="4" fill="{colour}">'
+                       f'<title>{_xml(label)}: {_xml(show_x(px))}, {py:.0%}</title></circle>'
+                       f'<text x="{tx:.1f}" y="{ty:.1f}" font-size="10">{_xml(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def tradeoff_panels(reports: list[PolicyReplay], answers: list[ProbeAnswer] | None = None,
+                    priced: tuple | None = None) -> list[tuple[str, str, list, object]]:
+    """The panels of the trade-off chart: input tokens against facts kept; with a price, the cost with prompt caching
+    against facts kept; with probe answers, input tokens against probe answers correct."""
+    measured = [report for report in reports if report.measured and report.sizes]
+    kept = [(r.policy, r.total, share) for r in measured if (share := kept_share(r)) is not None]
+    panels = [("input tokens, all calls", "facts kept", kept, lambda value: f"{value:,.0f}")] if kept else []
+    if kept and priced:
+        name, price = priced
+        costed = [(r.policy, r.input_cost(price, True), kept_share(r)) for r in measured if kept_share(r) is not None]
+        panels.append((f"input cost with prompt caching, {name}", "facts kept", costed, lambda value: f"${value:.3g}"))
+    if answers:
+        scored = [(r.policy, r.total, share) for r in measured if (share := probe_share(answers, r.policy)) is not None]
+        if scored:
+            panels.append(("input tokens, all calls", "probe answers correct", scored, lambda value: f"{value:,.0f}"))
+    return panels
 
 
 def _xml(text: str) -> str:
