@@ -21,6 +21,7 @@ from models.cache import ChunkedFile, ModelCache, Progress, cache_root
 from models.gemma_tokenizer import BOS, END_OF_TURN, EOS, GemmaTokenizer
 from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_strings, load_weights
 from models.local import LocalModel
+from models.prefixes import PrefixStore
 from models.transformer import Architecture, Transformer, gelu_tanh
 
 NAME = "gemma-3-270m"
@@ -83,4 +84,4 @@ class GemmaModel(LocalModel):
         progress("loading Gemma 3 270M")
         network = load_network(progress)
         super().__init__(NAME, load_tokenizer(progress), network, start=[BOS],
-                         end_tokens=frozenset({EOS, END_OF_TURN}))
+                         end_tokens=frozenset({EOS, END_OF_TURN}), prefixes=PrefixStore(model_cache().folder / "prefixes"))

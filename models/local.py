@@ -10,6 +10,7 @@ import re
 from typing import Callable, Protocol
 
 from models import ContextOverflow, Message, ModelReply
+from models.prefixes import PrefixStore
 from models.transformer import Transformer
 from replies import observation_at, observation_may_begin
 
@@ -31,10 +32,11 @@ class LocalModel:
     temperature = 0.0  # greedy decoding
 
     def __init__(self, name: str, tokenizer: Tokenizer, network: Transformer, start: list[int],
-                 end_tokens: frozenset[int]):
+                 end_tokens: frozenset[int], prefixes: PrefixStore | None = None):
         self.name, self.tokenizer, self.network = name, tokenizer, network
         self.start = start  # put before every prompt: a BOS, or nothing
         self.end_tokens = end_tokens  # any of them ends a continuation
+        self.prefixes = prefixes  # saved starts of prompts (the instructions), across runs: models/prefixes.py
 
     @property
     def window(self) -> int:
@@ -51,8 +53,19 @@ class LocalModel:
                                   "--policy window:4, keeps the context smaller)")
         if on_text is not None and opening:
             on_text(opening)
+        if self.prefixes is not None and not self.network.cached:  # a new process: the instructions may be saved
+            self.prefixes.restore(self.network, ids)
         text, count = self.complete(ids, StopRule(stop, opening), on_text)
+        if self.prefixes is not None and messages:
+            self.prefixes.save(self.network, self._instructions(messages, ids))
         return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, temperature=self.temperature)
+
+    def _instructions(self, messages: list[Message], ids: list[int]) -> list[int]:
+        """The tokens the prompt `ids` begins with for its first part (the instructions, on a line of its own): the
+        start that every call of a session, and every run with the same tools, shares."""
+        first = self.start + self.tokenizer.encode(messages[0].parts[0].text + "\n")
+        shared = next((n for n, (a, b) in enumerate(zip(first, ids)) if a != b), min(len(first), len(ids)))
+        return ids[:shared]
 
     def complete(self, ids: list[int], stop: "StopRule", on_text: Callable[[str], None] | None = None,
                  max_new_tokens: int = MAX_NEW_TOKENS) -> tuple[str, int]:

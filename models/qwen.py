@@ -15,6 +15,7 @@ from pathlib import Path
 from models.cache import ChunkedFile, ModelCache, Progress, cache_root
 from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_strings, load_weights
 from models.local import LocalModel
+from models.prefixes import PrefixStore
 from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
 from models.transformer import Architecture, Transformer, silu
 
@@ -72,4 +73,4 @@ class QwenModel(LocalModel):
         progress("loading Qwen2.5-Coder 0.5B")
         network = load_network(progress)
         super().__init__(NAME, load_tokenizer(progress), network, start=[],
-                         end_tokens=frozenset({IM_END, END_OF_TEXT}))
+                         end_tokens=frozenset({IM_END, END_OF_TEXT}), prefixes=PrefixStore(model_cache().folder / "prefixes"))

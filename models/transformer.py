@@ -110,6 +110,17 @@ class Transformer:
             x = x + (rms_norm(mlp, w[p + "post_ffw_norm.weight"], a.eps) if a.post_norms else mlp)
         return self.output @ rms_norm(x[-1], w["output_norm.weight"], a.eps)
 
+    def snapshot(self, count: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Copies of the keys and values of the first `count` cached positions, layer by layer."""
+        return [k[:count].copy() for k in self.keys], [v[:count].copy() for v in self.values]
+
+    def restore(self, tokens: list[int], keys: list[np.ndarray], values: list[np.ndarray]) -> None:
+        """Make the cache hold `tokens`, with these keys and values (a snapshot of the same network's)."""
+        self.cached = []  # first, so that a restore cut short leaves no stale claim
+        for layer in range(self.arch.layers):
+            self._store(layer, 0, keys[layer], values[layer])
+        self.cached = list(tokens)
+
     def _store(self, layer: int, start: int, k: np.ndarray, v: np.ndarray) -> None:
         end = start + len(k)
         if end > len(self.keys[layer]):

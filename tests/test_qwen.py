@@ -147,3 +147,20 @@ def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
     assert isinstance(model, QwenModel) and model.name == "qwen2.5-coder-0.5b"
     assert notices and "offline Qwen2.5-Coder 0.5B model" in notices[0]
     assert type(load_model("local:gemma-270m")).__name__ == type(load_model("gemma-3-270m")).__name__ == "GemmaModel"
+
+
+@pytest.mark.slow
+def test_a_new_run_loads_the_saved_instructions_and_writes_the_same_reply(tmp_path):
+    from agent import TinyReAct
+    from models.prefixes import PrefixStore
+
+    replies, prefilled = [], []
+    for run in range(2):  # two runs, each a new model: the second loads what the first saved
+        model = QwenModel()
+        model.prefixes = PrefixStore(tmp_path)
+        result = TinyReAct(model, ttl=1).query("What is 7 * 6?")
+        replies.append([e["text"] for e in result.trace if e["type"] == "reply"])
+        prefilled.append(model.network.timings["prefill_tokens"])
+    assert replies[0] == replies[1]
+    assert prefilled[1] < 60 < 800 < prefilled[0]  # the second worked through the question only
+    assert len(list(tmp_path.glob("*.npz"))) == 1
