@@ -437,9 +437,14 @@ def test_replay_page_fact_table(long_replay):
         rows[fact] = {row.one("th").text: [cell.text for cell in row.all("td")] for row in table.one("tbody").all("tr")}
         assert list(rows[fact]) == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
         for report in reports[:5]:  # point by point, as replay found them
-            assert [cell.split(" ", 1)[1] for cell in rows[fact][report.policy]] == list(report.facts[fact].values())
+            assert [cell.split()[1] for cell in rows[fact][report.policy]] == list(report.facts[fact].values())
     assert rows["instruction"]["full"] == ["✓ kept"] * 4  # the user's instruction, at each of the four probe points
-    assert rows["instruction"]["window:2"] == ["✗ gone"] * 4
+    # Gone from the window's context since call 5 (stated at call 3, the window of 2 steps moved on): the cell links
+    # to that call's row among the policy's calls.
+    assert rows["instruction"]["window:2"] == ["✗ gone left at call 5"] * 4
+    root = parse(page)
+    link = next(a for a in root.all("a", "left") if a.attrs["href"] == "#call-window-2-5")
+    assert any(row.attrs.get("id") == "call-window-2-5" for row in root.all("tr")) and link.text == "left at call 5"
     assert rows["sintra"]["full"][0] == "– unstated"  # Sintra's temperature comes after call 31
 
 
@@ -633,3 +638,16 @@ def test_the_replay_page_plots_cost_against_what_is_kept_and_names_the_frontier(
                                "(90,766, 0%); user-only:4 (128,139, 70%); retrieve:3 (128,693, 85%); window:0+facts "
                                "(146,387, 100%).")
     assert len(root.one("svg", "multiples").all("polyline", "policy")) == len(specs)  # more than 6: small multiples
+
+
+def test_the_replay_page_lists_what_each_policy_lacks_that_full_history_holds_with_the_facts_marked(long_replay):
+    root = parse(long_replay[3])
+    tables = root.all("table", "missing")
+    assert len(tables) == 4  # one per probe point: before calls 31, 55, 72 and 84
+    at_55 = {row.one("th").text: row for row in tables[1].one("tbody").all("tr")}
+    assert set(at_55) == {"window:2", "user-only:4", "elide:2", "pinned"}
+    lacking = at_55["window:2"]
+    assert lacking.all("td")[0].text.endswith("tokens") and int(lacking.all("td")[0].text.split()[0].replace(",", "")) > 20
+    marks = [mark.text for mark in lacking.all("mark")]
+    assert "13.7 °C" in marks and "KX-4471-B" in marks  # the Sintra reading and the booking, gone from the window
+    assert at_55["elide:2"].all("td")[1].text == "no part that holds a planted fact"  # elide keeps every fact

@@ -590,14 +590,16 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
         body.append(caching_table(measured, *priced))
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>' for report in reports if not report.measured]
     body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
+    shown = {report.policy: rendered_calls(events, report, counter, summaries) for report in measured}
     if facts and points and measured:
-        body.append(fact_table(facts, points, measured))
+        body.append(fact_table(facts, points, measured, left_at(facts, shown, at_call)))
+        body.append(missing_table(store, facts, points, measured, shown, at_call, counter))
     if answers is not None:
         body.append(answer_tables(store, facts, answers, model))
     body.append("<h2>Every call under each policy</h2>" + legend(counter.name))
     scale = max((report.peak for report in measured), default=0)
     for report in measured:
-        body.append(policy_calls(store, events, set(at_call.values()), report, scale, counter, summaries))
+        body.append(policy_calls(store, set(at_call.values()), report, scale, counter, shown[report.policy]))
     return page(title, body, store)
 
 
@@ -632,8 +634,10 @@ def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
               f'{esc(price.read)}).</p>')
 
 
-def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay]) -> str:
-    """For each planted fact, a table of its state (see FACT_STATES) in each policy's context at each probe point."""
+def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay], left: dict | None = None) -> str:
+    """For each planted fact, a table of its state (see FACT_STATES) in each policy's context at each probe point;
+    a fact no longer in the context links to the call where it left (`left`, from left_at)."""
+    left = left or {}
     labels = "".join(f"<th>{esc(point.label)}</th>" for point in points)
     out, shown = ["<h2>Is each planted fact still in the context?</h2>"], {}
     for fact in facts:
@@ -644,7 +648,10 @@ def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[Policy
             for point in points:
                 css, mark, words = FACT_STATES.get(states.get(point.label), ("unknown", "?", str(states.get(point.label))))
                 shown[css] = f'<span class="fact {css}">{mark}</span> {esc(words)}'
-                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}</td>')
+                gone_at = left.get((fact.id, report.policy, point.label))
+                where = (f' <a class="left" href="#{call_anchor(report.policy, gone_at)}">left at call {gone_at}</a>'
+                         if gone_at and css in ("gone", "cut", "partly") else "")
+                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}{where}</td>')
             rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
         out.append(f'<h3 title="{esc(fact.kind)}">{esc(fact.id)}: <q>{esc(fact.text)}</q></h3>'
                    f'<table class="facts" data-fact="{esc(fact.id)}"><thead><tr><th>policy</th>{labels}</tr></thead>'
@@ -691,21 +698,93 @@ def answer_tables(store: Store, facts: list[Fact], answers: list[ProbeAnswer], m
     return "\n".join(out)
 
 
-def policy_calls(store: Store, events: Sequence[dict], probing: set[int], report: PolicyReplay, scale: int,
-                 counter: TokenCounter, summaries: Summaries | None) -> str:
-    """Every call of the replay under one policy, folded: a bar of its buckets, what changed, the context itself.
-    A policy that asks for summaries is shown the session with the summaries the replay measured it with."""
+def rendered_calls(events: Sequence[dict], report: PolicyReplay, counter: TokenCounter,
+                   summaries: Summaries | None) -> list[list[Message]]:
+    """What the policy of `report` showed at each call of the replay. A policy that asks for summaries is shown the
+    session with the summaries the replay measured it with."""
     policy = make_policy(report.policy)
     session = list(events)
     if policy.needs_summaries:
-        session = summarised(policy, events, counter.count, summaries).events
+        session = summarised(policy, events, counter.count, summaries).events or []
+    return [policy.render(session[:index]) for index in call_points(session)][:len(report.calls)]
+
+
+def call_anchor(policy: str, number: int) -> str:
+    return "call-" + re.sub(r"[^A-Za-z0-9]+", "-", policy) + f"-{number}"
+
+
+def left_at(facts: list[Fact], shown: dict, at_call: dict) -> dict:
+    """{(fact id, policy, probe point label): the call at which the fact left that policy's context, the last time
+    before the point} for each point where it is not in the context but had been."""
+    out = {}
+    for fact in facts:
+        for policy, calls in shown.items():
+            present = [fact.text in "\n".join(part.text for message in messages for part in message.parts)
+                       for messages in calls]
+            for label, call in at_call.items():
+                before = present[:call - 1] if call <= len(present) else present
+                gone = [n + 1 for n in range(1, len(before)) if before[n - 1] and not before[n]]
+                if gone:
+                    out[(fact.id, policy, label)] = gone[-1]
+    return out
+
+
+def missing_table(store: Store, facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay],
+                  shown: dict, at_call: dict, counter: TokenCounter) -> str:
+    """At each probe point, what each policy's context lacks that full history's holds: how many parts and tokens,
+    and, in full, the parts that hold a planted fact, the fact marked."""
+    full = shown.get(BASELINE)
+    if full is None:
+        return ""
+    out = ["<h2>What each policy is missing that full history holds, at each probe point</h2>"]
+    for point in points:
+        call = at_call.get(point.label)
+        if not call or call > len(full):
+            continue
+        held = [part for message in full[call - 1] for part in message.parts]
+        rows = []
+        for report in reports:
+            if report.policy == BASELINE or call > len(shown[report.policy]):
+                continue
+            texts = {part.text for message in shown[report.policy][call - 1] for part in message.parts}
+            lacking = [part for part in held if part.text not in texts]
+            with_facts = [(part, [fact for fact in facts if fact.text in part.text]) for part in lacking]
+            with_facts = [(part, named) for part, named in with_facts if named]
+            listed = "".join(f'<li><span class="tag dropped">{esc(part.kind)}</span> '
+                             f'{marked(part.text, [fact.text for fact in named])}</li>' for part, named in with_facts)
+            tokens = sum(counter.count(part.text) for part in lacking)
+            rows.append(f'<tr><th>{esc(report.policy)}</th><td class="n">{len(lacking):,} parts, {tokens:,} tokens</td>'
+                        f'<td>{f"<ul class=missing>{listed}</ul>" if listed else "no part that holds a planted fact"}</td></tr>')
+        out.append(f"<h3>{esc(point.label)}</h3>" + f'<table class="missing"><thead><tr><th>policy</th><th>lacks</th>'
+                   f'<th>of them, the parts that hold a planted fact</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return "\n".join(out)
+
+
+def marked(text: str, found: list[str]) -> str:
+    """`text` escaped, each of `found` in it marked, the parts between cut to their ends when long."""
+    pattern = "|".join(re.escape(item) for item in sorted(set(found), key=len, reverse=True))
+    pieces, at = [], 0
+    for match in re.finditer(pattern, text):
+        between = text[at:match.start()]
+        pieces.append(esc(between if len(between) <= 160 else between[:60] + " … " + between[-60:]))
+        pieces.append(f"<mark>{esc(match.group(0))}</mark>")
+        at = match.end()
+    tail = text[at:]
+    pieces.append(esc(tail if len(tail) <= 160 else tail[:60] + " …"))
+    return "".join(pieces)
+
+
+def policy_calls(store: Store, probing: set[int], report: PolicyReplay, scale: int, counter: TokenCounter,
+                 rendered: list[list[Message]]) -> str:
+    """Every call of the replay under one policy, folded: a bar of its buckets, what changed since the call before
+    (each part added, dropped, elided or summarised, as the run page lists them), the context itself."""
     rows, before = [], None
-    for number, (index, tokens) in enumerate(zip(call_points(session or []), report.calls), 1):
-        messages = policy.render(session[:index])
+    for number, (messages, tokens) in enumerate(zip(rendered, report.calls), 1):
         probe = ' class="probe-point"' if number in probing else ""
-        rows.append(f'<tr{probe}><th>call {number}{" · probe" if probe else ""}</th>'
+        found = changes(before, messages, counter.count)
+        rows.append(f'<tr{probe} id="{call_anchor(report.policy, number)}"><th>call {number}{" · probe" if probe else ""}</th>'
                     f'<td class="bar-cell">{bar(tokens, scale, small=True)}</td>'
-                    f'<td>{change_line(changes(before, messages, counter.count))}</td>'
+                    f'<td><details class="diff"><summary>{change_line(found)}</summary>{change_list(store, found)}</details></td>'
                     f'<td>{folded_context(store.context(messages), "context")}</td></tr>')
         before = messages
     return (f'<details class="policy-calls"><summary>{esc(report.policy)}: {plural(len(report.sizes), "call")}, peak '
@@ -753,6 +832,7 @@ details.change.added summary q { background: #eefbee; }
 .fact.cut, .fact.partly { background: #fde8c4; } .fact.unstated { color: #888; }
 .verdict.correct { color: #1a6b1a; } .verdict.distractor, .verdict.stale { color: #b22; } .verdict.refusal { color: #a05a00; }
 .verdict.no-answer { color: #777; font-style: italic; }
+ul.missing { margin: 0; padding-left: 1em; font-size: .9em; } mark { background: #fff2b3; } a.left { font-size: .8em; }
 @media print { .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { overflow-wrap: anywhere; word-break: break-word; } details > summary { list-style: none; } }
 .score { display: inline-block; min-width: 3em; text-align: center;
   background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
