@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from agent import TinyReAct
-from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model, parse_spec
+from models import (OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model,
+                    parse_spec, resolved_spec)
 from models.prices import price_of, prices
 from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
@@ -154,7 +155,7 @@ MODES = {
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
-    "show_prompt": Mode("show_prompt", "policy", exits="prints the prompt and exits"),
+    "show_prompt": Mode("show_prompt", "policy model", exits="prints the prompt and exits"),
 }
 # Options that a mode takes, but not together.
 EXCLUSIVE = [("json", "quiet")]
@@ -337,7 +338,12 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _show_prompt(args, policy: Policy, specs: list[str]) -> int:
-    print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace())))
+    load_env_files()
+    try:  # the prompt the model of this run would be given: a model may have its own (prompts.PROFILES)
+        _, name = resolved_spec(args.model)
+    except ModelConfigError as problem:
+        return fail(str(problem))
+    print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace()), name))
     return EXIT_ANSWERED
 
 

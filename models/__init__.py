@@ -157,10 +157,9 @@ def chosen_spec(spec: str | None = None) -> str | None:
     return spec or os.environ.get("TINYREACT_MODEL") or os.environ.get("GEMINI_MODEL") or None
 
 
-def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda text: None,
-               notice: Callable[[str], None] = lambda text: None) -> Model:
-    """The backend for a model spec (see the module docstring). With no spec, Gemini when a key is set,
-    else the embedded model (said through `notice`); `progress` reports a local model's loading."""
+def resolved_spec(spec: str | None = None, notice: Callable[[str], None] = lambda text: None) -> tuple[str, str]:
+    """(backend, name) of the model `spec` chooses, without loading it: with no spec, Gemini when a key is set,
+    else the embedded model (said through `notice`)."""
     spec = chosen_spec(spec)
     if spec is None:
         if not gemini_key():
@@ -168,7 +167,14 @@ def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda
             spec = OFFLINE_MODEL
         else:
             spec = DEFAULT_MODEL
-    backend, name = parse_spec(spec)
+    return parse_spec(spec)
+
+
+def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda text: None,
+               notice: Callable[[str], None] = lambda text: None) -> Model:
+    """The backend for a model spec (see the module docstring). With no spec, Gemini when a key is set,
+    else the embedded model (said through `notice`); `progress` reports a local model's loading."""
+    backend, name = resolved_spec(spec, notice)
     import importlib
     return importlib.import_module(BACKENDS[backend]).make(backend, name, progress)
 
