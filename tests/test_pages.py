@@ -537,6 +537,39 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
             assert driver.get_log("browser") == [], kind
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(missing() is not None, reason=f"no headless browser: {missing()}")
+def test_the_replay_page_finds_text_in_closed_folds_and_its_links_open_the_call(tmp_path, long_replay):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    path = tmp_path / "replay.html"
+    path.write_text(long_replay[3], encoding="utf-8")
+    with chromium() as driver:
+        driver.get(path.as_uri())
+        assert driver.find_element(By.CSS_SELECTOR, "svg.tradeoff").is_displayed()
+        assert driver.find_elements(By.CSS_SELECTOR, "table.missing")[1].is_displayed()
+        find = driver.find_element(By.CSS_SELECTOR, "#find input")
+        find.send_keys("kx-4471-b", Keys.ENTER)
+        assert re.fullmatch(r"opened \d+ folds that hold it: Ctrl-F finds it now", driver.find_element(By.ID, "found").text)
+        opened, holding, shown = driver.execute_script(
+            "const open = [...document.querySelectorAll('details.context[open]')];"
+            "return [open.length, open.filter(d => d.querySelector('.body').textContent.includes('KX-4471-B')).length,"
+            " open.filter(d => d.checkVisibility()).length];")
+        assert opened > 0 and holding == opened and shown == opened  # the policy's fold around each opened too
+        find.clear()
+        find.send_keys("no such text anywhere", Keys.ENTER)
+        assert driver.find_element(By.ID, "found").text == "no closed fold holds it"
+
+        driver.find_element(By.ID, "close-all").click()
+        link = driver.find_elements(By.CSS_SELECTOR, "a.left")[0]
+        target = link.get_attribute("href").split("#")[1]
+        link.click()
+        row = driver.find_element(By.ID, target)
+        assert row.is_displayed() and row.text.startswith(link.text.replace("left at ", ""))
+        assert driver.get_log("browser") == []
+
+
 def test_comparison_page_says_what_changed_at_each_call_of_each_policy(tmp_path, counter):
     """As the run page does for one run: each cell names what its policy added, dropped or elided since the call
     before, so that where the policies part ways can be read across a row."""

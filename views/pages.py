@@ -153,7 +153,9 @@ def page(title: str, body: list[str], store: Store) -> str:
                 f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n'
                 '<nav class="tools"><button type="button" id="open-all" title="contexts open one at a time: '
                 'each is a whole prompt">open all but contexts</button> '
-                '<button type="button" id="close-all">close all</button></nav>\n'
+                '<button type="button" id="close-all">close all</button> '
+                '<form id="find"><input type="search" name="text" placeholder="find in folded texts" '
+                'aria-label="open every fold whose text holds this"> <output id="found"></output></form></nav>\n'
                 '<noscript><p>Folded texts need JavaScript to open; everything else is here.</p></noscript>\n'
                 + "\n".join(body) + "\n" + store.script() + "\n</body>\n</html>\n")
     return clean(redact(document))
@@ -836,8 +838,8 @@ ul.missing { margin: 0; padding-left: 1em; font-size: .9em; } mark { background:
 @media print { .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { overflow-wrap: anywhere; word-break: break-word; } details > summary { list-style: none; } }
 .score { display: inline-block; min-width: 3em; text-align: center;
   background: color-mix(in srgb, #59a14f calc(var(--share) * 100%), #f8d4d4); }
-.calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; }
-nav.tools { float: right; }
+.calls td.bar-cell { width: 45%; } tr.probe-point th { background: #fff2b3; } tr:target { outline: 2px solid #e15759; }
+nav.tools { float: right; } nav.tools form { display: inline; }
 @media print {
   nav.tools, noscript { display: none; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
@@ -871,4 +873,41 @@ function openAll(open, which) {
 }
 document.getElementById("open-all").addEventListener("click", () => openAll(true, "details:not(.context)"));
 document.getElementById("close-all").addEventListener("click", () => openAll(false, "details"));
+// A link to a call inside a closed fold (a fact's "left at call N") opens the folds around it: the HTML standard
+// asks a browser to do so itself, and Chromium does; this is for one that does not.
+function reveal(id) {
+  const target = id && document.getElementById(id);
+  for (let fold = target && target.closest("details"); fold; fold = fold.parentElement && fold.parentElement.closest("details")) {
+    fold.open = true;
+  }
+  if (target) target.scrollIntoView();
+}
+window.addEventListener("hashchange", () => reveal(decodeURIComponent(location.hash.slice(1))));
+reveal(decodeURIComponent(location.hash.slice(1)));
+// A folded text is not in the page until it opens, so the browser's own find cannot see it: this opens every
+// fold whose text holds what is typed (and the folds around it), after which Ctrl-F finds it.
+function texts(details) {
+  const found = [];
+  if (details.dataset.text !== undefined) found.push(data.texts[Number(details.dataset.text)]);
+  if (details.dataset.context !== undefined) {
+    for (const number of data.contexts[Number(details.dataset.context)]) found.push(data.texts[data.parts[number][2]]);
+  }
+  return found;
+}
+document.getElementById("find").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const wanted = event.target.elements.text.value.trim().toLowerCase();
+  if (!wanted) return;
+  let opened = 0;
+  for (const details of document.querySelectorAll("details[data-text], details[data-context]")) {
+    if (details.open || !texts(details).some((text) => text.toLowerCase().includes(wanted))) continue;
+    for (let fold = details; fold; fold = fold.parentElement && fold.parentElement.closest("details")) {
+      fold.open = true;
+      fill(fold);
+    }
+    opened += 1;
+  }
+  document.getElementById("found").textContent = opened ? `opened ${opened} fold${opened === 1 ? "" : "s"} that `
+    + "hold it: Ctrl-F finds it now" : "no closed fold holds it";
+});
 """
