@@ -90,6 +90,11 @@ class Result:
     cost: Cost | None = None  # at list price (models/prices.json); None when the model has no listed price
     error: Exception | None = None
 
+    def _repr_html_(self) -> str:
+        """In Jupyter, the run's page (what `--html` writes), inline."""
+        from views.pages import inline, run_page
+        return inline(run_page({"model": self.model, "backend": self.backend}, self.trace))
+
     def to_dict(self) -> dict:
         return {
             "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
@@ -187,6 +192,12 @@ class TinyReAct:
         self._measure = Meter(self.counter.count)
         self._instructions = None
         self.use_policy(policy or FullHistory())
+
+    def _repr_html_(self) -> str:
+        """In Jupyter, the session so far as its page: every question, every call, what the model was shown."""
+        from views.pages import inline, run_page
+        header = {"model": self.model.name, "backend": self.model.backend, "temperature": self.model.temperature}
+        return inline(run_page(header, self.trace.events, self.counter))
 
     def use_policy(self, policy: Policy) -> None:
         """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""

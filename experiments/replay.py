@@ -17,7 +17,7 @@ from models import Message, Model
 from policies import Meter, make_policy
 from policies.invariants import violations
 from tokens import TokenCounter, local_counter
-from traces import as_text
+from traces import as_text, read_trace_file
 
 # A service's implicit prompt cache serves the start of a prompt that repeats the start of a recent one, from a
 # minimum length: 1,024 tokens for OpenAI ("Caching is enabled automatically for prompts that are 1,024 tokens or
@@ -269,3 +269,27 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
                 report.facts.setdefault(fact.id, {})[point.label] = fact_state(fact, prefix, contexts)
         reports.append(report)
     return reports
+
+
+@dataclass
+class Replayed:
+    """A replay kept with what it replayed: its reports to read, and in Jupyter its page (what --html writes)."""
+    header: dict = field(repr=False)
+    events: list[dict] = field(repr=False)
+    reports: list[PolicyReplay] = field(repr=False)
+    counter: TokenCounter = field(repr=False)
+
+    def __repr__(self) -> str:
+        return (f"Replayed({self.header.get('title') or 'a recorded session'!r}: {len(self.events)} events, policies "
+                f"{', '.join(report.policy for report in self.reports)})")
+
+    def _repr_html_(self) -> str:
+        from views.pages import inline, replay_page
+        return inline(replay_page(self.header, self.events, self.reports, self.counter))
+
+
+def replay_file(path: str, specs: Sequence[str], counter: TokenCounter | None = None) -> Replayed:
+    """The replay of a trace file under `specs`, its planted facts and probe points as its header names them."""
+    header, events = read_trace_file(path)
+    counter = counter or local_counter()
+    return Replayed(header, events, replay(header, events, specs, counter), counter)

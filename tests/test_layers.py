@@ -35,13 +35,17 @@ def project_modules():
 
 def imports(path, main_block=False):
     """(imported top-level name, line, inside a function?) for every import in the file; the imports of an
-    `if __name__ == "__main__":` block (what runs only as a script) only when `main_block`."""
+    `if __name__ == "__main__":` block (what runs only as a script) only when `main_block`, and those of a
+    `_repr_html_` method never: Jupyter calls it to show an object as its page, the view of the layer above, and
+    only a notebook ever runs it."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     found = []
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
             if is_main_block(child) and not main_block:
+                continue
+            if isinstance(child, ast.FunctionDef) and child.name == "_repr_html_":
                 continue
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             if isinstance(child, ast.Import):
@@ -84,6 +88,18 @@ def test_the_checker_sees_an_upward_import():
     agent = os.path.join(ROOT, "agent.py")
     assert "cli" not in {name for name, _, _ in imports(agent)}
     assert "cli" in {name for name, _, _ in imports(agent, main_block=True)}
+
+
+def test_a_display_hook_may_reach_up_to_the_views_and_nothing_else_may():
+    shown = [(top, os.path.relpath(path, ROOT)) for top, path in project_modules()
+             for node in ast.walk(ast.parse(open(path, encoding="utf-8").read()))
+             if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_"]
+    assert {path for _, path in shown} == {"agent.py", os.path.join("experiments", "replay.py")}
+    for top, path in project_modules():  # what a _repr_html_ imports: the views, nothing else above its layer
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_":
+                names = {child.module.split(".")[0] for child in ast.walk(node) if isinstance(child, ast.ImportFrom)}
+                assert names <= {"views"}, path
 
 
 def test_the_readme_quotes_the_loop_as_it_is():

@@ -161,6 +161,13 @@ def page(title: str, body: list[str], store: Store) -> str:
     return clean(redact(document))
 
 
+def inline(document: str, height: int = 640) -> str:
+    """A page to show inside a notebook's output: in a frame of its own, so that its style and script touch
+    nothing of the notebook's, and the notebook's nothing of its."""
+    return (f'<iframe srcdoc="{html.escape(document, quote=True)}" title="TinyReAct page" '
+            f'style="width: 100%; height: {height}px; border: 1px solid #ccc"></iframe>')
+
+
 def redact(text: str) -> str:
     """Replace the value of every API key set in the environment; shorter values than a key's are left alone,
     since blanking a word like "test" would mangle the page without protecting anything."""
