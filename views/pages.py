@@ -837,6 +837,7 @@ details.change.added summary q { background: #eefbee; }
 .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { font-size: .85em; overflow-wrap: anywhere; }
 .side-by-side td.ended { background: #f6f6f6; } .side-by-side thead th:first-child { width: 4.5em; } .size { font-size: .8em; color: #555; margin-left: .3em; }
 .plot { width: 100%; height: auto; font: 12px sans-serif; }
+svg.tradeoff { width: 100%; max-width: var(--natural); height: auto; font: 12px sans-serif; }
 .fact { text-align: center; white-space: nowrap; } .facts th { white-space: nowrap; } .fact.kept { background: #d9f2d9; } .fact.gone { background: #f8d4d4; }
 .fact.cut, .fact.partly { background: #fde8c4; } .fact.unstated { color: #888; }
 .verdict.correct { color: #1a6b1a; } .verdict.distractor, .verdict.stale { color: #b22; } .verdict.refusal { color: #a05a00; }

@@ -193,7 +193,8 @@ def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], 
                'font-family="sans-serif" font-size="11">', '<rect width="100%" height="100%" fill="white"/>',
                f'<text x="{gap}" y="20" font-size="15">{_xml(title)}</text>']
     else:
-        out = [f'<svg class="tradeoff" viewBox="0 0 {width} {height}" role="img" aria-label="cost against what is kept">']
+        out = [f'<svg class="tradeoff" viewBox="0 0 {width} {height}" style="--natural: {width}px" role="img" '
+               'aria-label="cost against what is kept">']
     for number, (x_words, y_words, points, show_x) in enumerate(panels):
         left = gap + number * (size + gap) + 20
         most = max((x for _, x, _ in points), default=1) or 1
