@@ -8,6 +8,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from agent import TinyReAct
 from browser import compare_traces, chromium, missing
@@ -21,6 +22,7 @@ from tokens import local_counter
 from tools.arithmetic import add_numbers, multiply_numbers
 from traces import read_trace_file
 from views.pages import compare_page, inert_json, replay_page, run_page
+from views.terminal import visible
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
@@ -356,6 +358,46 @@ def test_hostile_text_stays_text_everywhere(counter, monkeypatch):
         assert "</" not in next(n for n in root.all("script") if n.attrs.get("id") == "page-data").text
 
 
+# Control characters a page must show where they stand: C0, DEL and C1, CSI (U+009B) and OSC (U+009D) among them;
+# U+009D is what UTF-8 read as Latin-1 leaves in scraped text ("â\x80\x9d" for a closing quote).
+CONTROLS = st.sampled_from([chr(code) for code in [*range(0, 9), 11, 12, *range(14, 32), *range(127, 160)]])
+
+
+def every_page(text: str, counter) -> list[str]:
+    """The run, comparison and replay pages of a session whose question, replies and tool output hold `text`."""
+    def fetch(page: str) -> str:
+        """Returns the page."""
+        return f"page {text} ends here"
+    events = session("full", [(f"ask {text} now", [f'Thought: {text}\nAction: fetch("x")', f"Answer: {text} done"])],
+                     tools=[fetch])
+    return [run_page({"title": text}, events, counter), compare_page([({"policy": "full"}, events)], counter),
+            replay_page({"title": text}, events, replay({}, events, ["full", "window:1"], counter), counter)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(CONTROLS, st.sampled_from(["x", "\x07", "\x1b\\", "\x9c", "[", "]", "0;"])), max_size=8))
+def test_a_control_character_in_any_text_is_shown_where_it_stands_and_takes_nothing_after_it(counter, pieces):
+    text = "".join(pieces)
+    for page in every_page(f"<{text}>", counter):
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", page)  # none left for a terminal to obey
+        root = parse(page)  # the markup is whole
+        data = page_data(root)  # and its data still parses
+        everything = " ".join(data["texts"])
+        assert "ends here" in everything  # what came after it, whole
+        assert " done" in root.text or "Replay" in root.one("head").one("title").text  # a replay has no call after it
+        assert any(f"ask <{text}> now" in stored for stored in data["texts"])  # stored exactly, read back whole
+        if "Replay" not in root.one("head").one("title").text:  # shown visibly (a preview folds whitespace)
+            assert f"ask <{visible(text)}> now" in root.text or f"ask <{' '.join(visible(text).split())}> now" in root.text
+
+
+def test_mojibake_holding_an_osc_keeps_the_page_whole(counter):
+    scraped = "He said \u00e2\u0080\u009dhello\u00e2\u0080\u009d and left."  # UTF-8 quotes read as Latin-1
+    for page in every_page(scraped, counter):
+        root = parse(page)
+        assert "hello" in root.text and "and left." in root.text
+        assert any("hello" in text and "and left." in text for text in page_data(root)["texts"])
+
+
 def test_api_keys_in_the_environment_never_reach_the_page(counter, monkeypatch):
     key = "AIzaSy-not-a-real-key-0123456789"
     monkeypatch.setenv("GEMINI_API_KEY", key)
@@ -504,8 +546,11 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
     from selenium.webdriver.common.by import By
 
     hostile = session("full", [(HOSTILE, [f"Thought: {HOSTILE}\nAnswer: {HOSTILE}"])])
+    controls = "".join(chr(code) for code in [*range(1, 9), 11, 12, *range(14, 32), *range(127, 160)])
+    run, compared, replayed = every_page(f"\u00e2\u0080\u009d{controls}", counter)
     pages = {"run": super_bowl[2], "replay": long_replay[3], "compare": compare_page(compare_traces(str(tmp_path)), counter),
-             "hostile": run_page({"title": "hostile"}, hostile, counter)}
+             "hostile": run_page({"title": "hostile"}, hostile, counter),
+             "controls run": run, "controls compare": compared, "controls replay": replayed}
     with chromium() as driver:
         for kind, page in pages.items():
             path = tmp_path / f"{kind}.html"
@@ -518,7 +563,7 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
             assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000, kind
 
             folded = driver.find_elements(By.CSS_SELECTOR, "details.context")[0]
-            if kind == "replay":
+            if kind.endswith("replay"):
                 driver.find_elements(By.CSS_SELECTOR, "details.policy-calls > summary")[0].click()
             folded.find_element(By.TAG_NAME, "summary").click()
             assert folded.get_attribute("open") is not None, kind

@@ -34,7 +34,7 @@ from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
 from views.reports import context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
-from views.terminal import clean
+from views.terminal import CONTROLS, visible
 from tokens import TokenCounter, local_counter
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
@@ -85,14 +85,15 @@ class Store:
 
 def inert_json(data) -> str:
     """JSON that cannot end the script element it sits in: <, > and & become \\u escapes, which JSON reads back."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))  # C0 controls are escaped; DEL and C1 not
     for character in "<>&\u2028\u2029":
         text = text.replace(character, f"\\u{ord(character):04x}")
-    return text
+    return CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text as HTML, each control character shown where it stands (views.terminal.visible)."""
+    return html.escape(visible(text), quote=True)
 
 
 def preview(text: str, limit: int = PREVIEW) -> str:
@@ -146,8 +147,9 @@ def table(columns: list[str], rows: list[list[str]], css: str = "", text_columns
 
 
 def page(title: str, body: list[str], store: Store) -> str:
-    """The whole document, with API keys found in the environment blanked out as a last guard, and no terminal
-    command left in it (a browser ignores them, but `cat page.html` would not)."""
+    """The whole document, with API keys found in the environment blanked out as a last guard. It holds no control
+    character a terminal could obey (`cat page.html`): each text made them visible where it stood (`esc`,
+    `inert_json`), so that none can take the page's own markup with it."""
     document = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
                 f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
                 f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n'
@@ -158,7 +160,7 @@ def page(title: str, body: list[str], store: Store) -> str:
                 'aria-label="open every fold whose text holds this"> <output id="found"></output></form></nav>\n'
                 '<noscript><p>Folded texts need JavaScript to open; everything else is here.</p></noscript>\n'
                 + "\n".join(body) + "\n" + store.script() + "\n</body>\n</html>\n")
-    return clean(redact(document))
+    return redact(document)
 
 
 def inline(document: str, height: int = 640) -> str:

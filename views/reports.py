@@ -10,7 +10,7 @@ from experiments.facts import Fact, ProbePoint
 from experiments.probe import ProbeAnswer, tally
 from experiments.replay import PolicyReplay
 from policies import BUCKET_NAMES
-from views.terminal import clean
+from views.terminal import visible
 
 LINE_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
@@ -254,8 +254,9 @@ def tradeoff_panels(reports: list[PolicyReplay], answers: list[ProbeAnswer] | No
 
 
 def _xml(text: str) -> str:
-    """Text as XML character data: control characters (which XML 1.0 refuses, and a terminal would obey) dropped."""
-    return clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """Text as XML character data: control characters (which XML 1.0 refuses, and a terminal would obey) shown
+    where they stand."""
+    return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def replay_csv(reports: list[PolicyReplay]) -> str:

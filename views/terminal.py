@@ -17,3 +17,18 @@ ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
 def clean(text: object) -> str:
     """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs kept."""
     return ESCAPES.sub("", str(text))
+
+
+# Each control character but newline, tab and carriage return, for text in a page or an SVG file.
+CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Text for a page or an SVG file: each control character shown where it stands, as its picture (␛ for ESC)
+    or, for DEL and the C1 controls, as its code (\\x9b), so that nothing after it can be taken into a command."""
+    return CONTROLS.sub(_picture, str(text))
+
+
+def _picture(match: re.Match) -> str:
+    code = ord(match.group())
+    return chr(0x2400 + code) if code < 0x20 else f"\\x{code:02x}"
