@@ -253,13 +253,14 @@ def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
 
 
 def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
-    """The title holds the replayed file's name as typed: markup characters are escaped, control characters dropped."""
+    """The title holds the replayed file's name as typed: markup characters escaped, control characters shown where
+    they stand (as a page shows them), none left raw."""
     import xml.etree.ElementTree as ElementTree
 
     _, _, reports = long_replay
     svg = svg_plot(list(reports.values()), 'Context size per call: R&D <"v2">\x1b[1m\x07.jsonl', "Gemma 3 tokenizer, local")
     title = next(ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))  # the first, the chart's title
-    assert title.text == 'Context size per call: R&D <"v2">.jsonl' and "\x1b" not in svg  # the escape dropped whole
+    assert title.text == 'Context size per call: R&D <"v2">\u241b[1m\u2407.jsonl' and "\x1b" not in svg and "\x07" not in svg
 
 
 def cli(*args, env=None):
