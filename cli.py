@@ -21,7 +21,7 @@ from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
-from traces import Trace, TraceFile, as_text, load_trace
+from traces import Trace, TraceFile, as_text, load_trace, write_whole
 from views.terminal import clean
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -422,7 +422,7 @@ def write_output(path: str, text: Callable[[], str]) -> bool:
     output. The text is made and encoded before the file is opened, so a failure there leaves an old file whole."""
     try:
         data = text().encode("utf-8")
-        Path(path).write_bytes(data)
+        write_whole(path, data)
     except (OSError, UnicodeError) as problem:
         print(f"warning: cannot write {readable(path)}: {getattr(problem, 'strerror', None) or problem}", file=sys.stderr)
         return False

@@ -10,7 +10,9 @@ A failed write (a full disk, a file size limit) never stops the run: it is repor
 (`load_trace`) checks every event it knows against EVENT_FIELDS, skips over event types it does not
 know, accepts every older version, and drops a last line cut off mid-write, saying so.
 """
+import contextlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -76,6 +78,34 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 def as_text(text: str) -> str:
     """`text` with each lone surrogate made U+FFFD: text that UTF-8 can encode, a trace hold and a terminal show."""
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
+@contextlib.contextmanager
+def replacing(path: str) -> Iterator[str]:
+    """A new file beside `path` to write instead; moved onto `path` (or what a link there points to) in one rename
+    when the block ends, and removed if it raises: a file already at `path` stays whole until its replacement is
+    complete, whatever stops the writing (an error, a full disk, Ctrl-C). What is there and is no regular file
+    (a device, a pipe) is written into directly: it has nothing to keep, and renaming over it would replace it."""
+    target = os.path.realpath(path)
+    if (os.path.exists(path) and not os.path.isfile(path)) or target.startswith("/proc/"):
+        yield path  # a device, a pipe, or one of the process's own open files (/dev/stdout): written into
+        return
+    temporary = f"{target}.{os.getpid()}.part"  # in the same folder, so that os.replace is one rename
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError) and error.filename == temporary:
+            error.filename = path  # the file the user named, not the one beside it
+        raise
+
+
+def write_whole(path: str, data: bytes) -> None:
+    """`data` into `path`, whole or not at all (see `replacing`)."""
+    with replacing(path) as temporary, open(temporary, "wb") as file:
+        file.write(data)
 
 
 class Trace:

@@ -18,7 +18,7 @@ from models.scripted import ScriptedModel
 from policies import Policy
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
 from tools import DEFAULT_TOOLS
-from traces import Trace, as_text, header_problem, read_json
+from traces import Trace, as_text, header_problem, read_json, replacing
 
 
 def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
@@ -41,7 +41,17 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     model = ScriptedModel(replies)
     used = set()
     tools = _taped_tools(results, model, used, policy)
-    trace = Trace(trace_path, meta=meta)
+    with replacing(trace_path) as temporary:  # a good trace already there stays until this one is whole
+        calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta))
+        unused = sorted(set(results) - used)
+        if unused:
+            raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
+                             "their actions were refused by the loop (see the trace's observations)")
+    return calls
+
+
+def _play(turns: list, model: ScriptedModel, tools: list, policy: Policy, trace: Trace) -> int:
+    """Each turn through the loop, into `trace`; raises ValueError when one goes differently from the script."""
     try:
         agent = TinyReAct(model, tools=tools, policy=policy, trace=trace)
         scripted = 0  # the replies the script gives up to the end of this turn
@@ -60,10 +70,6 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
         trace.close()
     if trace.write_error:  # a recording that did not reach its file is no recording
         raise OSError(trace.write_error)
-    unused = sorted(set(results) - used)
-    if unused:
-        raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
-                         "their actions were refused by the loop (see the trace's observations)")
     return len(model.calls)
 
 

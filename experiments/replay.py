@@ -3,7 +3,6 @@ would have sent given the same recorded replies (teacher forcing). Sizes, the to
 (summary calls included), peak context, buckets per call, invariant violations, and the state of each planted fact
 at each probe point (kept, gone, cut by the observation cap, or not stated yet); no model needed, except to write
 the summaries compact:T asks for (`Summaries`)."""
-import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ from models import Message, Model
 from policies import Meter, make_policy
 from policies.invariants import violations
 from tokens import TokenCounter, local_counter
-from traces import as_text, read_trace_file
+from traces import as_text, read_trace_file, write_whole
 
 # A service's implicit prompt cache serves the start of a prompt that repeats the start of a recent one, from a
 # minimum length: 1,024 tokens for OpenAI ("Caching is enabled automatically for prompts that are 1,024 tokens or
@@ -136,15 +135,7 @@ class Summaries:
 
     def _write(self, text: str) -> None:
         """Write the cache whole or not at all: a write cut short (a full disk, `ulimit -f`) leaves the last one."""
-        temporary = f"{self.path}.{os.getpid()}.tmp"  # in the same folder, so that os.replace is one rename
-        try:
-            with open(temporary, "w", encoding="utf-8") as file:
-                file.write(text)
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_whole(self.path, text.encode("utf-8"))
 
 
 def _cache_problem(entries) -> str | None:

@@ -2,6 +2,7 @@
 terminal, nothing is lost, and every ending is one line with a meaningful exit code."""
 import json
 import os
+import stat
 import signal
 import subprocess
 import sys
@@ -202,6 +203,7 @@ def test_record_refuses_what_it_cannot_record_in_one_line(tmp_path, capsys, scri
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written into, never renamed over
 
 
 def test_a_trace_cut_before_its_probe_points_still_replays_the_rest(tmp_path, capsys):
@@ -267,3 +269,11 @@ def test_a_dotenv_that_cannot_be_read_is_one_line_naming_it(tmp_path, capsys, mo
     monkeypatch.setattr(dotenv, "load_dotenv", unreadable)
     assert cli.main(["--models"]) == 2
     assert capsys.readouterr().err == f"error: cannot read {tmp_path / '.env'}: Permission denied\n"
+
+
+def test_a_page_written_to_standard_output_goes_down_the_pipe_and_devices_stay_devices():
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--html", "/dev/stdout", "--from",
+                           os.path.join(ROOT, "conversations", "short.jsonl")], capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith(b"<!DOCTYPE html>") and done.stdout.endswith(b"</html>\n")
+    assert cli.main(["--html", "/dev/null", "--from", os.path.join(ROOT, "conversations", "short.jsonl")]) == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -67,3 +67,30 @@ def test_a_script_json_cannot_read_is_one_line_naming_the_file(tmp_path, capsys,
     assert cli.main(["--record", str(path), "--trace", str(tmp_path / "t.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {path} is not a conversation script: {message}\n"
+
+
+GOOD = {"turns": [{"user": "sum?", "answer": "3", "steps": [{"reply": "Action1: add_numbers(1, 2)", "result": "3"}]}]}
+
+
+@pytest.mark.parametrize("script, said", [
+    ({"turns": [{"user": "first?", "answer": "A1", "steps": [{"reply": "Answer: early"}]},
+                {"user": "second?", "answer": "A2"}]}, "went differently from the script"),
+    ({"turns": [{"user": "sum?", "answer": "3", "steps": [{"reply": "Action1: add_numbers(1)", "result": "3"}]}]},
+     "were never used"),  # the action is refused (an argument missing), so its scripted result never is
+])
+def test_a_recording_that_fails_leaves_the_trace_already_there_whole(tmp_path, capsys, script, said):
+    assert record(tmp_path, GOOD)[0] == 0
+    good = (tmp_path / "t.jsonl").read_bytes()
+    code, _ = record(tmp_path, script)
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and err.count("\n") == 1
+    assert (tmp_path / "t.jsonl").read_bytes() == good  # the good one, as it was
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["script.json", "t.jsonl"]  # nothing left beside it
+
+
+def test_a_recording_that_cannot_be_written_names_the_file_asked_for(tmp_path, capsys):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(GOOD), encoding="utf-8")
+    code = cli.main(["--record", str(script), "--trace", str(tmp_path / "missing" / "t.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"error: No such file or directory: {tmp_path / 'missing' / 't.jsonl'}\n"
