@@ -179,6 +179,9 @@ def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda
     return importlib.import_module(BACKENDS[backend]).make(backend, name, progress)
 
 
+MAX_LISTED = 50  # models shown per server by --models; the rest are counted
+
+
 def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:
     """What can run here, for `--models`: one row per backend or embedded model, with `ready` and the reason
     when not (key missing, server not answering, weights not unpacked yet). `env_files` are the .env files
@@ -206,9 +209,12 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
         except ModelError as problem:
             rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem), url=url))
             continue
-        for name in names or ["MODEL"]:
+        for name in names[:MAX_LISTED] or ["MODEL"]:
             rows.append(dict(spec=f"{backend}:{name}", backend=backend, ready=bool(names), url=url,
                              why="" if names else "the server lists no models"))
+        if len(names) > MAX_LISTED:
+            rows.append(dict(spec=f"{backend}:…", backend=backend, ready=True, url=url,
+                             why=f"{len(names) - MAX_LISTED:,} more: the server lists {len(names):,} models"))
     import importlib.util
     for name, entry in LOCAL_MODELS.items():
         if importlib.util.find_spec(entry.package) is None:

@@ -16,14 +16,15 @@ gets its tokens counted here (tokens.py), and the reply says "counted locally".
 Retries, waits and the call deadline are models/retry.py's. Redirects are never followed: the key goes to
 the configured host only.
 """
-import json
 import os
+import time
 from dataclasses import replace
 from urllib.parse import urlsplit
 
 from models import COUNTED_LOCALLY, Message, ModelConfigError, ModelError, ModelReply
 from models import retry
 from models.keys import check_key, redact
+from models import wire
 from models.streaming import StreamCut, split_reasoning
 
 # backend: (variable naming the base URL, its default, variable naming the key or None, hint when no server answers)
@@ -42,7 +43,9 @@ ENDPOINTS = {
 TEMPERATURE_VARIABLE = "TINYREACT_TEMPERATURE"
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = 4_000_000  # a reply larger than this is a broken server, not a ReAct step
+MAX_LIST_BYTES = 4_000_000  # a model list larger than this (some 40,000 models) is no list to read
 CONNECT_SECONDS = 10
+FINISHED_GRACE = 2.0  # seconds a stream whose reply is complete is given to send its usage and end
 ROLES = {"system": "system", "user": "user", "model": "assistant"}
 # finish_reason values: stop, length, content_filter, tool_calls (https://platform.openai.com/docs/api-reference/chat/object)
 FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
@@ -72,22 +75,33 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
     """The model ids a server lists at GET {base}/models; ModelError when it cannot be asked."""
     import requests
 
+    import urllib3.exceptions
+
     url, key_variable = endpoint(backend)
     url = (base_url or url).rstrip("/")
     key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
     headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
     hint = ENDPOINTS[backend][3]
+    started = time.monotonic()
     try:
-        response = requests.get(url + "/models", headers=headers, timeout=timeout, allow_redirects=False)
+        with requests.get(url + "/models", headers=headers, timeout=timeout, allow_redirects=False, stream=True) as response:
+            if response.status_code != 200:
+                raise ModelError(f"{url}/models answered {response.status_code}")
+            data = b""
+            while chunk := response.raw.read1(65536, decode_content=True):  # as it arrives: a drip or a flood is cut short
+                data += chunk
+                if len(data) > MAX_LIST_BYTES:
+                    raise ModelError(f"{url}/models sent more than {MAX_LIST_BYTES:,} bytes: stopped reading")
+                if time.monotonic() - started > timeout:
+                    raise ModelError(f"{url}/models did not finish its answer in {timeout:g} s")
     except requests.ConnectionError:
         raise ModelError(f"no server at {url} — {hint}") from None
-    except requests.RequestException as error:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
         raise ModelError(f"{url} did not answer in {timeout:g} s ({type(error).__name__})") from None
-    if response.status_code != 200:
-        raise ModelError(f"{url}/models answered {response.status_code}")
     try:
-        return sorted(str(item["id"]) for item in response.json().get("data", []) if isinstance(item, dict) and "id" in item)
-    except (ValueError, AttributeError, TypeError):
+        listed = wire.json_value(data).get("data") or []
+        return sorted({item["id"] for item in listed if isinstance(item, dict) and _named(item.get("id"))})
+    except (wire.Malformed, AttributeError, TypeError):
         raise ModelError(f"{url}/models answered with something other than a model list") from None
 
 
@@ -211,7 +225,8 @@ class OpenAICompatibleModel:
                 with response:
                     if response.status_code == 200:
                         try:
-                            reply, reasoned = self._stream(response, stop, channel) if streaming[0] else self._whole(response)
+                            reply, reasoned, problem = (self._stream(response, stop, channel) if streaming[0]
+                                                        else self._whole(response))
                         except StreamEndedEarly as ended:
                             streaming[0] = False
                             channel.event("warning", message=f"{self._where()}: {ended}; asking once more without "
@@ -224,6 +239,9 @@ class OpenAICompatibleModel:
                                           variable=None, message="the reply was empty but for its reasoning: the stop "
                                           "sequence was applied inside the reasoning")
                             continue
+                        if problem:
+                            channel.event("warning", message=f"{self._where()} sent {problem}: its tokens are counted "
+                                                             "here instead")
                         return replace(reply, temperature=body.get("temperature"))
                     refused = self._refused_field(response)
                     if refused is None:
@@ -254,17 +272,21 @@ class OpenAICompatibleModel:
         except requests.Timeout:
             raise retry.Retryable(None, "timed out", f"no answer from {self.url}") from None
 
-    def _chunks(self, response):
-        """The body as it arrives, chunk by chunk, stopping when the caller stopped waiting or it grows too big."""
+    def _chunks(self, response, reading: dict | None = None):
+        """The body as it arrives, decoded as its Content-Encoding says (gzip, deflate), chunk by chunk, stopping when
+        the caller stopped waiting or it grows too big. Once `reading["finished"]` is set (the reply is complete),
+        a server that keeps the stream open is waited for a moment only, then the body is taken as ended."""
         import requests
 
         import urllib3.exceptions
 
-        size = 0
+        size, reading = 0, reading if reading is not None else {}
         while not retry.abandoned():
             try:
-                chunk = response.raw.read1(65536)
+                chunk = response.raw.read1(65536, decode_content=True)
             except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
+                if reading.get("finished"):
+                    return
                 raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
             if not chunk:
                 return
@@ -273,77 +295,88 @@ class OpenAICompatibleModel:
                 raise ModelError(f"{self._where()} sent more than {MAX_REPLY_BYTES:,} bytes: stopped reading")
             yield chunk
 
-    def _whole(self, response) -> tuple[ModelReply, bool]:
-        """The reply of a request made without streaming, and whether it held reasoning."""
-        data = b"".join(self._chunks(response))
-        try:
-            answer = json.loads(data)
-        except (ValueError, RecursionError):
-            answer = None
-        if isinstance(answer, dict) and isinstance(answer.get("error"), dict) and "choices" not in answer:
-            raise self._error_in_200(answer["error"])
-        try:
-            choice = answer["choices"][0]
-            message = choice.get("message") or {}
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise ModelError(f"{self._where()} answered 200 with something other than a chat completion: "
-                             f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
-        reasoning, text = split_reasoning(message.get("content") or "")
-        reasoned = bool(reasoning or message.get("reasoning_content") or message.get("reasoning"))
-        reply = _reply(text, choice.get("finish_reason"), answer.get("usage"))
-        return replace(reply, model=_named(answer.get("model"))), reasoned
+    def _malformed(self, what: str) -> ModelError:
+        return ModelError(f"{self._where()} sent {redact(what, self._api_key)}: not an OpenAI-compatible chat completion")
 
-    def _error_in_200(self, error: dict) -> Exception:
+    def _whole(self, response, data: bytes | None = None) -> tuple[ModelReply, bool, str | None]:
+        """The reply of a request made without streaming, whether it held reasoning, and what was wrong with its usage."""
+        data = b"".join(self._chunks(response)) if data is None else data
+        try:
+            answer = wire.json_value(data)
+            if wire.error_in(answer) and "choices" not in answer:
+                raise self._error_in_200(answer["error"])
+            listed = wire.choices(answer, "message")
+        except wire.Malformed as problem:
+            raise self._malformed(f"{problem} ({data[:80].decode('utf-8', 'replace')!r})") from None
+        if not listed:
+            raise self._malformed(f"a completion with no choices ({data[:80].decode('utf-8', 'replace')!r})")
+        choice = listed[0]
+        reasoning, text = split_reasoning(choice.content)
+        counts, problem = wire.usage_counts(answer.get("usage"))
+        reply = _reply(text, choice.finish, counts)
+        return replace(reply, model=_named(answer.get("model"))), bool(reasoning or choice.reasoning), problem
+
+    def _error_in_200(self, error) -> Exception:
         """An error sent with HTTP 200, as OpenRouter does once the model has started ("Otherwise, the returned HTTP
         response status will be 200 and any error ... will be emitted in the response body", its errors page): the
         error's own code decides, as the status would have."""
+        error = error if isinstance(error, dict) else {"message": error}
         code = error.get("code") if type(error.get("code")) is int else None
-        message = redact(str(error.get("message") or "no message")[:500], self._api_key)
+        message = redact(wire.error_in({"error": error}) or "no message", self._api_key)
         if code in retry.RETRY_STATUSES:
             return retry.Retryable(code, "in a 200 answer", message)
         return ModelError(f"{self._where()} answered 200 with an error{f' {code}' if code else ''}: {message}")
 
-    def _stream(self, response, stop: list[str], channel: retry.Channel) -> tuple[ModelReply, bool]:
-        """Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end; usage in the last chunk."""
+    def _stream(self, response, stop: list[str], channel: retry.Channel) -> tuple[ModelReply, bool, str | None]:
+        """Server-sent events: `data: {chunk}` events, `data: [DONE]` at the end; usage in the last chunk. A server
+        that ignores `stream` and answers with one JSON completion is read as that, and shown at once."""
         reasoned = []
         cut = StreamCut(stop, channel.text, lambda text: (reasoned.append(True),
                                                           channel.event("reasoning", backend=self.backend, text=text)))
-        finish, usage, buffer, model = None, None, b"", None
-        for chunk in self._chunks(response):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                line = line.strip()
-                if not line.startswith(b"data:"):
-                    continue  # blank separators, `: keep-alive` comments, `event:` names
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    return self._streamed(cut, finish, usage, model), bool(reasoned)
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    raise ModelError(f"{self._where()} sent a stream event that is not JSON: "
-                                     f"{redact(data[:80].decode('utf-8', 'replace'), self._api_key)!r}") from None
-                if isinstance(event.get("error"), dict):
-                    raise ModelError(f"{self._where()} failed in the middle of the reply: "
-                                     f"{redact(str(event['error'].get('message')), self._api_key)}")
-                usage = event.get("usage") or usage
-                model = event.get("model") or model
-                for choice in event.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    thinking = delta.get("reasoning_content") or delta.get("reasoning")
-                    if thinking:
-                        reasoned.append(True)
-                        channel.event("reasoning", backend=self.backend, text=thinking)
-                    if delta.get("content") and cut.feed(delta["content"]):
-                        return self._streamed(cut, "stop", usage, model), bool(reasoned)
-                    finish = choice.get("finish_reason") or finish
-        if not cut.done and finish is None:
+        state = {"finish": None, "usage": None, "model": None, "reading": {}, "response": response}
+        events, complete, chunks = wire.EventStream(), False, self._chunks(response, state["reading"])
+        for chunk in chunks:
+            if not events.started and chunk.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):  # no events: one JSON body
+                reply, reasoning, problem = self._whole(response, chunk + b"".join(chunks))
+                cut.feed(reply.text)
+                return replace(reply, text=cut.finish()), reasoning, problem
+            complete = any(self._event(data, state, cut, channel, reasoned) for data in events.feed(chunk))
+            if complete:
+                break
+        if not complete:  # the stream ended: an event it left unfinished is read too
+            any(self._event(data, state, cut, channel, reasoned) for data in events.end())
+        if not cut.done and state["finish"] is None and not state.get("ended"):
             raise StreamEndedEarly("the stream ended before the reply was complete")
-        return self._streamed(cut, finish, usage, model), bool(reasoned)
+        counts, problem = wire.usage_counts(state["usage"])
+        reply = _reply(cut.finish(), "stop" if cut.done and state["finish"] is None else state["finish"], counts)
+        return replace(reply, model=_named(state["model"])), bool(reasoned), problem
 
-    def _streamed(self, cut: StreamCut, finish: str | None, usage: dict | None, model=None) -> ModelReply:
-        return replace(_reply(cut.finish(), finish, usage), model=_named(model))
+    def _event(self, data: str, state: dict, cut: StreamCut, channel: retry.Channel, reasoned: list) -> bool:
+        """Read one stream event into `state`; True when the reply is complete: [DONE], or the cut reached."""
+        if data.strip() == "[DONE]":
+            state["ended"] = True
+            return True
+        try:
+            event = wire.json_value(data)
+            failed = wire.error_in(event)
+            if failed:
+                raise ModelError(f"{self._where()} failed in the middle of the reply: {redact(failed, self._api_key)}")
+            listed = wire.choices(event, "delta")
+        except wire.Malformed as problem:
+            raise self._malformed(f"a stream event with {problem} ({data[:80]!r})") from None
+        state["usage"] = event.get("usage") if event.get("usage") is not None else state["usage"]
+        state["model"] = event.get("model") or state["model"]
+        for choice in listed:
+            if choice.reasoning:
+                reasoned.append(True)
+                channel.event("reasoning", backend=self.backend, text=choice.reasoning)
+            if choice.content and cut.feed(choice.content):
+                return True
+            if choice.finish:
+                state["finish"] = choice.finish
+                state["reading"]["finished"] = True  # only the usage may follow: a server that stays open is not waited on
+                _hurry(state["response"])
+        return False
 
     def _refused_field(self, response) -> str | None:
         """`stop` or `temperature` when a 400 says the model does not take it (some reasoning models take neither):
@@ -398,20 +431,26 @@ class OpenAICompatibleModel:
         return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"
 
 
-def _reply(text: str, finish: str | None, usage: dict | None) -> ModelReply:
-    """A reply with the usage the server reported: prompt_tokens includes the prompt_tokens_details.cached_tokens
-    served from its prompt cache (https://platform.openai.com/docs/guides/prompt-caching)."""
+def _reply(text: str, finish: str | None, counts: dict | None) -> ModelReply:
+    """A reply with the usage the server reported (wire.usage_counts), or counted locally when it reported none."""
     word = FINISH.get(finish) if finish else None
     blocked = "content filter" if word == "content_filter" and not text else None
-    if not isinstance(usage, dict):
+    if counts is None:
         return ModelReply(text, finish=word, blocked=blocked, usage_source=COUNTED_LOCALLY)
-    details = usage.get("completion_tokens_details") or {}
-    prompt_details = usage.get("prompt_tokens_details")
-    cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
-    return ModelReply(text, input_tokens=int(usage.get("prompt_tokens") or 0),
-                      output_tokens=int(usage.get("completion_tokens") or 0),
-                      thoughts_tokens=int(details.get("reasoning_tokens") or 0), finish=word, blocked=blocked,
-                      cached_tokens=cached if type(cached) is int and cached >= 0 else 0)
+    return ModelReply(text, input_tokens=counts["input"], output_tokens=counts["output"],
+                      thoughts_tokens=counts["thoughts"], finish=word, blocked=blocked, cached_tokens=counts["cached"])
+
+
+def _hurry(response) -> None:
+    """Wait at most FINISHED_GRACE for each further read of a stream whose reply is complete: only its usage may
+    follow, and a server that never closes it (nor sends [DONE]) must not hold the answer until the deadline."""
+    connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.settimeout(FINISHED_GRACE)
+        except OSError:
+            pass
 
 
 def _named(model) -> str | None:

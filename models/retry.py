@@ -192,13 +192,13 @@ def retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
+    if re.fullmatch(r"\d{1,12}(\.\d{1,6})?", value):
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError, IndexError):  # no date, or one past what a datetime holds
         return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def backoff(number: int) -> float:

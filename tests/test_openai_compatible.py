@@ -202,7 +202,7 @@ def test_a_redirect_is_not_followed(server, monkeypatch):
 
 def test_a_body_that_is_not_a_completion_is_reported_as_such(server, monkeypatch):
     stand_in = server([Answer(200, [b"<html>login</html>"], {"Content-Type": "text/html"})])
-    with pytest.raises(ModelError, match="answered 200 with something other than a chat completion: '<html>login"):
+    with pytest.raises(ModelError, match="sent something that is not JSON \\('<html>login"):
         openai_model(monkeypatch, stand_in).generate(MESSAGES, STOP)
 
 
@@ -323,8 +323,11 @@ def test_the_server_s_cached_tokens_are_kept_and_its_own_server_costs_nothing(se
 @pytest.mark.parametrize("details", [[1024], {"cached_tokens": "1024"}, {"cached_tokens": -5}, None])
 def test_cached_tokens_of_a_wrong_type_count_as_none(details):
     from models.openai_compatible import _reply
+    from models.wire import usage_counts
 
-    reply = _reply("Answer: 4", "stop", {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": details})
+    counts, problem = usage_counts({"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": details})
+    reply = _reply("Answer: 4", "stop", counts)
+    assert problem is None
     assert reply.cached_tokens == 0 and reply.input_tokens == 10
 
 
