@@ -12,6 +12,7 @@ know, accepts every older version, and drops a last line cut off mid-write, sayi
 """
 import contextlib
 import json
+import math
 import os
 import re
 import time
@@ -41,6 +42,8 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {
 }
 
 TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "a table of whole numbers"
+MAX_WHOLE = 10 ** 15  # no count, step or position of a trace is larger; past it a number is damage, not data
+MAX_SECONDS = 10 ** 9  # about 31 years: no session lasts longer
 NUMBER = "a number from 0 to 2"
 FACTS, PROBES, CALLS = "a list of {id, text}", "a list of {id, fact, answer, questions}", "a list of call numbers from 1"
 INDEXES = "a list of event positions from 0"
@@ -70,6 +73,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "stop": ({"reason": TEXT}, {"answer": OPTIONAL_TEXT}),
     "reset": ({}, {}),
 }
+# What an optional field a reader relies on holds when a file (hand-made, or from another writer) leaves it out.
+DEFAULTS: dict[str, dict] = {"context": {"policy": "unnamed", "counter": "an unnamed counter"}, "usage": {"purpose": "step"}}
 # A JSON or Python escape like \ud800 (in a server's reply, or in a string the model passes to a tool) makes a lone
 # surrogate, which UTF-8 cannot encode. The trace records each as U+FFFD, and a file holding one is refused.
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -279,9 +284,9 @@ def _check_header(path: str, number: int, header: dict) -> None:
 
 
 def _check_events(path: str, records: list[tuple[int, dict]]) -> None:
-    """Every known event against EVENT_FIELDS, and the order policies rely on: instructions before a reply,
-    pins before the unpins that name them."""
-    notes, instructed = 0, False  # since the last reset
+    """Every known event against EVENT_FIELDS, and the order policies rely on: instructions and a question before
+    a reply, pins before the unpins that name them. A field DEFAULTS names is filled in when it is missing."""
+    notes, instructed, asked = 0, False, False  # since the last reset
     for number, event in records:
         where = f"{path}, line {number}"
         kind = event.get("type")
@@ -297,14 +302,20 @@ def _check_events(path: str, records: list[tuple[int, dict]]) -> None:
                 raise ValueError(f"{where}: {kind} event: {field} ({want}) is missing")
             if not _is(event[field], want):
                 raise ValueError(f"{where}: {kind} event: {field} must be {want}, got {_show(event[field])}")
-        if "t" in event and (type(event["t"]) not in (int, float)):
-            raise ValueError(f"{where}: {kind} event: t must be a number of seconds, got {_show(event['t'])}")
+        if "t" in event and not (type(event["t"]) in (int, float) and 0 <= event["t"] <= MAX_SECONDS):
+            raise ValueError(f"{where}: {kind} event: t must be a number of seconds from 0 to {MAX_SECONDS:,}, "
+                             f"got {_show(event['t'])}")
+        for field, value in DEFAULTS.get(kind, {}).items():
+            event.setdefault(field, value)
         if kind == "reset":
-            notes, instructed = 0, False
+            notes, instructed, asked = 0, False, False
         elif kind == "instructions":
             instructed = True
-        elif kind == "reply" and not instructed:
-            raise ValueError(f"{where}: reply event: no instructions event comes before it (since the last reset)")
+        elif kind == "question":
+            asked = True
+        elif kind == "reply" and not (instructed and asked):
+            missing = "instructions" if not instructed else "question"
+            raise ValueError(f"{where}: reply event: no {missing} event comes before it (since the last reset)")
         elif kind == "note":
             notes = _check_note(where, event, notes)
 
@@ -330,11 +341,11 @@ def _is(value, kind: str) -> bool:
     if kind == OPTIONAL_TEXT:
         return value is None or _is(value, TEXT)
     if kind == WHOLE:
-        return type(value) is int  # not bool, which JSON's true would give
+        return type(value) is int and 0 <= value <= MAX_WHOLE  # not bool, which JSON's true would give
     if kind == NUMBER:
         return type(value) in (int, float) and 0 <= value <= 2
     if kind == COUNTS:
-        return isinstance(value, dict) and all(type(count) is int for count in value.values())
+        return isinstance(value, dict) and all(_is(count, WHOLE) for count in value.values())
     if kind == FACTS:
         return _is_list_of(value, lambda fact: _is(fact.get("id"), TEXT) and _is(fact.get("text"), TEXT))
     if kind == PROBES:
@@ -352,5 +363,9 @@ def _is_list_of(value, check: Callable[[dict], bool]) -> bool:
 
 
 def _show(value) -> str:
+    if type(value) is int and abs(value) > MAX_WHOLE:  # repr fails past 4,300 digits (sys.get_int_max_str_digits)
+        digits = math.floor(math.log10(abs(value))) + 1  # near, then made exact (the float may round up)
+        digits -= abs(value) < 10 ** (digits - 1)
+        return f"a number of {digits:,} digits"
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"

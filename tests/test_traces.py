@@ -15,6 +15,7 @@ import traces
 from agent import TinyReAct
 from experiments.replay import replay
 from models.scripted import ScriptedModel
+from views.pages import replay_page, run_page
 from traces import EVENT_FIELDS, HISTORY, UPGRADES, VERSION, Trace, load_trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +57,7 @@ from traces import Trace
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))  # as `ulimit -f` does, in bytes
 trace = Trace(sys.argv[2], on_error=lambda message: print(message, file=sys.stderr))
 trace.add("instructions", text="Answer the questions.")
+trace.add("question", text="What is the sum, step by step?")
 for step in range(1, 41):
     trace.add("reply", step=step, text=f"Thought: step {step} of a long run\\nAction: add_numbers({step}, 1)")
 print(len(trace))
@@ -65,7 +67,7 @@ print(len(trace))
 def test_a_file_size_limit_cuts_the_file_and_replay_loads_its_complete_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     done = subprocess.run([sys.executable, "-c", WRITER, ROOT, str(path)], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stdout) == (0, "41\n")
+    assert (done.returncode, done.stdout) == (0, "42\n")
     assert done.stderr == f"could not write the trace file {path} (File too large); the file ends there, and the run goes on\n"
     data = path.read_bytes()
     assert len(data) == 3000
@@ -75,8 +77,8 @@ def test_a_file_size_limit_cuts_the_file_and_replay_loads_its_complete_lines(tmp
         assert loaded.warning is None
     else:
         assert loaded.warning == f"line {complete + 1} was cut off and skipped"
-    assert [e["step"] for e in loaded.events[1:]] == list(range(1, complete - 1))
-    assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == complete - 2  # one context per reply
+    assert [e["step"] for e in loaded.events[2:]] == list(range(1, complete - 2))
+    assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == complete - 3  # one context per reply
 
 
 # ---------------------------------------------------------------- reading
@@ -149,6 +151,42 @@ def test_a_known_event_of_the_wrong_shape_is_refused_in_one_line(tmp_path, recor
         load_trace(write_lines(tmp_path / "bad.jsonl", records))
     assert message in str(refused.value) and "\n" not in str(refused.value)
     assert str(refused.value).startswith(str(tmp_path / "bad.jsonl"))
+
+
+def records_of(*events: dict) -> list[dict]:
+    return [{"format": "tinyreact-trace", "version": 2}, {"type": "instructions", "text": "You answer", "t": 0}, *events]
+
+
+DAMAGED = [  # (the trace, what --from, --replay and --html say of it; None: it is read)
+    (records_of({"type": "reply", "step": 1, "text": 'Action1: pin_note("x")', "t": 1},
+                {"type": "note", "op": "pin", "text": "x", "t": 1}), "line 3: reply event: no question event comes before it"),
+    (records_of(), None),  # no question at all: an empty session
+    (mutated(4, lambda e: e.pop("policy")), None),
+    (mutated(4, lambda e: e.pop("counter")), None),
+    (mutated(5, lambda e: e.pop("purpose")), None),
+    (mutated(6, lambda e: e.update(t=int("9" * 400))), "line 6: reply event: t must be a number of seconds from 0"),
+    (mutated(5, lambda e: e.update(input_tokens=int("9" * 4300))), "line 5: usage event: input_tokens must be a whole number, got a number of 4,300 digits"),
+    (mutated(4, lambda e: e.update(tokens={"user": 10 ** 16})), "line 4: context event: tokens must be a table of whole"),
+    (mutated(6, lambda e: e.update(step=-1)), "line 6: reply event: step must be a whole number, got -1"),
+]
+
+
+@pytest.mark.parametrize("records, said", DAMAGED)
+def test_a_damaged_or_hand_made_trace_is_read_or_refused_in_one_line_by_every_command(tmp_path, capsys, records, said):
+    import cli
+
+    path = write_lines(tmp_path / "made.jsonl", records)
+    for argv in (["--html", str(tmp_path / "page.html"), "--from", path], ["--replay", path, "--policies", SPECS_TEXT],
+                 ["--replay", path, "--html", str(tmp_path / "replay.html"), "--json"]):
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        if said is None:
+            assert code in (0, 1) and "error" not in err, (argv, err)  # 1: a policy broke an invariant, reported
+        else:
+            assert code == 2 and err.startswith(f"error: {path}, {said}") and err.count("\n") == 1, err
+
+
+SPECS_TEXT = ",".join(SPECS)
 
 
 def test_unknown_event_types_are_passed_over_and_replay_is_unchanged(tmp_path):
@@ -235,9 +273,12 @@ def test_a_mutated_trace_loads_and_replays_or_is_refused_with_a_value_error(tmp_
     path.write_bytes(mutate(BASES[base], changes, cut))
     try:
         header, events = read_trace_file(str(path))
-        replay(header, events, SPECS)
+        reports = replay(header, events, SPECS)  # or a ValueError naming what does not fit (a probe call past the end)
     except ValueError:
-        pass
+        return
+    # what is read and replays, the pages take
+    run_page(header, events)
+    replay_page(header, events, reports[:2])
 
 
 def test_a_version_1_trace_still_loads_and_replays():
