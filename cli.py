@@ -21,6 +21,7 @@ from policies import POLICY_HELP, Policy, make_policy
 from prompts import render_instructions
 from tokens import local_counter, read_vocabulary_elsewhere
 from tools import DEFAULT_TOOLS
+from redaction import redacted
 from traces import Trace, TraceFile, as_text, load_trace, write_whole
 from views.terminal import clean
 
@@ -366,7 +367,7 @@ def _ask(args, policy: Policy, specs: list[str]) -> int:
     except KeyboardInterrupt:
         _interrupted(agent, display, args)
         if args.json:
-            print(json.dumps({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)}, ensure_ascii=False))
+            print_json({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)})
         return EXIT_INTERRUPTED
     finally:
         display.close()
@@ -496,7 +497,7 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
     result = agent.query(question, finish=args.finish)
     display.close()
     if args.json:
-        print(json.dumps({**result.to_dict(), "trace": list(agent.trace.events)}, ensure_ascii=False))
+        print_json({**result.to_dict(), "trace": list(agent.trace.events)})
     elif args.quiet:
         if result.answer is not None:
             print(clean(result.answer))
@@ -580,9 +581,8 @@ def _comparison_report(args, model: Model, counter, runs: list, traces: list, in
 
     rows = summarise_runs(runs)
     if args.json:
-        print(json.dumps({"question": args.question.strip(), "model": model.name, "expect": args.expect,
-                          "counter": counter.name, "interrupted": interrupted, "rows": rows,
-                          "runs": [asdict(run) for run in runs]}, ensure_ascii=False))
+        print_json({"question": args.question.strip(), "model": model.name, "expect": args.expect,
+                    "counter": counter.name, "interrupted": interrupted, "rows": rows, "runs": [asdict(run) for run in runs]})
     elif runs:
         live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
     if args.html and traces:
@@ -777,9 +777,8 @@ def _replay_outputs(args, run: Replaying, counter) -> list[str]:
     unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
     model_name = run.model.name if run.model else None
     if args.json:
-        print(json.dumps({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name,
-                                        run.window, run.priced), "interrupted": isinstance(run.stopped, KeyboardInterrupt)},
-                         ensure_ascii=False))
+        print_json({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name, run.window,
+                                  run.priced), "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
     else:
         replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
                       counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events),
@@ -865,6 +864,11 @@ def load_env_files() -> list[str]:
                 raise UsageError(f"cannot read {path}: {problem.strerror or problem}") from None
             read.append(str(path))
     return read
+
+
+def print_json(data: dict) -> None:
+    """One line of JSON on stdout, with no secret in it (redaction.py)."""
+    print(redacted(json.dumps(data, ensure_ascii=False)))
 
 
 def fail(message: str) -> int:

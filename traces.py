@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from redaction import redacted_fields
+
 FORMAT = "tinyreact-trace"
 VERSION = 2
 
@@ -128,10 +130,11 @@ class Trace:
         self._file = open(path, "w", encoding="utf-8", errors="backslashreplace") if path else None
         if self._file:
             created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            self._write({"format": FORMAT, "version": VERSION, "created": created, **_texts(dict(meta or {}))})
+            self._write({"format": FORMAT, "version": VERSION, "created": created,
+                         **_texts(redacted_fields(dict(meta or {})))})
 
     def add(self, type: str, **fields) -> dict:
-        _texts(fields)
+        _texts(redacted_fields(fields))
         milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)

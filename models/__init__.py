@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from redaction import shown_url
+
 
 @dataclass(frozen=True)
 class Part:
@@ -198,22 +200,22 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
     for backend in ("openai", "ollama", "llamacpp"):
         url, key_variable = endpoint(backend)
         if key_variable and not os.environ.get(key_variable, "").strip():
-            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=f"no {key_variable} set", url=url))
+            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=f"no {key_variable} set", url=shown_url(url)))
             continue
         if backend == "openai" and not os.environ.get("OPENAI_BASE_URL"):
             # The public API is not probed: listing costs nothing, but a key is all it needs.
-            rows.append(dict(spec="openai:MODEL", backend=backend, ready=True, why="", url=url))
+            rows.append(dict(spec="openai:MODEL", backend=backend, ready=True, why="", url=shown_url(url)))
             continue
         try:
             names = list_models(backend, timeout=probe_seconds)
         except ModelError as problem:
-            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem), url=url))
+            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem), url=shown_url(url)))
             continue
         for name in names[:MAX_LISTED] or ["MODEL"]:
-            rows.append(dict(spec=f"{backend}:{name}", backend=backend, ready=bool(names), url=url,
+            rows.append(dict(spec=f"{backend}:{name}", backend=backend, ready=bool(names), url=shown_url(url),
                              why="" if names else "the server lists no models"))
         if len(names) > MAX_LISTED:
-            rows.append(dict(spec=f"{backend}:…", backend=backend, ready=True, url=url,
+            rows.append(dict(spec=f"{backend}:…", backend=backend, ready=True, url=shown_url(url),
                              why=f"{len(names) - MAX_LISTED:,} more: the server lists {len(names):,} models"))
     import importlib.util
     for name, entry in LOCAL_MODELS.items():

@@ -22,6 +22,7 @@ from models import DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelRe
 from models import retry
 from models.keys import check_key, redact
 from models.streaming import StreamCut
+from redaction import shown_url
 
 API_VERSION = "v1beta"  # the -latest aliases are served on v1beta
 PUBLIC_URL = "https://generativelanguage.googleapis.com"
@@ -138,7 +139,8 @@ class GeminiModel:
             raise ModelConfigError("no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)")
         from_google = not api_key and not os.environ.get("GEMINI_API_KEY")
         self._api_key = check_key(raw_key, "GOOGLE_API_KEY" if from_google else "GEMINI_API_KEY")
-        self.url = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or PUBLIC_URL).rstrip("/")
+        self._request_url = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or PUBLIC_URL).rstrip("/")
+        self.url = shown_url(self._request_url)  # as shown: without a user and password (redaction.py)
         default_thinking, sends_temperature = family(answered_by(self.name))
         self._notice = retirement_notice(self.name)  # said once, on the first call, so that the trace holds it too
         thinking = thinking if thinking is not None else os.environ.get("GEMINI_THINKING")
@@ -241,7 +243,7 @@ class GeminiModel:
             from google.genai import types
 
             options = types.HttpOptions(
-                base_url=self.url, api_version=API_VERSION,
+                base_url=self._request_url, api_version=API_VERSION,
                 timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
                 retry_options=None,  # no SDK retries: models/retry.py owns them
                 client_args={"follow_redirects": False,

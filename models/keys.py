@@ -6,7 +6,7 @@ backend builds from a server's or a library's words passes through `redact`.
 """
 from models import ModelConfigError
 
-REDACTED = "[key redacted]"
+REDACTED = "***"  # as redaction.MASK: a key blanked looks the same wherever it was
 
 
 def check_key(key: str, variable: str) -> str:

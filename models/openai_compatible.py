@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from models import COUNTED_LOCALLY, Message, ModelConfigError, ModelError, ModelReply
 from models import retry
 from models.keys import check_key, redact
+from redaction import shown_url
 from models import wire
 from models.streaming import StreamCut, split_reasoning
 
@@ -79,6 +80,7 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
 
     url, key_variable = endpoint(backend)
     url = (base_url or url).rstrip("/")
+    shown = shown_url(url)
     key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
     headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
     hint = ENDPOINTS[backend][3]
@@ -86,23 +88,23 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
     try:
         with requests.get(url + "/models", headers=headers, timeout=timeout, allow_redirects=False, stream=True) as response:
             if response.status_code != 200:
-                raise ModelError(f"{url}/models answered {response.status_code}")
+                raise ModelError(f"{shown}/models answered {response.status_code}")
             data = b""
             while chunk := response.raw.read1(65536, decode_content=True):  # as it arrives: a drip or a flood is cut short
                 data += chunk
                 if len(data) > MAX_LIST_BYTES:
-                    raise ModelError(f"{url}/models sent more than {MAX_LIST_BYTES:,} bytes: stopped reading")
+                    raise ModelError(f"{shown}/models sent more than {MAX_LIST_BYTES:,} bytes: stopped reading")
                 if time.monotonic() - started > timeout:
-                    raise ModelError(f"{url}/models did not finish its answer in {timeout:g} s")
+                    raise ModelError(f"{shown}/models did not finish its answer in {timeout:g} s")
     except requests.ConnectionError:
-        raise ModelError(f"no server at {url} — {hint}") from None
+        raise ModelError(f"no server at {shown} — {hint}") from None
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
-        raise ModelError(f"{url} did not answer in {timeout:g} s ({type(error).__name__})") from None
+        raise ModelError(f"{shown} did not answer in {timeout:g} s ({type(error).__name__})") from None
     try:
         listed = wire.json_value(data).get("data") or []
         return sorted({item["id"] for item in listed if isinstance(item, dict) and _named(item.get("id"))})
     except (wire.Malformed, AttributeError, TypeError):
-        raise ModelError(f"{url}/models answered with something other than a model list") from None
+        raise ModelError(f"{shown}/models answered with something other than a model list") from None
 
 
 def temperature_for(backend: str, url: str) -> float | None:
@@ -143,7 +145,10 @@ class OpenAICompatibleModel:
 
     def __init__(self, name: str, base_url: str, *, backend: str = "openai", api_key: str | None = None,
                  key_variable: str | None = None):
-        self.name, self.backend, self.url = name, backend, base_url.rstrip("/")
+        # Requests go to the URL as configured (a user and password in it authenticate, as curl would send them);
+        # everything shown, the messages, the trace and the pages, names it without them.
+        self._request_url = base_url.rstrip("/")
+        self.name, self.backend, self.url = name, backend, shown_url(self._request_url)
         self._key_variable = key_variable or "the API key"
         self._api_key = check_key(api_key, self._key_variable) if api_key and api_key.strip() else None
         scheme = urlsplit(self.url).scheme
@@ -162,7 +167,7 @@ class OpenAICompatibleModel:
         key = os.environ.get(key_variable, "") if key_variable else ""
         if key_variable and not key.strip():
             raise ModelConfigError(f"no {key_variable}: set it in the environment or in .env for {backend}:{name} "
-                                   f"(the server at {url})")
+                                   f"(the server at {shown_url(url)})")
         return cls(name, url, backend=backend, api_key=key, key_variable=key_variable)
 
     def __repr__(self) -> str:  # never show the key
@@ -184,7 +189,7 @@ class OpenAICompatibleModel:
         Modelfile sets (POST /api/show, its parameters), else Ollama's default (OLLAMA_DEFAULT_CONTEXT)."""
         import requests
 
-        base = self.url.removesuffix("/v1")
+        base = self._request_url.removesuffix("/v1")
         try:
             running = requests.get(base + "/api/ps", timeout=2, allow_redirects=False).json().get("models")
             for model in running if isinstance(running, list) else []:
@@ -262,7 +267,7 @@ class OpenAICompatibleModel:
             self._session.trust_env = True  # proxies from the environment, as curl would
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            return self._session.post(self.url + "/chat/completions", json=body, headers=headers, stream=True,
+            return self._session.post(self._request_url + "/chat/completions", json=body, headers=headers, stream=True,
                                       allow_redirects=False,
                                       timeout=(retry.read_timeout(CONNECT_SECONDS), retry.read_timeout(retry.DEFAULT_DEADLINE)))
         except requests.ConnectionError as error:
@@ -414,7 +419,7 @@ class OpenAICompatibleModel:
     def _unknown_model(self, message: str) -> str:
         """404: name the models the server has when it lists them, else say the URL may be wrong."""
         try:
-            names = list_models(self.backend, timeout=2.0, base_url=self.url, api_key=self._api_key or "")
+            names = list_models(self.backend, timeout=2.0, base_url=self._request_url, api_key=self._api_key or "")
         except ModelError:
             names = None
         if names is None:

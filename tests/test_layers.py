@@ -15,6 +15,7 @@ LAYER = {
     "tokens": 2,
     "models": 1, "prompts": 1,
     "tools": 0, "replies": 0, "traces": 0,
+    "redaction": -1,  # the secrets never written: below the trace, which blanks them as events are added
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",

@@ -34,10 +34,10 @@ from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
 from views.reports import context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
+from redaction import MASK, redacted, secrets
 from views.terminal import CONTROLS, visible
 from tokens import TokenCounter, local_counter
 
-KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"]
 COLOURS = {"instructions": "#8c96a8", "tools": "#b39ddb", "user": "#4e79a7", "model": "#f28e2b",
            "observations": "#59a14f", "notes": "#e0b000", "markers": "#c0b5ae"}
 PREVIEW = 140  # characters of a text shown before it is unfolded
@@ -171,13 +171,10 @@ def inline(document: str, height: int = 640) -> str:
 
 
 def redact(text: str) -> str:
-    """Replace the value of every API key set in the environment; shorter values than a key's are left alone,
-    since blanking a word like "test" would mangle the page without protecting anything."""
-    for name in KEY_VARIABLES:
-        value = (os.environ.get(name) or "").strip()
-        if len(value) >= 8:
-            text = text.replace(value, "[redacted]").replace(esc(value), "[redacted]")
-    return text
+    """Every secret set in the environment blanked out (redaction.py), as written and as the page escapes it."""
+    for secret in secrets():
+        text = text.replace(secret, MASK).replace(esc(secret), MASK)
+    return redacted(text)
 
 
 # ---------------------------------------------------------------- reading a trace

@@ -5,6 +5,8 @@ the clipboard. Everything the program prints of it goes through `clean`; the tra
 """
 import re
 
+from redaction import redacted
+
 # Terminal commands, removed whole: OSC strings (window title, clipboard, hyperlinks) up to BEL or ST, CSI
 # sequences (cursor, colours, clearing), other escapes (character sets, modes); then any C0 or C1 control character left,
 # except newline and tab.
@@ -15,8 +17,9 @@ ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
 
 
 def clean(text: object) -> str:
-    """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs kept."""
-    return ESCAPES.sub("", str(text))
+    """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs
+    kept, and no secret in it (redaction.py)."""
+    return ESCAPES.sub("", redacted(str(text)))
 
 
 # Each control character but newline, tab and carriage return, for text in a page or an SVG file.

@@ -1,0 +1,87 @@
+"""No secret is written anywhere: not an API key, not the user and password of a base URL, not even when a server
+echoes them back; every URL shown is shown without its user and password."""
+import json
+
+import pytest
+
+import cli
+from model_servers import OpenAIStandIn, openai_error
+from redaction import redacted, shown_url
+
+KEY = "sk-test-secret-0123456789"
+PASSWORD = "s3cretpass"
+
+
+def written(tmp_path, capsys) -> dict:
+    out, err = capsys.readouterr()
+    files = {path.name: path.read_text(encoding="utf-8") for path in tmp_path.iterdir() if path.is_file()}
+    return {"stdout": out, "stderr": err, **files}
+
+
+def assert_no_secret(texts: dict):
+    for name, text in texts.items():
+        for secret in (KEY, PASSWORD, "alice:", "YWxpY2U6czNjcmV0cGFzcw"):  # the last: alice:s3cretpass as Basic auth
+            assert secret not in text, (name, secret)
+
+
+@pytest.fixture
+def configured(monkeypatch):
+    def start(replies, **options):
+        stand_in = OpenAIStandIn(replies, models=("m",), **options).__enter__()
+        monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url.replace("http://", f"http://alice:{PASSWORD}@") + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        return stand_in
+    return start
+
+
+def test_a_reply_that_echoes_the_key_and_the_password_leaves_them_in_no_output(tmp_path, capsys, configured):
+    echo = f"Thought: I was sent {KEY} with alice:{PASSWORD} (YWxpY2U6czNjcmV0cGFzcw==)\nAnswer: done {KEY}"
+    stand_in = configured([echo])
+    try:
+        code = cli.main(["What?", "--model", "openai:m", "--trace", str(tmp_path / "t.jsonl"),
+                         "--html", str(tmp_path / "p.html"), "--json"])
+    finally:
+        stand_in.__exit__(None, None, None)
+    assert code == 0
+    assert stand_in.requests[0]["headers"]["Authorization"].startswith("Basic ")  # the URL's user and password, sent
+    texts = written(tmp_path, capsys)
+    assert_no_secret(texts)
+    assert json.loads(texts["stdout"])["answer"] == "done ***" and "***" in texts["t.jsonl"] and "***" in texts["p.html"]
+
+
+def test_an_error_that_echoes_the_key_names_the_server_without_its_password(tmp_path, capsys, configured):
+    stand_in = configured([openai_error(400, f"bad request from {KEY} at alice:{PASSWORD}")])
+    try:
+        code = cli.main(["What?", "--model", "openai:m", "--trace", str(tmp_path / "t.jsonl")])
+    finally:
+        stand_in.__exit__(None, None, None)
+    texts = written(tmp_path, capsys)
+    assert code != 0 and f"at {stand_in.url}/v1)" in " ".join((texts["stdout"] + texts["stderr"]).split())
+    assert_no_secret(texts)
+
+
+def test_models_shows_each_url_without_its_user_and_password(capsys, configured, monkeypatch):
+    stand_in = configured([])
+    monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url.replace("http://", f"http://alice:{PASSWORD}@") + "/v1")
+    try:
+        assert cli.main(["--models"]) == 0
+    finally:
+        stand_in.__exit__(None, None, None)
+    out = capsys.readouterr().out
+    assert f"✓ llamacpp:m  ({stand_in.url}/v1)" in out
+    assert_no_secret({"stdout": out})
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("http://alice:pw@host:8080/v1", "http://host:8080/v1"), ("https://tok@host/v1", "https://host/v1"),
+    ("http://host/v1", "http://host/v1"), ("http://a:b@c@host/v1", "http://host/v1"), ("http://[::1]:80/v1", "http://[::1]:80/v1"),
+])
+def test_a_url_is_shown_without_its_user_and_password(url, shown):
+    assert shown_url(url) == shown
+
+
+def test_short_values_are_no_secrets_and_long_ones_go_in_every_form(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test")
+    assert redacted("a test run") == "a test run"
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-long-enough-key")
+    assert redacted("k=AIza-long-enough-key b'AIza-long-enough-key'") == "k=*** b'***'"
