@@ -37,7 +37,16 @@ class StopReason(str, Enum):
     TTL = "ttl"
     FORMAT_ERRORS = "format_errors"
     CONTEXT_OVERFLOW = "context_overflow"  # the context is longer than a local model's window: it was not run
+    CUT = "cut"  # the service cut the reply at its output limit inside the Answer: a cut answer is not an answer
+    FILTERED = "filtered"  # the service withheld the rest of the reply (a safety or recitation filter)
     ERROR = "error"
+
+
+# A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
+CUT_SHORT = {"length": (StopReason.CUT, "cut at the model's output limit", "a larger limit (GEMINI_MAX_OUTPUT_TOKENS, "
+                                                                        "or the server's) lets it finish"),
+             "content_filter": (StopReason.FILTERED, "withheld by the service's content filter", "rephrasing the "
+                                                                                                 "question may help")}
 
 
 class Stop(Exception):
@@ -223,7 +232,7 @@ class TinyReAct:
                                             on_event=self._model_event)  # <- the model is called here
                 parsed = self._read(step, reply, messages)  # recorded in the trace, then parsed
                 if parsed.answer is not None:
-                    raise Stop(StopReason.ANSWER, parsed.answer)
+                    raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))  # unless the service cut it
                 try:
                     tool, args, kwargs, call = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
                 except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
@@ -313,7 +322,19 @@ class TinyReAct:
         self.trace.add("finish", text=FINISH_REQUEST)
         messages = self._context()
         reply = self.model.generate(messages, STOP_SEQUENCES, on_text=self.on_text, on_event=self._model_event)
-        return self._read(self.ttl + 1, reply, messages).answer
+        answer = self._read(self.ttl + 1, reply, messages).answer
+        return None if answer is None else self._taken(answer, reply)
+
+    def _taken(self, answer: str, reply: ModelReply) -> str:
+        """The answer, unless the service says the reply's text ended early (cut at the output limit, or withheld
+        by a filter): then the query stops, typed, and the partial answer is said once but never taken."""
+        if reply.finish not in CUT_SHORT:
+            return answer
+        reason, how, hint = CUT_SHORT[reply.finish]
+        shown = answer if len(answer) <= 60 else answer[:57] + "..."
+        self.trace.add("warning", message=f"the reply was {how} (finish reason {reply.finish}) inside its Answer, "
+                                          f"so {shown!r} is not taken as the answer; {hint}")
+        raise Stop(reason)
 
     def _summarise_if_asked(self) -> None:
         """The compact policy asks for a model-written summary of older steps when the context is too big."""

@@ -55,10 +55,11 @@ class LocalModel:
             on_text(opening)
         if self.prefixes is not None and not self.network.cached:  # a new process: the instructions may be saved
             self.prefixes.restore(self.network, ids)
-        text, count = self.complete(ids, StopRule(stop, opening), on_text)
+        text, count, finish = self.complete(ids, StopRule(stop, opening), on_text)
         if self.prefixes is not None and messages:
             self.prefixes.save(self.network, self._instructions(messages, ids))
-        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, temperature=self.temperature)
+        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
+                          temperature=self.temperature)
 
     def _instructions(self, messages: list[Message], ids: list[int]) -> list[int]:
         """The tokens the prompt `ids` begins with for its first part (the instructions, on a line of its own): the
@@ -68,16 +69,17 @@ class LocalModel:
         return ids[:shared]
 
     def complete(self, ids: list[int], stop: "StopRule", on_text: Callable[[str], None] | None = None,
-                 max_new_tokens: int = MAX_NEW_TOKENS) -> tuple[str, int]:
-        """Greedy continuation of `ids`, cut by `stop`: the text and the number of tokens generated."""
+                 max_new_tokens: int = MAX_NEW_TOKENS) -> tuple[str, int, str]:
+        """Greedy continuation of `ids`, cut by `stop`: the text, the number of tokens generated, and how it ended
+        ("stop": a stop text or an end token; "length": `max_new_tokens` or the window ran out first)."""
         generated: list[int] = []
-        text, shown = "", 0
+        text, shown, finish = "", 0, None
         for token in self.network.greedy(ids, self.end_tokens, max_new_tokens):
             generated.append(token)
             text = self.tokenizer.decode(generated)
             cut = stop.cut(text)
             if cut >= 0:
-                text = text[:cut]
+                text, finish = text[:cut], "stop"
                 break
             decided = len(text) - stop.undecided(text)
             if on_text is not None and decided > shown:
@@ -85,7 +87,9 @@ class LocalModel:
                 shown = decided
         if on_text is not None and len(text) > shown:
             on_text(text[shown:])
-        return text, len(generated)
+        if finish is None:  # the network ended it: an end token, or the room for new tokens ran out
+            finish = "length" if self.network.ended_by_limit else "stop"
+        return text, len(generated), finish
 
 
 class StopRule:

@@ -75,7 +75,7 @@ def test_stop_rule_cuts_at_stop_texts_and_after_an_answer_line():
 
 @pytest.mark.slow
 def test_greedy_continuation_matches_llama_cpp(gemma):
-    text, count = gemma.complete([BOS] + gemma.tokenizer.encode("The capital of France is"), StopRule([]), max_new_tokens=12)
+    text, count, _ = gemma.complete([BOS] + gemma.tokenizer.encode("The capital of France is"), StopRule([]), max_new_tokens=12)
     assert (text, count) == (" the capital of the country of France. It is the largest", 12)
 
 
@@ -84,14 +84,14 @@ def test_fixture_prompt_continuation_matches_llama_cpp(gemma):
     with open(FIXTURE, encoding="utf-8") as file:
         prompt = file.read()
     ids = [BOS] + gemma.tokenizer.encode(prompt)
-    text, _ = gemma.complete(ids, StopRule(["Observation"], ""))
+    text, _, _ = gemma.complete(ids, StopRule(["Observation"], ""))
     assert text == " First, I need to multiply 7 by 6.\nAction1: multiply_numbers(7, 6)\n"
     # The next call extends the same prompt: only the new tokens are run, and the result is the same as from scratch.
     longer = [BOS] + gemma.tokenizer.encode(prompt + text + "Observation1: 42\n")
-    reused, _ = gemma.complete(longer, StopRule(["Observation"], ""))
+    reused, _, _ = gemma.complete(longer, StopRule(["Observation"], ""))
     assert gemma.network.timings["reused_tokens"] >= len(ids) and gemma.network.timings["prefill_tokens"] < 10
     gemma.network.cached = []
-    fresh, _ = gemma.complete(longer, StopRule(["Observation"], ""))
+    fresh, _, _ = gemma.complete(longer, StopRule(["Observation"], ""))
     assert gemma.network.timings["reused_tokens"] == 0 and fresh == reused
 
 

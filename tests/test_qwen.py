@@ -82,6 +82,7 @@ class ScriptedNetwork:
         self.tokens, self.arch = tokens, Architecture(1, 8, 1, 1, 8, 1e-6, context, 1e4, silu)
 
     def greedy(self, prompt, end_tokens, limit):
+        self.ended_by_limit = len(self.tokens) >= limit  # as the Transformer says it: no end token came first
         yield from self.tokens[:limit]
 
 
@@ -93,6 +94,17 @@ def test_streamed_text_is_exactly_the_reply_and_never_what_is_cut(tokenizer):
     reply = model.generate(messages, STOP_SEQUENCES, on_text=pieces.append, on_event=None)
     assert reply.text == "Thought1: I add them.\nAction2: add_numbers(42, 5)"
     assert "".join(pieces) == reply.text and len(pieces) > 5  # token by token, and "\nObservation" never shown
+
+
+def test_an_answer_cut_by_the_new_token_limit_is_no_answer(tokenizer):
+    endless = " I know it.\nAnswer: The dose is 1" + " and more" * 400  # the Answer line never ends
+    model = LocalModel("scripted", tokenizer, ScriptedNetwork(tokenizer.encode(endless)), [], frozenset())
+    assert model.generate([Message.of("user", "Question: dose?", "question")], STOP_SEQUENCES).finish == "length"
+    result = TinyReAct(model).query("Dose?")
+    assert result.stop_reason == StopReason.CUT and result.answer is None
+    finished = LocalModel("scripted", tokenizer, ScriptedNetwork(tokenizer.encode(" I know it.\nAnswer: 1\n")), [],
+                          frozenset())
+    assert TinyReAct(finished).query("Dose?").answer == "1"
 
 
 def test_a_prompt_longer_than_the_window_is_refused(tokenizer):
@@ -118,14 +130,14 @@ def test_a_context_past_the_window_stops_the_run_and_a_chat_goes_on(tokenizer):
 @pytest.mark.slow
 def test_greedy_continuation_matches_llama_cpp(qwen):
     golden = GOLDENS["greedy"][0]
-    text, count = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
     assert (text, count) == (golden["continuation"], golden["tokens"])
 
 
 @pytest.mark.slow
 def test_react_prompt_continuation_matches_llama_cpp(qwen):
     golden = GOLDENS["greedy"][1]
-    text, count = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
     assert (text, count) == (golden["continuation"], golden["tokens"])
 
 

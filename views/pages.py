@@ -830,7 +830,7 @@ details.change.added summary q { background: #eefbee; }
 .answer { color: #1a6b1a; font-size: 1.05em; margin: .2em 0; }
 .observation summary { color: #2f6b2f; } .observation.failed summary { color: #b22; }
 .error, .warning { color: #b22; font-weight: 600; } .notice { color: #a05a00; } .note { color: #8a6d00; }
-.stop.answer { color: #1a6b1a; } .stop.ttl, .stop.format_errors, .stop.error, .stop.interrupted { color: #b22; }
+.stop.answer { color: #1a6b1a; } .stop.ttl, .stop.format_errors, .stop.error, .stop.interrupted, .stop.cut, .stop.filtered { color: #b22; }
 .right { color: #1a6b1a; } .wrong { color: #b22; }
 .between { margin: .6em 0; color: #555; } .policy-change { color: #9467bd; font-weight: 600; }
 .side-by-side { table-layout: fixed; width: 100%; } .side-by-side td { font-size: .85em; overflow-wrap: anywhere; }
