@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Sequence
 
-from models import COUNTED_LOCALLY, ContextOverflow, Message, Model, ModelError, ModelReply
+from models import COUNTED_LOCALLY, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError, ModelReply
 from models.prices import FREE, Cost, cost_of
 from policies import Meter, Policy
 from policies.full import FullHistory
@@ -28,7 +28,7 @@ from traces import Trace
 MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
-REPLY_LIMIT = 20_000  # characters of a reply kept: a runaway reply must not fill every later context and the trace
+REPLY_LIMIT = MAX_REPLY_CHARS  # characters of a reply kept: a runaway reply must not fill every later context and the trace
 FINISH_REQUEST = "You have no steps left. Using only the Observations above, write your best final Answer now, as: Answer: <answer>"
 
 

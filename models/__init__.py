@@ -56,6 +56,27 @@ class ModelReply:
     temperature: float | None = None  # the sampling temperature this call was sent with; None: none (the server's own)
 
 
+# What is read from any model: a reply's text is cut at MAX_REPLY_CHARS (as if at an output limit: its finish is
+# "length"), a response body at MAX_RESPONSE_BYTES (as decoded: a small gzip body cannot inflate past it), and a
+# server's message at MAX_MESSAGE_CHARS wherever it is shown or kept. A ReAct step is a few hundred characters.
+MAX_REPLY_CHARS = 20_000
+MAX_RESPONSE_BYTES = 4_000_000
+MAX_MESSAGE_CHARS = 300
+
+
+def within_limit(text: str, finish: str | None) -> tuple[str, str | None]:
+    """A whole reply's text and finish, cut at MAX_REPLY_CHARS; a streamed one is cut by models.streaming.StreamCut."""
+    return (text[:MAX_REPLY_CHARS], "length") if len(text) > MAX_REPLY_CHARS else (text, finish)
+
+
+def shortened(message: str) -> str:
+    """A server's message on one line, at most MAX_MESSAGE_CHARS, saying how long it was when it is cut."""
+    line = " ".join(str(message).split())
+    if len(line) <= MAX_MESSAGE_CHARS:
+        return line
+    return f"{line[:MAX_MESSAGE_CHARS - 40].rstrip()}… ({len(line):,} characters in all)"
+
+
 # A reply's usage_source when the server reported no usage: the loop counts the tokens itself, with its counter.
 COUNTED_LOCALLY = "counted locally: the server reported no usage"
 

@@ -18,7 +18,8 @@ import os
 import re
 from dataclasses import replace
 
-from models import DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelReply
+from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
+                    within_limit)
 from models import retry
 from models.keys import check_key, redact
 from models.streaming import StreamCut
@@ -234,7 +235,7 @@ class GeminiModel:
         counts = _counts(last.usage_metadata if last else None)
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
         blocked = None if text or finish_word in (None, "stop", "length") else f"finish reason {getattr(finish, 'value', finish)}"
-        return ModelReply(text, finish="stop" if cut.done and not finish_word else finish_word, blocked=blocked,
+        return ModelReply(text, finish=cut.ending(finish_word), blocked=blocked,
                           model=last.model_version if last else None, **counts)
 
     def _connect(self):
@@ -272,7 +273,7 @@ class GeminiModel:
         return None
 
     def _message(self, error: Exception) -> str:
-        return redact(str(getattr(error, "message", None) or error), self._api_key)
+        return shortened(redact(str(getattr(error, "message", None) or error), self._api_key))
 
     def _explain(self, error: Exception) -> Exception:
         """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/retry.py."""
@@ -282,6 +283,8 @@ class GeminiModel:
         where = f"model {self.name} at {self.url}"
         if isinstance(error, (ModelError, retry.Retryable)):
             return error
+        if isinstance(error, Unread):
+            return ModelError(f"Gemini ({where}) {error}")
         if isinstance(error, errors.APIError):
             message, code, status = self._message(error), error.code, error.status or ""
             headers = error.response.headers if error.response is not None else {}
@@ -323,19 +326,43 @@ def _bound_by_deadline(request) -> None:
                                      for name, value in timeouts.items()}
 
 
+class Unread(Exception):
+    """A response body the hook below stopped reading: said as a ModelError naming the model, never retried."""
+
+
 def _read_until_abandoned(response) -> None:
-    """httpx response hook: the body is read chunk by chunk and stops once the caller stopped waiting, so a
-    server that sends one byte every few seconds does not keep an abandoned worker busy."""
+    """httpx response hook: the body is read chunk by chunk, decoded here (gzip, deflate), and stopped once the
+    caller stopped waiting, so a server that sends one byte every few seconds does not keep an abandoned worker
+    busy, or once it passes MAX_RESPONSE_BYTES as decoded, so a small gzip body cannot inflate to gigabytes."""
+    import zlib
+
     import httpx2
+
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header, whichever the body has
+        del response.headers["content-encoding"]  # decoded here: httpx must not decode it again
+    elif encoding in ("", "identity"):
+        decoder = None
+    else:
+        raise Unread(f"sent a body encoded as {encoding[:40]!r}, which is not read")
 
     class Checked(httpx2.SyncByteStream):
         def __init__(self, stream):
-            self.stream = stream
+            self.stream, self.size = stream, 0
 
         def __iter__(self):
             for chunk in self.stream:
                 if retry.abandoned():
                     raise httpx2.ReadError("the caller stopped waiting for this reply")
+                try:
+                    chunk = decoder.decompress(chunk, MAX_RESPONSE_BYTES - self.size + 1) if decoder else chunk
+                except zlib.error:
+                    raise Unread(f"sent a {encoding} body that does not decode") from None
+                self.size += len(chunk)
+                if self.size > MAX_RESPONSE_BYTES:
+                    raise Unread(f"sent a reply of more than {MAX_RESPONSE_BYTES:,} bytes"
+                                 f"{' once decoded' if decoder else ''}: stopped reading")
                 yield chunk
 
         def close(self):
@@ -380,6 +407,8 @@ def _counts(usage) -> dict:
     output = (usage.candidates_token_count or 0) if usage else 0
     thoughts = (usage.thoughts_token_count or 0) if usage else 0
     cached = (usage.cached_content_token_count or 0) if usage else 0
+    if min(prompt, output, thoughts, cached) < 0:  # not counts at all: the loop counts the reply itself, and says so
+        return dict(usage_source=COUNTED_LOCALLY)
     return dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts, cached_tokens=cached)
 
 
@@ -394,4 +423,5 @@ def _reply(response) -> ModelReply:
     text = "".join(part.text for part in parts if part.text and not part.thought)
     finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
     blocked = None if text or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
-    return ModelReply(text, blocked=blocked, finish=FINISH.get(finish), model=response.model_version, **counts)
+    text, word = within_limit(text, FINISH.get(finish))
+    return ModelReply(text, blocked=blocked, finish=word, model=response.model_version, **counts)

@@ -21,7 +21,8 @@ import time
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from models import COUNTED_LOCALLY, Message, ModelConfigError, ModelError, ModelReply
+from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
+                    within_limit)
 from models import retry
 from models.keys import check_key, redact
 from redaction import shown_url
@@ -43,7 +44,8 @@ ENDPOINTS = {
 # this model. Only the default (1) value is supported.", param "temperature").
 TEMPERATURE_VARIABLE = "TINYREACT_TEMPERATURE"
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
-MAX_REPLY_BYTES = 4_000_000  # a reply larger than this is a broken server, not a ReAct step
+MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
+MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
 MAX_LIST_BYTES = 4_000_000  # a model list larger than this (some 40,000 models) is no list to read
 CONNECT_SECONDS = 10
 FINISHED_GRACE = 2.0  # seconds a stream whose reply is complete is given to send its usage and end
@@ -353,7 +355,8 @@ class OpenAICompatibleModel:
         if not cut.done and state["finish"] is None and not state.get("ended"):
             raise StreamEndedEarly("the stream ended before the reply was complete")
         counts, problem = wire.usage_counts(state["usage"])
-        reply = _reply(cut.finish(), "stop" if cut.done and state["finish"] is None else state["finish"], counts)
+        text = cut.finish()
+        reply = _reply(text, cut.ending(state["finish"]), counts)
         return replace(reply, model=_named(state["model"])), bool(reasoned), problem
 
     def _event(self, data: str, state: dict, cut: StreamCut, channel: retry.Channel, reasoned: list) -> bool:
@@ -438,6 +441,7 @@ class OpenAICompatibleModel:
 
 def _reply(text: str, finish: str | None, counts: dict | None) -> ModelReply:
     """A reply with the usage the server reported (wire.usage_counts), or counted locally when it reported none."""
+    text, finish = within_limit(text, finish)
     word = FINISH.get(finish) if finish else None
     blocked = "content filter" if word == "content_filter" and not text else None
     if counts is None:
@@ -463,23 +467,31 @@ def _named(model) -> str | None:
     return model if isinstance(model, str) and 0 < len(model) <= 200 and model.isprintable() else None
 
 
+def _error_body(response) -> bytes:
+    """The start of an error's body (at most MAX_ERROR_BYTES, as decoded), read once: an error is a few lines."""
+    if not hasattr(response, "error_body"):
+        try:
+            response.error_body = response.raw.read(MAX_ERROR_BYTES, decode_content=True) or b""
+        except Exception:  # the body could not be read at all
+            response.error_body = b""
+        response.close()
+    return response.error_body
+
+
 def _error_object(response) -> dict:
     try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
+        error = wire.json_value(_error_body(response)).get("error")
+    except (wire.Malformed, AttributeError):
         return {}
     return error if isinstance(error, dict) else {"message": str(error)} if error else {}
 
 
 def _error_message(response, key: str | None) -> str:
-    """The server's own words for an error, redacted and kept to one line."""
-    try:
-        text = response.content[:2000].decode("utf-8", "replace")
-    except Exception:  # the body could not be read at all
-        text = ""
+    """The server's own words for an error, redacted, on one line and shortened."""
+    text = _error_body(response)[:2000].decode("utf-8", "replace")
     error = _error_object(response)
     message = str(error.get("message") or text.strip() or response.reason or "")
-    return redact(" ".join(message.split())[:300], key)
+    return shortened(redact(message, key))
 
 
 def _refused(error: Exception) -> bool:

@@ -13,6 +13,7 @@ off here too: it is passed to `on_reasoning`, never shown as reply text, never p
 """
 from typing import Callable
 
+from models import MAX_REPLY_CHARS
 from replies import observation_at, observation_may_begin
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -54,6 +55,7 @@ class StreamCut:
         self.received = ""  # reply text so far, reasoning removed
         self.shown = 0  # how much of `received` has been shown
         self.done = False  # the cut was reached: close the stream
+        self.too_long = False  # the cut was MAX_REPLY_CHARS: the reply is cut as at an output limit (finish "length")
         self._head = ""  # the start of the stream, until it is known whether it opens a <think> block
         self._thinking: bool | None = None  # None until the start of the stream shows whether it opens <think>
         self._after_think = False
@@ -73,8 +75,17 @@ class StreamCut:
             self.done = True
             self._show_up_to(cut)
             return True
+        if len(self.received) > MAX_REPLY_CHARS:  # a runaway reply: nothing past the part kept is read or shown
+            self.received, self.done, self.too_long = self.received[:MAX_REPLY_CHARS], True, True
+            self._show_up_to(MAX_REPLY_CHARS)
+            return True
         self._show_up_to(undecided_from(self.received, self.stop))
         return False
+
+    def ending(self, finish: str | None) -> str | None:
+        """How the reply ended, in ModelReply.finish's words: "length" when it was cut here for its size, else the
+        server's word (`finish`), else "stop" (cut here at a stop sequence or an Observation, or the stream ended)."""
+        return "length" if self.too_long else finish or "stop"
 
     def finish(self) -> str:
         """The stream ended: what was held back is decided now. Returns the reply text."""

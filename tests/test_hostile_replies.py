@@ -1,21 +1,28 @@
 """Replies a service says it cut or withheld, and replies of any size: a cut answer is never taken as the answer,
 for every backend by one rule in the loop; what is read from a model response is bounded."""
 import json
+import re
 
 import pytest
 
 import cli
 from agent import StopReason, TinyReAct
-from model_servers import GeminiStandIn, OpenAIStandIn, completion, gemini_response
+from model_servers import Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_response
 from models import ModelReply
 from models.scripted import ScriptedModel
 
 CUT = "Thought: I look up the dose.\nAnswer: The dose is 1"
 
 
-def run_cli(capsys, argv) -> tuple[int, str, str]:
+def run_cli(capsys, argv, terminal: bool = False) -> tuple[int, str, str]:
+    """cli.main's exit code, stdout and stderr (on one line); `terminal`: stdout is a terminal, so replies stream."""
+    import sys
+    if terminal:
+        sys.stdout.isatty = lambda: True  # capsys's own stream object, gone with the test
     code = cli.main(argv)
     out, err = capsys.readouterr()
+    if terminal:  # the styles and the spinner, out
+        out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
     return code, out, " ".join(err.split())
 
 
@@ -56,9 +63,9 @@ def openai(monkeypatch):
 def test_a_gemini_answer_the_service_cut_or_withheld_is_no_answer(gemini, capsys, tmp_path, finish, reason, stream):
     gemini([gemini_response(CUT, finish=finish)])
     trace = tmp_path / "t.jsonl"
-    code, out, err = run_cli(capsys, ["Dose?", "--model", "gemini-2.5-flash-lite", "--json", "--trace", str(trace),
-                                      *([] if stream else ["--no-stream"])])
-    shown = json.loads(out)
+    code, out, err = run_cli(capsys, ["Dose?", "--model", "gemini-2.5-flash-lite", "--trace", str(trace),
+                                      *([] if stream else ["--json"])], terminal=stream)
+    shown = json.loads(out) if not stream else {"answer": None, "stop_reason": out.rpartition("stopped: ")[2].split()[0]}
     assert code == 1 and shown["answer"] is None and shown["stop_reason"] == reason
     assert f"finish reason {'length' if reason == 'cut' else 'content_filter'}" in err
     assert "'The dose is 1' is not taken as the answer" in err
@@ -73,8 +80,8 @@ def test_a_gemini_answer_the_service_cut_or_withheld_is_no_answer(gemini, capsys
 @pytest.mark.parametrize("stream", [True, False])
 def test_an_openai_compatible_answer_the_server_cut_is_no_answer(openai, capsys, finish, reason, stream):
     openai([completion(CUT, finish=finish)])
-    code, out, err = run_cli(capsys, ["Dose?", "--model", "openai:m", "-q", *([] if stream else ["--no-stream"])])
-    assert code == 1 and out == ""  # -q prints the answer, and there is none
+    code, out, err = run_cli(capsys, ["Dose?", "--model", "openai:m", *([] if stream else ["-q"])], terminal=stream)
+    assert code == 1 and (f"stopped: {reason}" in out if stream else out == "")  # -q prints the answer: there is none
     assert f"finish reason {finish}" in err and "not taken as the answer" in err
 
 
@@ -98,3 +105,82 @@ def test_the_ttl_finish_call_follows_the_same_rule():
     result = TinyReAct(model, ttl=2).query("Dose?", finish=True)
     assert result.stop_reason == StopReason.CUT and result.answer is None
 
+
+
+# ---------------------------------------------------------------- replies of any size
+
+def gzipped(data: bytes) -> bytes:
+    import gzip
+    return gzip.compress(data, compresslevel=9)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_gemini_gzip_bomb_is_stopped_at_the_cap_in_one_line(gemini, capsys, stream):
+    from models import MAX_RESPONSE_BYTES
+    from model_servers import sse
+    bomb = json.dumps(gemini_response("Answer: " + "9" * (MAX_RESPONSE_BYTES + 1000))).encode()
+    body = gzipped(b"".join(sse([json.loads(bomb)])) if stream else bomb)
+    assert len(body) < MAX_RESPONSE_BYTES // 100  # small on the wire, over the cap once inflated
+    server = gemini([Answer(200, [body], {"Content-Type": "text/event-stream" if stream else "application/json",
+                                          "Content-Encoding": "gzip"})])
+    code, out, err = run_cli(capsys, ["Q?", "--model", "gemini-2.5-flash-lite", *([] if stream else ["-q"])],
+                             terminal=stream)
+    said = " ".join((out + err).split())
+    assert code == 1 and "999" not in out and f"more than {MAX_RESPONSE_BYTES:,} bytes once decoded" in said
+    assert len(server.bodies) == 1 and len(err) < 1000  # not retried
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_gemini_reply_sent_gzipped_is_read(gemini, capsys, stream):
+    from model_servers import sse
+    whole = json.dumps(gemini_response("Answer: 4")).encode()
+    body = gzipped(b"".join(sse([json.loads(whole)])) if stream else whole)
+    server = gemini([Answer(200, [body[:20], body[20:]], {"Content-Type": "text/event-stream" if stream else "application/json",
+                                                  "Content-Encoding": "gzip"})])
+    code, out, err = run_cli(capsys, ["Q?", "--model", "gemini-2.5-flash-lite", *([] if stream else ["-q"])],
+                             terminal=stream)
+    assert code == 0 and ("Answer: 4\n" in out if stream else out == "4\n"), err
+    assert server.bodies and all("stream" in r["path"].lower() for r in server.requests) == stream
+
+
+@pytest.mark.parametrize("backend", ["gemini", "openai"])
+def test_a_runaway_streamed_reply_is_shown_and_kept_only_up_to_the_reply_limit(gemini, openai, capsys, backend):
+    from models import MAX_REPLY_CHARS
+    runaway = "Thought: " + "blah " * 200_000 + "\nAnswer: 4"  # a megabyte
+    if backend == "gemini":
+        gemini([gemini_response(runaway)])
+        spec = "gemini-2.5-flash-lite"
+    else:
+        openai([completion(runaway)])
+        spec = "openai:m"
+    code, out, err = run_cli(capsys, ["Q?", "--model", spec, "--ttl", "1"], terminal=True)
+    assert code == 1 and out.count("blah") == (MAX_REPLY_CHARS - len("Thought: ")) // len("blah ")  # the part kept
+    assert "Answer: 4" not in out
+
+
+@pytest.mark.parametrize("backend", ["gemini", "openai"])
+@pytest.mark.parametrize("flag", ["-q", "--json"])
+def test_a_huge_server_message_is_shortened_everywhere(gemini, openai, capsys, tmp_path, backend, flag):
+    from model_servers import gemini_error, openai_error
+    from models import MAX_MESSAGE_CHARS
+    huge = "the server explains " + "at length " * 200_000  # 2 MB
+    if backend == "gemini":
+        gemini([gemini_error(400, "INVALID_ARGUMENT", huge)])
+        spec = "gemini-2.5-flash-lite"
+    else:
+        openai([openai_error(400, huge)])
+        spec = "openai:m"
+    trace = tmp_path / "t.jsonl"
+    code, out, err = run_cli(capsys, ["Q?", "--model", spec, flag, "--trace", str(trace)])
+    assert code == 1 and "the server explains at length" in err and "characters in all" in err
+    assert len(err) < 2 * MAX_MESSAGE_CHARS + 200
+    assert len(out) < 60_000 and trace.stat().st_size < 60_000  # the trace and the JSON: the instructions, one line
+
+
+def test_gemini_usage_counts_below_zero_are_counted_here(gemini, capsys):
+    answer = gemini_response("Answer: 4")
+    answer["usageMetadata"]["promptTokenCount"] = -50
+    gemini([answer])
+    code, out, err = run_cli(capsys, ["Q?", "--model", "gemini-2.5-flash-lite", "--json"])
+    shown = json.loads(out)
+    assert code == 0 and shown["usage"]["input_tokens"] > 0 and "counted locally" in shown["usage_source"]
