@@ -183,7 +183,8 @@ def gemini_events(reply: dict, size: int = 5) -> bytes:
 # ------------------------------------------------------------------ Wikipedia (MediaWiki api.php)
 
 class FakeWikipedia(Loopback):
-    """pages: title -> {"extract": str, "coordinates": (lat, lon) | None, "options": [..] for a disambiguation page}.
+    """pages: title -> {"extract": str, "coordinates": (lat, lon) | None, "options": [..] for a disambiguation page};
+    an extract that is not text, and coordinates of any JSON value, are sent as they are.
     redirects: title -> target title. delay: seconds to wait before every answer. status: force an HTTP status."""
 
     def __init__(self, pages: dict, redirects: dict | None = None, delay: float = 0, status: int = 200):
@@ -192,13 +193,15 @@ class FakeWikipedia(Loopback):
         self.ids = {title: str(1000 + i) for i, title in enumerate(pages)}
 
     def handle(self, request):
-        time.sleep(self.delay)
+        if self.delay and self.closing.wait(self.delay):
+            return 503, b"closing"  # the test is over; nobody reads this
         if self.status != 200:
             return self.status, b"<html>Server error</html>"
         q = request["query"]
         if q.get("list") == "search":
             words = q["srsearch"].lower().split()
-            hits = [t for t in self.pages if all(w in (t + " " + self.pages[t].get("extract", "")).lower() for w in words)]
+            text = {t: f"{t} {self.pages[t].get('extract', '')}".lower() for t in self.pages}
+            hits = [t for t in self.pages if all(w in text[t] for w in words)]
             hits.sort(key=lambda t: q["srsearch"].lower() not in t.lower())
             return 200, {"batchcomplete": "", "query": {"search": [{"ns": 0, "title": t} for t in hits[: int(q.get("srlimit", 10))]]}}
         title = q.get("titles", "")
@@ -217,8 +220,10 @@ class FakeWikipedia(Loopback):
             if "options" in data:
                 page["pageprops"] = {"disambiguation": ""}
         elif prop == "extracts":
-            sentences = re.split(r"(?<=\.) ", data.get("extract", ""))
-            page["extract"] = " ".join(sentences[: int(q.get("exsentences") or 10)])
+            extract = data.get("extract", "")
+            if isinstance(extract, str):
+                extract = " ".join(re.split(r"(?<=\.) ", extract)[: int(q.get("exsentences") or 10)])
+            page["extract"] = extract
         elif prop == "coordinates" and data.get("coordinates"):
             lat, lon = data["coordinates"]
             page["coordinates"] = [{"lat": lat, "lon": lon, "primary": "", "globe": "earth"}]
@@ -232,11 +237,12 @@ class FakeWikipedia(Loopback):
 # ------------------------------------------------------------------ Open-Meteo
 
 class FakeOpenMeteo(Loopback):
-    """temperatures: (round(lat, 2), round(lon, 2)) -> °C; any other point reads `default`."""
+    """temperatures: (round(lat, 2), round(lon, 2)) -> °C; any other point reads `default`. `unit` and `when` are
+    the reading's unit and time. Each is sent as it is given, whatever JSON value it is."""
 
-    def __init__(self, temperatures: dict | None = None, default: float = 21.5):
+    def __init__(self, temperatures: dict | None = None, default: float = 21.5, unit="°C", when="2026-11-29T23:45"):
         super().__init__()
-        self.temperatures, self.default = temperatures or {}, default
+        self.temperatures, self.default, self.unit, self.when = temperatures or {}, default, unit, when
 
     def handle(self, request):
         if request["path"] != "/v1/forecast":
@@ -252,6 +258,6 @@ class FakeOpenMeteo(Loopback):
         return 200, {
             "latitude": lat, "longitude": lon, "generationtime_ms": 0.02, "utc_offset_seconds": -21600,
             "timezone": "America/Chicago", "timezone_abbreviation": "GMT-6", "elevation": 3.0,
-            "current_units": {"time": "iso8601", "interval": "seconds", "temperature_2m": "°C"},
-            "current": {"time": "2026-11-29T23:45", "interval": 900, "temperature_2m": temperature},
+            "current_units": {"time": "iso8601", "interval": "seconds", "temperature_2m": self.unit},
+            "current": {"time": self.when, "interval": 900, "temperature_2m": temperature},
         }

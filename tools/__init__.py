@@ -2,6 +2,8 @@
 
 To add a tool, write a typed function with an honest docstring and pass it in the tools list;
 `describe` renders it for the prompt and `bind_arguments` checks a model's call against its signature.
+A tool that calls a web API makes its requests with `tools.web.get` and is marked `@web.call_deadline`, so that
+each request and the whole call have a deadline and every answer a size cap.
 """
 import inspect
 import math

@@ -4,8 +4,16 @@ import os
 from tools import web
 
 OPEN_METEO_URL = "https://api.open-meteo.com/v1/forecast"
+# Air temperatures measured at the surface have ranged from -89.2 °C (Vostok Station, 1983) to 56.7 °C (Death
+# Valley, 1913), the extremes in the WMO's archive (https://wmo.asu.edu/). A reading outside -100..100 °C is a
+# broken answer (a missing-data marker such as -999, an overflow), not weather. The tool asks for °C, Open-Meteo's
+# default unit.
+COLDEST, HOTTEST = -100, 100
+LONGEST_UNIT = 10  # "°C"; a unit is a symbol, not a sentence
+LONGEST_TIME = 25  # "2026-11-29T23:45", ISO 8601 with room for seconds and an offset
 
 
+@web.call_deadline
 def get_temperature(latitude: float, longitude: float) -> str:
     """Get the current air temperature (2 m above ground) at a latitude and longitude, in degrees Celsius.
 
@@ -34,12 +42,23 @@ def get_temperature(latitude: float, longitude: float) -> str:
         body = {}
     if response.status != 200:
         reason = body.get("reason") if isinstance(body, dict) else None
-        return f"Error: Open-Meteo answered HTTP {response.status}" + (f": {reason}" if reason else ".")
+        return f"Error: Open-Meteo answered HTTP {response.status}" + (f": {web.cut(str(reason))}" if reason else ".")
+    return _reading(body, latitude, longitude)
+
+
+def _reading(body, latitude: float, longitude: float) -> str:
+    """The temperature an answer holds, as the tool returns it; an `Error:` when the answer holds none, or holds
+    one that cannot be true (not a number, NaN, 1e308 °C, a unit that is not a short text), saying what it was."""
     try:
         current, units = body["current"], body.get("current_units", {})
-        temperature = float(current["temperature_2m"])
+        temperature = current["temperature_2m"]
         unit = units.get("temperature_2m", "°C")
         when = current.get("time", "now")
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (KeyError, TypeError, AttributeError):
         return "Error: Open-Meteo's answer had no current temperature."
+    for what, value, problem in [("temperature", temperature, web.number_problem(temperature, COLDEST, HOTTEST)),
+                                 ("temperature unit", unit, web.text_problem(unit, LONGEST_UNIT)),
+                                 ("time", when, web.text_problem(when, LONGEST_TIME))]:
+        if problem:
+            return f"Error: Open-Meteo sent a {what} that {problem}: {web.shown(value)}."
     return f"{temperature:g} {unit} at {when} (latitude {latitude:.2f}, longitude {longitude:.2f})"

@@ -1,9 +1,11 @@
 """Wikipedia tools, built on the `wikipedia` package.
 
 The package sends its requests without a timeout or a size limit and ignores HTTP errors, so its one request
-function is replaced here with one that goes through `tools.web` (a deadline for the whole call, a cap on the
-answer's size), refuses HTTP errors, and reads the endpoint from WIKIPEDIA_API_URL (a mirror, or a test
-server). The package's parsing of the MediaWiki answers is kept as it is.
+function is replaced here with one that goes through `tools.web` (a deadline for each request and one for the
+whole tool call, a cap on the answer's size), refuses HTTP errors, and reads the endpoint from WIKIPEDIA_API_URL
+(a mirror, or a test server). The package's parsing of the MediaWiki answers is kept as it is; before it reads
+one, the values the tools relay (an extract, coordinates) are checked, and redirects that go round in a loop,
+which the package would follow until Python's recursion limit, are stopped.
 """
 import os
 import warnings
@@ -13,8 +15,12 @@ from tools import web
 WIKIPEDIA_API_URL = "https://en.wikipedia.org/w/api.php"
 USER_AGENT = "TinyReAct/0.1 (https://github.com/tinyreact/tinyreact)"
 MAX_OPTIONS = 10
+# Redirects followed in one tool call. A page is redirected once, to its target (Wikipedia's bots fix double
+# redirects), and a summary may look a title up twice (as written, then as search suggests it).
+MAX_REDIRECTS = 5
 
 
+@web.call_deadline
 def search_wikipedia_page(query: str) -> str:
     """Search Wikipedia and return the titles of the best-matching pages, best first (at most 5).
 
@@ -29,6 +35,7 @@ def search_wikipedia_page(query: str) -> str:
     return "; ".join(titles) if titles else f"No Wikipedia pages match {query!r}."
 
 
+@web.call_deadline
 def wikipedia_summary(query: str, sentences: int = 10) -> str:
     """Return the first sentences (1 to 10) of the Wikipedia page titled, or best matching, query.
 
@@ -46,6 +53,7 @@ def wikipedia_summary(query: str, sentences: int = 10) -> str:
         return _failure(error, query)
 
 
+@web.call_deadline
 def wikipedia_coordinates(page_title: str) -> str:
     """Return the latitude and longitude of the place a Wikipedia page is about.
 
@@ -89,13 +97,60 @@ class HTTPStatusError(Exception):
         self.status = status
 
 
+class BadValue(Exception):
+    """The answer holds a value the tools would relay as a fact and that cannot be one; the message says which."""
+
+
+class RedirectLoop(Exception):
+    def __init__(self, titles: list):
+        super().__init__(" → ".join(web.cut(str(title)) for title in titles))
+
+
 def _request(params: dict) -> dict:
+    """The package's request function: one MediaWiki query, its answer checked before the package reads it."""
     params = {**params, "format": "json", "action": params.get("action", "query")}
     url = os.environ.get("WIKIPEDIA_API_URL") or WIKIPEDIA_API_URL
     response = web.get(url, params=params, headers={"User-Agent": USER_AGENT})
     if response.status != 200:
         raise HTTPStatusError(response.status)
-    return response.json()
+    answer = response.json()
+    query = answer.get("query") if isinstance(answer, dict) else None
+    if isinstance(query, dict):  # any other shape is the package's to refuse
+        _check_redirects(query.get("redirects"))
+        pages = query.get("pages")
+        for page in pages.values() if isinstance(pages, dict) else ():
+            if isinstance(page, dict):
+                _check_page(page)
+    return answer
+
+
+def _check_redirects(redirects) -> None:
+    """Raise RedirectLoop when this answer's redirect leads to a title the call was already redirected from, or
+    past MAX_REDIRECTS in the call: the package follows every redirect by calling itself again."""
+    if not isinstance(redirects, list) or not redirects or not isinstance(redirects[0], dict):
+        return
+    call = web.current_call()
+    followed = call.kept.setdefault("redirected from", []) if call else []  # outside a tool call: this answer alone
+    source, target = redirects[0].get("from"), redirects[0].get("to")  # the package follows the first
+    followed.append(source)
+    if target in followed or len(followed) > MAX_REDIRECTS:
+        raise RedirectLoop(followed + [target])
+
+
+def _check_page(page: dict) -> None:
+    """Raise BadValue when a page's extract or coordinates, as the package would relay them, cannot be true."""
+    if "extract" in page:
+        problem = web.text_problem(page["extract"], web.MAX_BYTES)
+        if problem:
+            raise BadValue(f"an extract that {problem}: {web.shown(page['extract'])}")
+    places = page.get("coordinates")
+    if isinstance(places, list) and places and isinstance(places[0], dict):  # the package reads the first
+        for name, limit in (("lat", 90), ("lon", 180)):
+            value = places[0].get(name)
+            problem = web.number_problem(value, -limit, limit)
+            if problem:
+                what = "latitude" if name == "lat" else "longitude"
+                raise BadValue(f"a {what} that {problem}: {web.shown(value)}")
 
 
 def _failure(error: Exception, query: str) -> str:
@@ -109,6 +164,10 @@ def _failure(error: Exception, query: str) -> str:
         return f"Error: no Wikipedia page matches {query!r}. Try search_wikipedia_page first."
     if isinstance(error, requests.Timeout):
         return f"Error: Wikipedia did not answer within {web.DEADLINE_SECONDS:g} seconds."
+    if isinstance(error, BadValue):
+        return f"Error: Wikipedia sent {error}."
+    if isinstance(error, RedirectLoop):
+        return f"Error: the Wikipedia page {query!r} redirects in a loop ({error}); try another title."
     if isinstance(error, HTTPStatusError):
         return f"Error: Wikipedia answered HTTP {error.status}."
     if isinstance(error, web.TooLarge):
