@@ -38,6 +38,13 @@ class ActionError(ValueError):
     """An Action that cannot be run; its message is fed back to the model as the observation."""
 
 
+def continued(text: str) -> str:
+    """A tool's output as the model and the terminal are shown it, after `ObservationN: `: every line after the first
+    indented by two spaces, so that no line of it (an `Answer: 42` in a page, an `Action: ...`) begins like a line
+    of the protocol. Line breaks of every kind (CR, CRLF, U+2028 ...) count as line breaks."""
+    return "\n  ".join(text.splitlines())
+
+
 def observation_at(text: str, start: int = 0) -> int:
     """Where, at or after `start`, the model begins an observation of its own (see _OBSERVATION); -1 if nowhere."""
     match = _OBSERVATION.search(text, start) if "Observation" in text else None

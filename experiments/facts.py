@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from policies.rendering import OBSERVATION_LIMIT, cap
+from policies.rendering import observation_text
 from traces import SURROGATE, read_json
 
 
@@ -145,8 +145,8 @@ def fact_state(fact: Fact, prefix: Sequence[dict], contexts: list[str]) -> str:
     if any(present):
         return "partly"
     for event in prefix:
-        if event["type"] == "observation" and fact.text in event["text"] and len(event["text"]) > OBSERVATION_LIMIT:
-            shown = f"Observation{event['step']}: {cap(event['text'], OBSERVATION_LIMIT)}"
-            if any(shown in context for context in contexts):
+        if event["type"] == "observation" and fact.text in event["text"]:
+            shown = observation_text(event["step"], event["text"])  # as every policy shows it: cut when too long
+            if shown != observation_text(event["step"], event["text"], None) and any(shown in c for c in contexts):
                 return "cut"
     return "gone"

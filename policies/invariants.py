@@ -12,7 +12,8 @@ import re
 from typing import Sequence
 
 from models import Message
-from replies import parse_reply
+from policies.rendering import observation_text
+from replies import continued, parse_reply
 
 MARKER = re.compile(r"(Observation\d+: )?\[.+\]", re.DOTALL)
 NOT_RUN = re.compile(r"Observation\d+: \[not run: the run had ended\]")
@@ -44,7 +45,7 @@ def violations(messages: Sequence[Message], events: Sequence[dict], ordered: boo
     observations = {}
     for e in live:
         if e["type"] == "observation":
-            observations.setdefault(f"Observation{e['step']}: ", []).append(e["text"])
+            observations.setdefault(f"Observation{e['step']}: ", []).append(continued(e["text"]))
     for part in parts:
         if part.kind == "placeholder":
             ok = MARKER.fullmatch(part.text) is not None
@@ -73,7 +74,7 @@ def _answers_a_step(part) -> bool:
 def _held(live: Sequence[dict]) -> set[str]:
     held = {f"Question: {e['text']}" for e in live if e["type"] == "question"}
     held |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
-    held |= {f"Observation{e['step']}: {e['text']}" for e in live if e["type"] == "observation"}
+    held |= {observation_text(e["step"], e["text"], None) for e in live if e["type"] == "observation"}
     held |= {e["text"] for e in live if e["type"] == "finish"}
     return held
 
@@ -113,7 +114,7 @@ def _out_of_order(parts, live: Sequence[dict], since: int) -> list[str]:
         elif e["type"] == "reply":
             where.setdefault(e["text"] or "(empty reply)", []).append(index)
         elif e["type"] == "observation":
-            where.setdefault(f"Observation{e['step']}: {e['text']}", []).append(index)
+            where.setdefault(observation_text(e["step"], e["text"], None), []).append(index)
     last = -1
     for part in parts:
         if part.kind not in ("question", "reply", "observation") or part.text not in where:

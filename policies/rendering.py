@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from models import Message, Part
+from replies import continued
 
 
 OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, unless a policy chooses otherwise
@@ -27,6 +28,13 @@ def cap(text: str, limit: int) -> str:
     budget = max(limit - 40, 0)
     head, tail = text[: budget - budget // 3], text[len(text) - budget // 3:]
     return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"[:limit]
+
+
+def observation_text(step: int, text: str, limit: int | None = OBSERVATION_LIMIT) -> str:
+    """An observation as the model is shown it: its continuation lines indented (replies.continued), then cut to
+    `limit` characters (None: whole). The one rendering: the invariants and the fact states read it back."""
+    body = continued(text)
+    return f"Observation{step}: {body if limit is None else cap(body, limit)}"
 
 
 @dataclass(slots=True)
@@ -162,7 +170,7 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
         if stand_in is not None:
             parts.append(("user", Part("placeholder", f"Observation{number}: [{stand_in}]")))
         else:
-            parts.append(("user", Part("observation", f"Observation{number}: {cap(step.observation['text'], limit)}")))
+            parts.append(("user", Part("observation", observation_text(number, step.observation["text"], limit))))
     elif step.action:  # the run ended before the action ran (the --finish call, Ctrl-C): say so, never leave it open
         parts.append(("user", Part("observation", f"Observation{step.reply['step']}: [not run: the run had ended]")))
     if usual and step.observation:

@@ -17,6 +17,7 @@ from experiments.probe import VERDICTS, tally
 from models.prices import dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
+from replies import continued
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
@@ -80,7 +81,7 @@ class LiveDisplay:
                 text = text[:SHOWN_CHARS] + f" … ({len(text) - SHOWN_CHARS:,} more characters in the trace)"
             step = event.get("step") if kind != "answer" else None
             line = Text(f"{label}{step or ''}: ", style=style + " bold")
-            line.append(clean(text), style=style)
+            line.append(continued(clean(text)) if kind == "observation" else clean(text), style=style)
             self.console.print(line)
         if kind == "context":
             self._status = self.console.status("thinking…", spinner="dots")
