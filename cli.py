@@ -516,6 +516,10 @@ def _chat(agent: TinyReAct, display, args) -> int:
     display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, as in a question argument
+    if sys.stdin.isatty():
+        # input() then edits the line, keeps this session's history, takes a line of any length (the terminal's own
+        # line discipline cuts one at 4,095 characters) and ends only at Ctrl-D on an empty line.
+        import readline  # noqa: F401
     code = EXIT_ANSWERED
     while True:
         try:
@@ -860,6 +864,9 @@ def load_env_files() -> list[str]:
                 load_dotenv(path, override=False)
             except UnicodeDecodeError:
                 raise UsageError(f"{path} is not UTF-8 text: save it as UTF-8 (KEY=value lines)") from None
+            except ValueError as problem:  # a NUL byte: no environment variable can hold one
+                raise UsageError(f"{path} holds a value the environment cannot take ({problem}): remove the NUL "
+                                 "bytes from it (KEY=value lines)") from None
             except OSError as problem:
                 raise UsageError(f"cannot read {path}: {problem.strerror or problem}") from None
             read.append(str(path))

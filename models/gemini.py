@@ -16,6 +16,8 @@ import json
 import math
 import os
 import re
+import warnings
+import zlib
 from dataclasses import replace
 
 from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
@@ -243,6 +245,8 @@ class GeminiModel:
             from google import genai
             from google.genai import types
 
+            # A finishReason newer than the SDK warns, naming a file in site-packages; the reply is read as finished.
+            warnings.filterwarnings("ignore", message=r".* is not a valid ", category=UserWarning, module=r"google\.genai")
             options = types.HttpOptions(
                 base_url=self._request_url, api_version=API_VERSION,
                 timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
@@ -278,6 +282,7 @@ class GeminiModel:
     def _explain(self, error: Exception) -> Exception:
         """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/retry.py."""
         import httpx2
+        import pydantic
         from google.genai import errors
 
         where = f"model {self.name} at {self.url}"
@@ -285,6 +290,11 @@ class GeminiModel:
             return error
         if isinstance(error, Unread):
             return ModelError(f"Gemini ({where}) {error}")
+        if isinstance(error, pydantic.ValidationError):  # the SDK checks each field's type: one of them was wrong
+            first = error.errors()[0] if error.errors() else {}
+            field = ".".join(str(part) for part in first.get("loc", ())) or "a field"
+            return ModelError(f"Gemini ({where}) sent a malformed reply: {shortened(field)[:80]}: "
+                              f"{shortened(first.get('msg', 'of the wrong type'))[:120]}")
         if isinstance(error, errors.APIError):
             message, code, status = self._message(error), error.code, error.status or ""
             headers = error.response.headers if error.response is not None else {}
@@ -334,8 +344,6 @@ def _read_until_abandoned(response) -> None:
     """httpx response hook: the body is read chunk by chunk, decoded here (gzip, deflate), and stopped once the
     caller stopped waiting, so a server that sends one byte every few seconds does not keep an abandoned worker
     busy, or once it passes MAX_RESPONSE_BYTES as decoded, so a small gzip body cannot inflate to gigabytes."""
-    import zlib
-
     import httpx2
 
     encoding = response.headers.get("content-encoding", "").strip().lower()

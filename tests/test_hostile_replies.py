@@ -213,3 +213,69 @@ def test_tool_output_that_imitates_the_protocol_cannot_pass_for_a_protocol_line(
     assert "Answer: Paris" in lines and not any(line.startswith(("Answer: 42", "Observation2", "Action:")) for line in lines)
     assert "  Answer: 42" in lines  # the terminal shows it as the model saw it
     assert violations(model.calls[-1], agent.trace.events) == []  # the context still holds only what the trace does
+
+
+# ---------------------------------------------------------------- smaller ones
+
+def test_a_dotenv_holding_a_nul_byte_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(b"GEMINI_MODEL=gemini\x00-x\n")
+    code, out, err = run_cli(capsys, ["--models"])
+    assert code == 2 and err.count("error:") == 1 and str(tmp_path / ".env") in err and "NUL" in err
+
+
+def test_a_gemini_reply_of_the_wrong_types_is_one_line(gemini, capsys):
+    gemini([{"candidates": "x", "usageMetadata": {"promptTokenCount": "many"}}])
+    code, out, err = run_cli(capsys, ["Q?", "--model", "gemini-2.5-flash-lite", "-q"])
+    assert code == 1 and "sent a malformed reply" in err and "\n" not in err.strip() and "pydantic" not in err
+    assert len(err) < 400
+
+
+def test_an_unknown_gemini_finish_reason_prints_no_sdk_warning(gemini):
+    import os
+    import subprocess
+    import sys
+    server = gemini([gemini_response("Answer: 4", finish="SOMETHING_NEW")])
+    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(cli.__file__), "agent.py"), "Q?", "-q",
+                           "--model", "gemini-2.5-flash-lite"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "test-key"})
+    assert (done.returncode, done.stdout) == (0, "4\n") and "site-packages" not in done.stderr, done.stderr
+
+
+def test_chat_on_a_terminal_takes_a_line_longer_than_the_terminal_holds(openai):
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    server = openai(["Answer: long"])
+    question = "x" * 5000 + " end"
+    leader, follower = pty.openpty()
+    agent = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(cli.__file__), "agent.py"), "--chat",
+                              "--model", "openai:m"], stdin=follower, stdout=follower, stderr=follower,
+                             env={**os.environ, "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8,
+                                  "TERM": "dumb"})
+    os.close(follower)
+    shown = b""
+
+    def read_until(marker: bytes) -> None:
+        nonlocal shown
+        while marker not in shown:
+            assert select.select([leader], [], [], 20)[0], f"no {marker!r} on the terminal: {shown[-300:]!r}"
+            shown += os.read(leader, 65536)
+
+    try:
+        read_until(b"> ")
+        for start in range(0, len(question), 1000):  # pasted
+            os.write(leader, question[start:start + 1000].encode())
+        os.write(leader, b"\r")
+        read_until(b"Answer: long")
+        shown = shown.partition(b"Answer: long")[2]
+        read_until(b"> ")
+        os.write(leader, b"\x04")  # Ctrl-D at an empty prompt leaves
+        assert agent.wait(timeout=30) == 0
+    finally:
+        agent.kill()
+        os.close(leader)
+    asked = server.bodies[0]["messages"][-1]["content"]
+    assert asked.endswith("Question: " + question)  # whole: the terminal's 4,095-character line limit did not cut it
