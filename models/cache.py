@@ -10,9 +10,12 @@ How the cache holds up when a user does not expect it to matter:
   run leaves only temporary files, which nothing trusts and the next first run deletes.
 - Work on a folder is done under a lock (fcntl), so two first runs at once take turns and the second finds
   the work done.
-- A manifest lists each unpacked file with its size and sha256, written when the file is unpacked. Sizes are
-  checked on every load; `verify()` checks the checksums.
-- Every failure is a `CacheError`: one line naming the folder and how to clear it.
+- A manifest lists each unpacked file with its size and sha256, and each array's dtype and shape, written when the
+  file is unpacked (caches unpacked before dtypes and shapes were recorded lack them; the network checks its
+  weights' own, models/transformer.py). The manifest's shape is checked when it is read. Every load checks the
+  file's size and its array header: that it parses, that it describes exactly the file's bytes, and that it gives
+  the recorded dtype and shape. Reading a header is cheap; `verify()` reads every byte, against the checksums.
+- Every failure is a `CacheError`: one line naming the folder, and how to check it and clear it.
 """
 import fcntl
 import hashlib
@@ -119,8 +122,10 @@ class ModelCache:
     # ------------------------------------------------------------ errors
 
     def error(self, problem: str) -> CacheError:
-        """The one-line error for a problem with this folder, saying how to clear it."""
-        return CacheError(f"model cache {self.folder}: {problem}; clear it with: rm -rf {self.folder}")
+        """The one-line error for a problem with this folder, saying how to check it and how to clear it (the next
+        run unpacks a cleared folder again)."""
+        return CacheError(f"model cache {self.folder}: {problem}; check it with: python agent.py --verify-cache, "
+                          f"or clear it with: rm -rf {self.folder}")
 
     # ------------------------------------------------------------ making parts
 
@@ -151,27 +156,32 @@ class ModelCache:
             temporary.write_bytes(data)
 
     def write_array(self, name: str, array: np.ndarray) -> None:
-        with self._temporary(name) as temporary:
+        array = np.ascontiguousarray(array)  # saved in C order, as `load` expects
+        with self._temporary(name, array.dtype, array.shape) as temporary:
             with open(temporary, "wb") as file:
                 np.save(file, array)
 
     def write_array_in_slices(self, name: str, shape: tuple[int, ...], fill: Callable[[np.ndarray], None]) -> None:
         """A float32 array too big to hold twice in memory: `fill` writes into a memory map of the new file."""
-        with self._temporary(name) as temporary:
+        with self._temporary(name, np.dtype(np.float32), shape) as temporary:
             out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=shape)
             fill(out)
             out.flush()
             del out
 
     @contextmanager
-    def _temporary(self, name: str) -> Iterator[Path]:
-        """A temporary path of this process's own; renamed to `name`, and its size and sha256 recorded, after."""
+    def _temporary(self, name: str, dtype: np.dtype | None = None, shape: tuple[int, ...] = ()) -> Iterator[Path]:
+        """A temporary path of this process's own; renamed to `name`, and its size and sha256 recorded, after
+        (and, for an array, its `dtype` and `shape`)."""
         handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f"{name}{TEMPORARY}-")
         os.close(handle)
         os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is as readable as any download
         try:
             yield Path(temporary)
-            self._pending[name] = {"size": os.path.getsize(temporary), "sha256": _sha256(Path(temporary))}
+            entry = {"size": os.path.getsize(temporary), "sha256": _sha256(Path(temporary))}
+            if dtype is not None:
+                entry |= {"dtype": dtype.str, "shape": [int(n) for n in shape]}
+            self._pending[name] = entry
             os.replace(temporary, self.folder / name)
         finally:
             Path(temporary).unlink(missing_ok=True)
@@ -215,9 +225,7 @@ class ModelCache:
 
     def path(self, name: str) -> Path:
         """The path of an unpacked file, after checking it is listed and has the size the manifest gives."""
-        entry = next((files[name] for files in self._manifest()["parts"].values() if name in files), None)
-        if entry is None:
-            raise self.error(f"{name} is not in the manifest")
+        entry = self._entry(name)
         path = self.folder / name
         try:
             size = path.stat().st_size
@@ -228,12 +236,34 @@ class ModelCache:
         return path
 
     def load(self, name: str, mmap: bool = True) -> np.ndarray:
-        """An unpacked array, memory-mapped unless `mmap` is false."""
-        path = self.path(name)
+        """An unpacked array, memory-mapped unless `mmap` is false, after checking its header: it parses, it
+        describes the file's bytes exactly (numpy maps a shorter start of the file without a word), in C order
+        (as every array here is written), and with the dtype and shape the manifest records, if it records them.
+        Only the header is read for the checks: the memory map parses it without reading the data."""
+        path, entry = self.path(name), self._entry(name)
         try:
-            return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except (OSError, ValueError) as problem:
-            raise self.error(f"{name} is damaged ({problem})") from None
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except OSError as problem:
+            raise self.error(f"{name} cannot be read ({problem.strerror or problem})") from None
+        except Exception:  # a damaged header: numpy raises ValueError, SyntaxError, TypeError or tokenize's TokenError
+            raise self.error(f"{name} is damaged: its header does not parse") from None
+        if array.offset + array.nbytes != entry["size"]:
+            raise self.error(f"{name} is damaged: its header describes {array.offset + array.nbytes:,} bytes, "
+                             f"the file has {entry['size']:,}")
+        if not array.flags.c_contiguous:
+            raise self.error(f"{name} is damaged: its header says Fortran order, and every array here is in C order")
+        recorded = (entry.get("dtype", array.dtype.str), tuple(entry.get("shape", array.shape)))
+        if (array.dtype.str, array.shape) != recorded:
+            raise self.error(f"{name} is damaged: its header says {array.dtype.str} of shape {array.shape}, where "
+                             f"the manifest says {recorded[0]} of shape {recorded[1]}")
+        return array if mmap else np.array(array)
+
+    def _entry(self, name: str) -> dict:
+        """The manifest's entry for an unpacked file."""
+        entry = next((files[name] for files in self._manifest()["parts"].values() if name in files), None)
+        if entry is None:
+            raise self.error(f"{name} is not in the manifest")
+        return entry
 
     def names(self, part: str) -> list[str]:
         return list(self._manifest()["parts"].get(part, {}))
@@ -261,8 +291,9 @@ class ModelCache:
             return {"version": 1, "parts": {}}
         except (OSError, ValueError) as problem:
             raise self.error(f"{MANIFEST} cannot be read ({problem})") from None
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), dict):
-            raise self.error(f"{MANIFEST} is not a manifest")
+        problem = _manifest_problem(manifest)
+        if problem:
+            raise self.error(f"{MANIFEST} is not a manifest: {problem}")
         self._read = manifest
         return manifest
 
@@ -296,6 +327,33 @@ class ModelCache:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _manifest_problem(manifest) -> str | None:
+    """What keeps `manifest` (as JSON read it) from being one this module writes, or None: parts, each naming its
+    files, each file a plain name with its size (a whole number), its sha256 (text) and, for an array, its dtype
+    (text) and shape (whole numbers). Read once per process, so every later look-up can trust it."""
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), dict):
+        return "it holds no parts"
+    for part, files in manifest["parts"].items():
+        if not isinstance(files, dict):
+            return f"the part {part!r} lists no files"
+        for name, entry in files.items():
+            if not name.isprintable() or name in ("", ".", "..") or "/" in name:
+                return f"{name!r} is not a file name"
+            if not isinstance(entry, dict):
+                return f"the entry of {name} is not an object"
+            if not _whole(entry.get("size")) or not isinstance(entry.get("sha256"), str):
+                return f"the entry of {name} has no size (a whole number) or no sha256 (text)"
+            dtype, shape = entry.get("dtype", ""), entry.get("shape", [])
+            if not isinstance(dtype, str) or not isinstance(shape, list) or not all(map(_whole, shape)):
+                return f"the entry of {name} has a dtype that is not text or a shape that is not whole numbers"
+    return None
+
+
+def _whole(value) -> bool:
+    """A number of bytes or of rows: an int of JSON's, not negative (and not true or false, which Python counts)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as file:
@@ -315,5 +373,5 @@ def verify_caches() -> dict[Path, list[str]]:
 def _damaged(folder: Path) -> list[str]:
     try:
         return ModelCache(folder).verify()
-    except (CacheError, AttributeError, KeyError, TypeError):  # the manifest itself: nothing to check the files against
+    except CacheError:  # the manifest itself (its shape is checked as it is read): nothing to check the files against
         return [MANIFEST]

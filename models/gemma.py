@@ -19,7 +19,7 @@ from pathlib import Path
 
 from models.cache import ChunkedFile, ModelCache, Progress, cache_root
 from models.gemma_tokenizer import BOS, END_OF_TURN, EOS, GemmaTokenizer
-from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_strings, load_weights
+from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_vocabulary, load_weights
 from models.local import LocalModel
 from models.prefixes import PrefixStore
 from models.transformer import Architecture, Transformer, gelu_tanh
@@ -52,8 +52,8 @@ def ensure_tokenizer(progress: Progress = lambda text: None) -> None:
 @lru_cache(maxsize=1)  # once per process: the model and the token counter (tokens.py) share it
 def _read_tokenizer(folder: Path) -> GemmaTokenizer:
     cache = ModelCache(folder)
-    return GemmaTokenizer(load_strings(cache, "tokens"), cache.load("token_scores.npy", mmap=False),
-                          cache.load("token_types.npy", mmap=False))
+    tokens, types, scores = load_vocabulary(cache, scored=True)
+    return GemmaTokenizer(tokens, scores, types)
 
 
 def architecture(settings: dict) -> Architecture:
@@ -69,11 +69,16 @@ def architecture(settings: dict) -> Architecture:
 
 
 def load_network(progress: Progress = lambda text: None) -> Transformer:
-    """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time."""
+    """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time; weights
+    that do not fit its architecture, or that it finds damaged as it runs, are an error naming the cache folder."""
     cache = model_cache()
     ensure_vocabulary(cache, WEIGHTS, "gemma3", progress)  # the settings come with the vocabulary
     ensure_weights(cache, WEIGHTS, progress)
-    return Transformer(architecture(load_settings(cache)), load_weights(cache))
+    try:
+        arch = architecture(load_settings(cache))
+    except (KeyError, TypeError, ValueError) as problem:  # a setting missing, or not a number
+        raise cache.error(f"config.json is damaged: the setting {problem} is missing or not a number") from None
+    return Transformer(arch, load_weights(cache), error=cache.error)
 
 
 class GemmaModel(LocalModel):

