@@ -146,12 +146,18 @@ def test_a_gemini_reply_sent_gzipped_is_read(gemini, capsys, stream):
 @pytest.mark.parametrize("backend", ["gemini", "openai"])
 def test_a_runaway_streamed_reply_is_shown_and_kept_only_up_to_the_reply_limit(gemini, openai, capsys, backend):
     from models import MAX_REPLY_CHARS
-    runaway = "Thought: " + "blah " * 200_000 + "\nAnswer: 4"  # a megabyte
+    from model_servers import sse
+    runaway = "Thought: " + "blah " * 200_000 + "\nAnswer: 4"  # a megabyte, sent in pieces of 1,000 characters
+    pieces = [runaway[start:start + 1000] for start in range(0, len(runaway), 1000)]
     if backend == "gemini":
-        gemini([gemini_response(runaway)])
+        events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]}
+                  for piece in pieces]
+        events[-1] = gemini_response(pieces[-1])
+        gemini([Answer(200, sse(events), {"Content-Type": "text/event-stream"})])
         spec = "gemini-2.5-flash-lite"
     else:
-        openai([completion(runaway)])
+        events = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
+        openai([Answer(200, sse(events + ["[DONE]"]), {"Content-Type": "text/event-stream"})])
         spec = "openai:m"
     code, out, err = run_cli(capsys, ["Q?", "--model", spec, "--ttl", "1"], terminal=True)
     assert code == 1 and out.count("blah") == (MAX_REPLY_CHARS - len("Thought: ")) // len("blah ")  # the part kept
