@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from agent import CUT_SHORT
 from experiments.facts import Fact, ProbePoint, matches, question_event, stated
 from experiments.replay import Summaries, Summarised, summarised
 from models import Message, Model
@@ -121,10 +122,13 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
 
     def ask(task):
         answer, messages, fact = task
-        text = as_text(cut_at_observation(model.generate(messages, STOP_SEQUENCES).text))
+        reply = model.generate(messages, STOP_SEQUENCES)
+        text = as_text(cut_at_observation(reply.text))
         said = parse_reply(text).answer
         answer.answer = said if said is not None else text
         answer.verdict = classify(said, fact) if said is not None else "no answer"
+        if said is not None and reply.finish in CUT_SHORT:  # the loop's rule: a cut answer is not an answer
+            answer.answer, answer.verdict = f"{said} [{CUT_SHORT[reply.finish][1]}]", "no answer"
         return answer
 
     if jobs <= 1:

@@ -158,6 +158,16 @@ def test_a_probe_is_scored_on_its_answer_alone_and_a_reply_without_one_is_no_ans
     assert table["full"]["full"]["k"] == 0 and table["full"]["full"]["no answer"] == 6
 
 
+def test_a_probe_answer_the_service_cut_is_no_answer():
+    header, events = read_trace_file(SUPER_BOWL)
+    facts, declared = load_facts(header)
+    model = ScriptedModel([ModelReply("Answer: 15.5 °C", finish="length"), ModelReply("Answer: 15.5 °C", finish="stop")] * 12)
+    answers = probe(events, ["full"], model, facts, probe_points(declared, events))
+    verdicts = [a.verdict for a in answers]
+    assert verdicts.count("no answer") == verdicts.count("correct") == len(answers) // 2
+    assert all(a.answer.endswith("[cut at the model's output limit]") for a in answers if a.verdict == "no answer")
+
+
 def test_probe_mode_asks_only_after_the_fact_was_stated():
     header, events = read_trace_file(LONG)
     header = {**header, "probe_points": [31, 84]}
