@@ -12,7 +12,7 @@ import re
 from typing import Sequence
 
 from models import Message
-from policies.rendering import observation_text
+from policies.rendering import INDENT, observation_text
 from replies import continued, parse_reply
 
 MARKER = re.compile(r"(Observation\d+: )?\[.+\]", re.DOTALL)
@@ -84,7 +84,7 @@ def _is_cut(shown: str, whole: str) -> bool:
     match = CUT.search(shown)
     if not match:
         return False
-    head, tail = shown[:match.start()], shown[match.end():]
+    head, tail = shown[:match.start()], shown[match.end():].removeprefix(INDENT)  # the tail's line, indented
     return (whole.startswith(head) and whole.endswith(tail)
             and len(head) + len(tail) + int(match.group(1).replace(",", "")) == len(whole))
 

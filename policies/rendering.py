@@ -19,6 +19,7 @@ from replies import continued
 
 
 OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, unless a policy chooses otherwise
+INDENT = "  "  # before each continuation line of an observation (replies.continued)
 
 
 def cap(text: str, limit: int) -> str:
@@ -34,7 +35,10 @@ def observation_text(step: int, text: str, limit: int | None = OBSERVATION_LIMIT
     """An observation as the model is shown it: its continuation lines indented (replies.continued), then cut to
     `limit` characters (None: whole). The one rendering: the invariants and the fact states read it back."""
     body = continued(text)
-    return f"Observation{step}: {body if limit is None else cap(body, limit)}"
+    if limit is not None and len(body) > limit:  # the kept tail starts mid-line, after the marker: indented too
+        head, marker, tail = cap(body, limit - len(INDENT)).rpartition(" characters cut ...]\n")
+        body = f"{head}{marker}{INDENT}{tail}"
+    return f"Observation{step}: {body}"
 
 
 @dataclass(slots=True)

@@ -183,7 +183,8 @@ def gemini_events(reply: dict, size: int = 5) -> bytes:
 # ------------------------------------------------------------------ Wikipedia (MediaWiki api.php)
 
 class FakeWikipedia(Loopback):
-    """pages: title -> {"extract": str, "coordinates": (lat, lon) | None, "options": [..] for a disambiguation page};
+    """pages: title -> {"extract": str, "coordinates": (lat, lon) | None, "options": [..] for a disambiguation page
+    (and "html": the page's HTML as sent, in place of a list of the options)};
     an extract that is not text, and coordinates of any JSON value, are sent as they are.
     redirects: title -> target title. delay: seconds to wait before every answer. status: force an HTTP status."""
 
@@ -229,7 +230,7 @@ class FakeWikipedia(Loopback):
             page["coordinates"] = [{"lat": lat, "lon": lon, "primary": "", "globe": "earth"}]
         elif prop == "revisions":
             items = "".join(f'<li><a href="/wiki/{o}">{o}</a>, a meaning</li>' for o in data.get("options", []))
-            page["revisions"] = [{"*": f"<p>{title} may refer to:</p><ul>{items}</ul>"}]
+            page["revisions"] = [{"*": data.get("html") or f"<p>{title} may refer to:</p><ul>{items}</ul>"}]
         answer["query"]["pages"] = {pageid: page}
         return 200, answer
 

@@ -109,7 +109,7 @@ def test_long_observations_are_recorded_whole_and_cut_when_shown():
     assert observations(result)[0] == "HEAD" + "x" * 10_000 + "TAIL"  # the trace keeps every character
     shown = model.calls[1][-1].parts[-1].text
     assert len(shown) <= OBSERVATION_LIMIT + len("Observation1: ")
-    assert shown.startswith("Observation1: HEAD") and shown.endswith("TAIL") and "[... 8,048 characters cut ...]" in shown
+    assert shown.startswith("Observation1: HEAD") and shown.endswith("TAIL") and "[... 8,050 characters cut ...]" in shown  # 2 kept for the tail's indent
     assert cap("short", 10) == "short"
 
 

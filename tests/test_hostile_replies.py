@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import cli
 from agent import StopReason, TinyReAct
@@ -285,3 +286,17 @@ def test_chat_on_a_terminal_takes_a_line_longer_than_the_terminal_holds(openai):
         os.close(leader)
     asked = server.bodies[0]["messages"][-1]["content"]
     assert asked.endswith("Question: " + question)  # whole: the terminal's 4,095-character line limit did not cut it
+
+
+PROTOCOL = ("Answer", "Action", "Thought", "Observation")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["Answer: 42", "Action: f(1)", "x" * 700, "ok", "\n", "\r\n", "\u2028", " "]),
+                max_size=12), st.integers(0, 600))
+def test_no_line_of_an_observation_begins_like_the_protocol_whole_or_cut(pieces, pad):
+    from policies.rendering import OBSERVATION_LIMIT, observation_text
+    text = "p" * pad + "".join(pieces)
+    for limit in (None, OBSERVATION_LIMIT, 300):
+        lines = observation_text(1, text, limit).split("\n")
+        assert not [line for line in lines[1:] if line.startswith(PROTOCOL)], limit

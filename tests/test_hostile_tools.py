@@ -179,3 +179,14 @@ def test_an_empty_or_missing_wikipedia_extract_is_an_error_observation(monkeypat
     with FakeWikipedia({"Caesars Superdome": {"extract": extract}}) as wiki:
         monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
         assert observation_for('wikipedia_summary("Caesars Superdome")') == f"Error: Wikipedia sent {expected}."
+
+
+def test_a_disambiguation_page_of_tags_left_open_is_read_within_the_call(monkeypatch):
+    """html.parser takes time in the square of the nesting: 50 KB of unclosed <li><a> took it 27 s."""
+    nested = '<p>Mercury may refer to:</p><ul><li><a href="/wiki/M1">Mercury &amp; <b>planet</b></a></li>' \
+             '<li class="tocsection-1"><a href="#x">Contents</a></li>' + "<li><a>" * 7_000
+    with FakeWikipedia({"Mercury": {"options": ["x"], "html": nested}}) as wiki:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        said, seconds = elapsed(wikipedia_summary, "Mercury")
+    assert said.startswith("Error: 'Mercury' is ambiguous. It may refer to: Mercury & planet") and "Contents" not in said
+    assert seconds < 5

@@ -8,7 +8,9 @@ one, the values the tools relay (an extract, coordinates) are checked, and redir
 which the package would follow until Python's recursion limit, are stopped.
 """
 import os
+import re
 import warnings
+from html import escape, unescape
 
 from tools import web
 
@@ -18,6 +20,10 @@ MAX_OPTIONS = 10
 # Redirects followed in one tool call. A page is redirected once, to its target (Wikipedia's bots fix double
 # redirects), and a summary may look a title up twice (as written, then as search suggests it).
 MAX_REDIRECTS = 5
+MAX_LISTED = 200  # meanings of a disambiguation page read; a few are shown (MAX_OPTIONS)
+LIST_ITEM = re.compile(r"<li\b([^>]*)>", re.I)
+LINK = re.compile(r"<a\b[^>]*>(.*?)</a\s*>", re.I | re.S)
+TAG = re.compile(r"<[^>]*>")
 
 
 @web.call_deadline
@@ -121,7 +127,28 @@ def _request(params: dict) -> dict:
         for page in pages.values() if isinstance(pages, dict) else ():
             if isinstance(page, dict):
                 _check_page(page)
+                _plain_revisions(page)
     return answer
+
+
+def _plain_revisions(page: dict) -> None:
+    """A disambiguation page's HTML (the one answer the package parses as HTML, with BeautifulSoup) replaced by a
+    plain list of what it reads from it: the text of the first link of each list item, at most MAX_LISTED. Tags
+    left open, nested thousands deep, take html.parser minutes (a 100 KB page, 111 s); a pass of regular
+    expressions over the text takes milliseconds, so the tool call keeps its deadline."""
+    revisions = page.get("revisions")
+    if not (isinstance(revisions, list) and revisions and isinstance(revisions[0], dict)
+            and isinstance(revisions[0].get("*"), str)):
+        return
+    html, items = revisions[0]["*"], []
+    starts = [match for match in LIST_ITEM.finditer(html) if "tocsection" not in match.group(1)]
+    for match, after in zip(starts, [*starts[1:], None]):
+        link = LINK.search(html, match.end(), after.start() if after else len(html))
+        if link:
+            items.append(escape(unescape(TAG.sub("", link.group(1))).strip()))
+        if len(items) == MAX_LISTED:
+            break
+    revisions[0]["*"] = "<ul>" + "".join(f"<li><a>{item}</a></li>" for item in items) + "</ul>"
 
 
 def _check_redirects(redirects) -> None:
