@@ -43,8 +43,9 @@ class StopReason(str, Enum):
 
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
-CUT_SHORT = {"length": (StopReason.CUT, "cut at the model's output limit", "a larger limit (GEMINI_MAX_OUTPUT_TOKENS, "
-                                                                        "or the server's) lets it finish"),
+CUT_SHORT = {"length": (StopReason.CUT, "cut at the model's output limit", "the limit is the service's (for Gemini, "
+                        "GEMINI_MAX_OUTPUT_TOKENS), 256 new tokens for an embedded model, and 20,000 characters for any "
+                        "reply here"),
              "content_filter": (StopReason.FILTERED, "withheld by the service's content filter", "rephrasing the "
                                                                                                  "question may help")}
 

@@ -864,9 +864,9 @@ def load_env_files() -> list[str]:
                 load_dotenv(path, override=False)
             except UnicodeDecodeError:
                 raise UsageError(f"{path} is not UTF-8 text: save it as UTF-8 (KEY=value lines)") from None
-            except ValueError as problem:  # a NUL byte: no environment variable can hold one
-                raise UsageError(f"{path} holds a value the environment cannot take ({problem}): remove the NUL "
-                                 "bytes from it (KEY=value lines)") from None
+            except ValueError as problem:  # a NUL byte, or a name with "=" in it: no environment variable holds one
+                raise UsageError(f"{path} holds a line the environment cannot take ({problem}): each line is "
+                                 "KEY=value, with no NUL byte, and no = in the KEY") from None
             except OSError as problem:
                 raise UsageError(f"cannot read {path}: {problem.strerror or problem}") from None
             read.append(str(path))

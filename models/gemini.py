@@ -65,6 +65,7 @@ FALLBACK_FIELDS = {"thinking": (re.compile(r"thinking", re.I), "GEMINI_THINKING"
 # finishReason values, https://ai.google.dev/api/generate-content#FinishReason, in the backend-neutral words
 # of ModelReply.finish.
 FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
+          "LANGUAGE": "content_filter",  # "flagged for using an unsupported language"
           "BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
           "IMAGE_SAFETY": "content_filter"}
 
@@ -249,6 +250,7 @@ class GeminiModel:
             warnings.filterwarnings("ignore", message=r".* is not a valid ", category=UserWarning, module=r"google\.genai")
             options = types.HttpOptions(
                 base_url=self._request_url, api_version=API_VERSION,
+                headers={"Accept-Encoding": "gzip, deflate"},  # the encodings _read_until_abandoned decodes
                 timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
                 retry_options=None,  # no SDK retries: models/retry.py owns them
                 client_args={"follow_redirects": False,
@@ -300,7 +302,7 @@ class GeminiModel:
             headers = error.response.headers if error.response is not None else {}
             if 300 <= code < 400:
                 return ModelConfigError(f"Gemini at {self.url} answered {code}, redirecting to "
-                                        f"{redact(headers.get('location', 'an unnamed place'), self._api_key)}: not followed, "
+                                        f"{shortened(redact(headers.get('location', 'an unnamed place'), self._api_key))}: not followed, "
                                         "so the key stays with the configured host; check GOOGLE_GEMINI_BASE_URL")
             if code in (401, 403) or (code == 400 and "api key" in message.lower()):
                 return ModelConfigError(f"Gemini rejected the API key ({code} at {self.url}): check GEMINI_API_KEY. {message}")
@@ -336,6 +338,25 @@ def _bound_by_deadline(request) -> None:
                                      for name, value in timeouts.items()}
 
 
+class _Decoder:
+    """gzip or deflate, decoded a chunk at a time to at most `limit` bytes each; deflate as HTTP servers send it,
+    with a zlib header or without one (raw), as httpx reads it too."""
+
+    def __init__(self, encoding: str):
+        self.encoding, self.inner, self.started = encoding, zlib.decompressobj(zlib.MAX_WBITS | 32), False
+
+    def decompress(self, chunk: bytes, limit: int) -> bytes:
+        try:
+            out = self.inner.decompress(chunk, limit)
+        except zlib.error:
+            if self.started or self.encoding != "deflate":
+                raise
+            self.inner = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no header
+            out = self.inner.decompress(chunk, limit)
+        self.started = True
+        return out
+
+
 class Unread(Exception):
     """A response body the hook below stopped reading: said as a ModelError naming the model, never retried."""
 
@@ -348,7 +369,7 @@ def _read_until_abandoned(response) -> None:
 
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding in ("gzip", "x-gzip", "deflate"):
-        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header, whichever the body has
+        decoder = _Decoder(encoding)
         del response.headers["content-encoding"]  # decoded here: httpx must not decode it again
     elif encoding in ("", "identity"):
         decoder = None

@@ -100,8 +100,10 @@ class StopRule:
     def __init__(self, stop: list[str], opening: str | None = None):
         """`opening` is where the continuation starts (see `transcript`); None: cut at the stop texts only."""
         self.stop = [s for s in stop if s]
+        # An Answer line as the reply parser reads one (replies._LINE): numbered, bold or indented too.
         self.answer_line = None if opening is None else re.compile(
-            r"(?:^|\n)Answer:[^\n]*\S[^\n]*\n" if opening != "Answer:" else r"\S[^\n]*\n")
+            r"(?:^|\n)[ \t]*\**[ \t]*Answer[ \t]*\d*[ \t]*\**[ \t]*:\**[^\n]*\S[^\n]*\n" if opening != "Answer:"
+            else r"\S[^\n]*\n")
 
     def cut(self, text: str) -> int:
         """The position to cut `text` at, or -1 to go on."""

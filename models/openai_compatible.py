@@ -403,7 +403,7 @@ class OpenAICompatibleModel:
         code = response.status_code
         message = _error_message(response, self._api_key)
         if 300 <= code < 400:
-            target = redact(response.headers.get("location", "an unnamed place"), self._api_key)
+            target = shortened(redact(response.headers.get("location", "an unnamed place"), self._api_key))
             return ModelConfigError(f"{self._where()} answered {code}, redirecting to {target}: not followed, so the "
                                     f"key stays with the configured host; set {ENDPOINTS[self.backend][0]} to the "
                                     "final URL")
@@ -470,10 +470,16 @@ def _named(model) -> str | None:
 def _error_body(response) -> bytes:
     """The start of an error's body (at most MAX_ERROR_BYTES, as decoded), read once: an error is a few lines."""
     if not hasattr(response, "error_body"):
+        body = b""
         try:
-            response.error_body = response.raw.read(MAX_ERROR_BYTES, decode_content=True) or b""
-        except Exception:  # the body could not be read at all
-            response.error_body = b""
+            while len(body) < MAX_ERROR_BYTES and not retry.abandoned():  # no reading on once the caller gave up
+                chunk = response.raw.read1(MAX_ERROR_BYTES - len(body), decode_content=True)
+                if not chunk:
+                    break
+                body += chunk
+        except Exception:  # the body could not be read, or not all of it: what came is the message
+            pass
+        response.error_body = body
         response.close()
     return response.error_body
 

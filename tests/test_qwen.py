@@ -176,3 +176,11 @@ def test_a_new_run_loads_the_saved_instructions_and_writes_the_same_reply(tmp_pa
     assert replies[0] == replies[1]
     assert prefilled[1] < 60 < 800 < prefilled[0]  # the second worked through the question only
     assert len(list(tmp_path.glob("*.npz"))) == 1
+
+
+@pytest.mark.parametrize("line", ["Answer1: 67", "**Answer**: 67", "  Answer: 67", "**Answer:** 67"])
+def test_an_answer_line_in_any_form_the_parser_reads_ends_the_continuation(tokenizer, line):
+    rambling = f" I know it.\n{line}\nQuestion: what next?" + " and more" * 400
+    model = LocalModel("scripted", tokenizer, ScriptedNetwork(tokenizer.encode(rambling)), [], frozenset())
+    result = TinyReAct(model).query("Sum?")
+    assert result.stop_reason == StopReason.ANSWER and result.answer == "67"

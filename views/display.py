@@ -81,8 +81,13 @@ class LiveDisplay:
                 text = text[:SHOWN_CHARS] + f" … ({len(text) - SHOWN_CHARS:,} more characters in the trace)"
             step = event.get("step") if kind != "answer" else None
             line = Text(f"{label}{step or ''}: ", style=style + " bold")
-            line.append(continued(clean(text)) if kind == "observation" else clean(text), style=style)
-            self.console.print(line)
+            if kind == "observation":  # its text in a column of its own: a line the terminal wraps stays indented
+                grid = Table.grid()
+                grid.add_row(line, Text(continued(clean(text)), style=style))
+                self.console.print(grid)
+            else:
+                line.append(clean(text), style=style)
+                self.console.print(line)
         if kind == "context":
             self._status = self.console.status("thinking…", spinner="dots")
             self._status.start()
