@@ -96,7 +96,7 @@ def worker(name: str, runs: int) -> dict:
         for prompt, opening in prompts:
             started = time.perf_counter()
             ids = model.start + model.tokenizer.encode(prompt)
-            text, count = model.complete(ids, StopRule(STOP_SEQUENCES, opening))
+            text, count, _ = model.complete(ids, StopRule(STOP_SEQUENCES, opening))
             steps.append(time.perf_counter() - started)
             texts.append(text)
             timings = model.network.timings
