@@ -283,8 +283,8 @@ class TinyReAct:
         text = cap(cut_at_observation(reply.text), REPLY_LIMIT)
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT), blocked=reply.blocked)
         parsed = parse_reply(recorded["text"])  # as recorded: the trace makes any lone surrogate U+FFFD
-        for kind in ("thought", "action", "answer"):
-            if getattr(parsed, kind) is not None:
+        for kind in ("thought", "action", "answer"):  # an Answer the service cut is no answer (see _taken)
+            if getattr(parsed, kind) is not None and not (kind == "answer" and reply.finish in CUT_SHORT):
                 self.trace.add(kind, step=step, text=getattr(parsed, kind))
         return parsed
 

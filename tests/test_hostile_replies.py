@@ -73,6 +73,7 @@ def test_a_gemini_answer_the_service_cut_or_withheld_is_no_answer(gemini, capsys
     events = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
     assert events[-1] == {**events[-1], "type": "stop", "reason": reason, "answer": None}
     assert any(e["type"] == "warning" and "not taken as the answer" in e["message"] for e in events)
+    assert not any(e["type"] == "answer" for e in events) and any(CUT in e.get("text", "") for e in events)
 
 
 # OpenAI's finish_reason (https://platform.openai.com/docs/api-reference/chat/object): "length if the maximum
@@ -90,6 +91,7 @@ def test_the_terminal_says_it_once_and_the_summary_names_the_stop(openai, capsys
     openai([completion(CUT, finish="length")])
     code, out, err = run_cli(capsys, ["Dose?", "--model", "openai:m"])
     assert code == 1 and err.count("not taken as the answer") == 1 and "stopped: cut" in out
+    assert "Answer: The dose is 1" not in out  # piped: the cut answer is not printed as an answer
 
 
 def test_a_finished_answer_and_a_cut_thought_are_as_before(openai, capsys):
