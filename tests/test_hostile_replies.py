@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import cli
 from agent import StopReason, TinyReAct
-from model_servers import Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_response
+from model_servers import Answer, OpenAIStandIn, completion, gemini_response
+from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
 from models import ModelReply
 from models.scripted import ScriptedModel
 
@@ -25,21 +26,6 @@ def run_cli(capsys, argv, terminal: bool = False) -> tuple[int, str, str]:
     if terminal:  # the styles and the spinner, out
         out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
     return code, out, " ".join(err.split())
-
-
-@pytest.fixture
-def gemini(monkeypatch):
-    started = []
-
-    def start(replies):
-        server = GeminiStandIn(replies).__enter__()
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
 
 
 @pytest.fixture
