@@ -22,23 +22,21 @@ OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, u
 INDENT = "  "  # before each continuation line of an observation (replies.continued)
 
 
-def cap(text: str, limit: int) -> str:
-    """Keep at most `limit` characters: the head and the tail, with a marker saying how much was cut."""
+def cap(text: str, limit: int, indent: str = "") -> str:
+    """Keep at most `limit` characters: the head and the tail, with a marker saying how much was cut; `indent`
+    goes before the tail, whose first line starts mid-line."""
     if len(text) <= limit:
         return text
-    budget = max(limit - 40, 0)
+    budget = max(limit - 40 - len(indent), 0)
     head, tail = text[: budget - budget // 3], text[len(text) - budget // 3:]
-    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"[:limit]
+    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{indent}{tail}"[:limit]
 
 
 def observation_text(step: int, text: str, limit: int | None = OBSERVATION_LIMIT) -> str:
     """An observation as the model is shown it: its continuation lines indented (replies.continued), then cut to
     `limit` characters (None: whole). The one rendering: the invariants and the fact states read it back."""
     body = continued(text)
-    if limit is not None and len(body) > limit:  # the kept tail starts mid-line, after the marker: indented too
-        head, marker, tail = cap(body, limit - len(INDENT)).rpartition(" characters cut ...]\n")
-        body = f"{head}{marker}{INDENT}{tail}"
-    return f"Observation{step}: {body}"
+    return f"Observation{step}: {body if limit is None else cap(body, limit, INDENT)}"  # the cut tail indented too
 
 
 @dataclass(slots=True)
