@@ -29,28 +29,35 @@ def secrets() -> list[str]:
 
 def redacted(text: str) -> str:
     """`text` with every secret replaced by ***, also in the forms libraries and JSON print it in."""
-    for secret in secrets():
-        for form in (secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]):
-            text = text.replace(form, MASK)
+    return blanked(text, secrets())
+
+
+def blanked(text: str, values: list[str]) -> str:
+    """`text` with each of `values` replaced by ***, as written and in the forms libraries print it in (repr, bytes)."""
+    for value in values:
+        for form in (value, repr(value)[1:-1], repr(value.encode())[2:-1]):
+            if form:
+                text = text.replace(form, MASK)
     return text
 
 
 def redacted_fields(fields: dict) -> dict:
     """`fields` with every text value, at any depth, redacted; in place, and returned."""
-    if not secrets():
+    found = secrets()  # once for the whole event: reading them is most of the work
+    if not found:
         return fields
     for name, value in fields.items():
-        fields[name] = _redacted_value(value)
+        fields[name] = _redacted_value(value, found)
     return fields
 
 
-def _redacted_value(value):
+def _redacted_value(value, found: list[str]):
     if isinstance(value, str):
-        return redacted(value)
+        return blanked(value, found)
     if isinstance(value, dict):
-        return {key: _redacted_value(item) for key, item in value.items()}
+        return {key: _redacted_value(item, found) for key, item in value.items()}
     if isinstance(value, list):
-        return [_redacted_value(item) for item in value]
+        return [_redacted_value(item, found) for item in value]
     return value
 
 

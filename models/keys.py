@@ -5,8 +5,7 @@ message quotes the header value, key included. So keys are checked up front, and
 backend builds from a server's or a library's words passes through `redact`.
 """
 from models import ModelConfigError
-
-REDACTED = "***"  # as redaction.MASK: a key blanked looks the same wherever it was
+from redaction import blanked  # as every secret is: *** wherever it was
 
 
 def check_key(key: str, variable: str) -> str:
@@ -23,9 +22,4 @@ def check_key(key: str, variable: str) -> str:
 
 def redact(text: str, key: str | None) -> str:
     """`text` with every occurrence of the key replaced, also in the forms libraries print it in (repr, bytes)."""
-    if not key:
-        return text
-    for form in {key, repr(key)[1:-1], repr(key.encode())[2:-1]}:
-        if form:
-            text = text.replace(form, REDACTED)
-    return text
+    return blanked(text, [key]) if key else text
