@@ -178,7 +178,7 @@ class ModelCache:
         os.chmod(temporary, 0o644)  # mkstemp makes it private; the cache is as readable as any download
         try:
             yield Path(temporary)
-            entry = {"size": os.path.getsize(temporary), "sha256": _sha256(Path(temporary))}
+            entry = {"size": os.path.getsize(temporary), "sha256": sha256_of(Path(temporary))}
             if dtype is not None:
                 entry |= {"dtype": dtype.str, "shape": [int(n) for n in shape]}
             self._pending[name] = entry
@@ -274,7 +274,7 @@ class ModelCache:
         for files in self._manifest()["parts"].values():
             for name, entry in files.items():
                 path = self.folder / name
-                if not path.is_file() or path.stat().st_size != entry["size"] or _sha256(path) != entry["sha256"]:
+                if not path.is_file() or path.stat().st_size != entry["size"] or sha256_of(path) != entry["sha256"]:
                     damaged.append(name)
         return damaged
 
@@ -354,7 +354,8 @@ def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """A file's SHA-256, read in blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         while block := file.read(1 << 22):

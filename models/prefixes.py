@@ -15,11 +15,12 @@ other instructions).
 """
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from models.cache import sha256_of
+from traces import replacing, write_whole
 
 KEEP = 8
 
@@ -60,13 +61,12 @@ class PrefixStore:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             name = _digest_ids(ids)[:24]
-            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".saving-", suffix=".npz")
-            with os.fdopen(handle, "wb") as file:
-                np.savez(file, **{f"k{n}": k for n, k in enumerate(keys)}, **{f"v{n}": v for n, v in enumerate(values)})
-            record = {"length": len(ids), "digest_ids": _digest_ids(ids), "sha256": _sha256(Path(temporary)),
-                      "layers": len(keys), "shape": list(keys[0].shape[1:])}
-            os.replace(temporary, self.folder / f"{name}.npz")
-            (self.folder / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+            with replacing(str(self.folder / f"{name}.npz")) as temporary:
+                with open(temporary, "wb") as file:
+                    np.savez(file, **{f"k{n}": k for n, k in enumerate(keys)}, **{f"v{n}": v for n, v in enumerate(values)})
+                record = {"length": len(ids), "digest_ids": _digest_ids(ids), "sha256": sha256_of(Path(temporary)),
+                          "layers": len(keys), "shape": list(keys[0].shape[1:])}
+            write_whole(str(self.folder / f"{name}.json"), json.dumps(record).encode("utf-8"))
             self._prune()
         except OSError:  # a full or read-only disk: the next run works through the start itself, as before
             return
@@ -89,7 +89,7 @@ class PrefixStore:
         path = self.folder / f"{record['name']}.npz"
         arch = network.arch
         try:
-            if _sha256(path) != record.get("sha256"):
+            if sha256_of(path) != record.get("sha256"):
                 raise ValueError("its checksum differs")
             with np.load(path) as data:
                 keys = [data[f"k{n}"] for n in range(arch.layers)]
@@ -119,11 +119,3 @@ class PrefixStore:
 
 def _digest_ids(ids: list[int]) -> str:
     return hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
