@@ -18,6 +18,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from models import shortened
+
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 MAX_COUNT = 10 ** 12  # more tokens than any call has: a usage number past it is no count
 
@@ -108,7 +110,7 @@ def error_in(answer) -> str | None:
         return None
     error = answer["error"]
     message = error.get("message") if isinstance(error, dict) else error
-    return " ".join(str(message or "no message").split())[:500]
+    return shortened(str(message or "no message"))  # one line, as every server's message is shown
 
 
 def usage_counts(usage) -> tuple[dict | None, str | None]:
