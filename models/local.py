@@ -87,8 +87,9 @@ class LocalModel:
                 shown = decided
         if on_text is not None and len(text) > shown:
             on_text(text[shown:])
-        if finish is None:  # the network ended it: an end token, or the room for new tokens ran out
-            finish = "length" if self.network.ended_by_limit else "stop"
+        if finish is None:  # the network ended it: at an end token, or with every token it had room for
+            room = min(max_new_tokens, self.window - len(ids))
+            finish = "length" if len(generated) >= room else "stop"
         return text, len(generated), finish
 
 

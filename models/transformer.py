@@ -132,7 +132,6 @@ class Transformer:
         self.output = weights["token_embd.weight" if arch.tied_output else "output.weight"]
         self.cached: list[int] = []  # the tokens whose keys and values are in the cache, in order
         self.timings: dict = {}
-        self.ended_by_limit = False  # whether the last greedy() ran out of room rather than meeting an end token
         # Keys and values per layer, (positions, kv_heads, size), in buffers that double when full;
         # rows past len(self.cached) are stale.
         shape = (1024, arch.kv_heads, arch.head_size)
@@ -231,11 +230,9 @@ class Transformer:
         self.cached = list(prompt)
         self.timings = {"prefill_tokens": len(prompt) - reuse, "reused_tokens": reuse,
                         "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
-        self.ended_by_limit = True  # until an end token says otherwise: no room for the next token
         for count in range(1, min(limit, self.arch.context - len(prompt)) + 1):
             token = int(np.argmax(logits))
             if token in end_tokens:
-                self.ended_by_limit = False
                 return
             yield token
             if count == limit:

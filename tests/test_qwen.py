@@ -82,7 +82,6 @@ class ScriptedNetwork:
         self.tokens, self.arch = tokens, Architecture(1, 8, 1, 1, 8, 1e-6, context, 1e4, silu)
 
     def greedy(self, prompt, end_tokens, limit):
-        self.ended_by_limit = len(self.tokens) >= limit  # as the Transformer says it: no end token came first
         yield from self.tokens[:limit]
 
 
