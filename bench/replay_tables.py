@@ -28,7 +28,8 @@ PRICED = "gemini-3.8-flash"  # as `--replay` prices by default
 
 def caching(reports) -> str:
     """Each policy's input cost at PRICED's list price, without and with a prefix cache (as --replay prints it)."""
-    from models.prices import dollars, price_of
+    from models.prices import price_of
+    from views.reports import caching_cells
 
     price = price_of(PRICED)
     full = next(report for report in reports if report.policy == "full")
@@ -37,9 +38,8 @@ def caching(reports) -> str:
     for report in reports:
         if not report.measured:
             continue
-        plain, cached = report.input_cost(price, False), report.input_cost(price, True)
-        lines.append(f"| {report.policy} | {report.cacheable / report.total:.0%} | {dollars(plain)} | {dollars(cached)} | "
-                     f"{1 - cached / plain:.0%} | {cached / full.input_cost(price, True):.0%} |")
+        versus_full = report.input_cost(price, True) / full.input_cost(price, True)
+        lines.append("| " + " | ".join([report.policy, *caching_cells(report, price), f"{versus_full:.0%}"]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ from models.prices import dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from replies import continued
+from views.reports import caching_cells
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 
@@ -219,10 +220,7 @@ def caching_table(console: Console, measured, name: str, price) -> None:
     for column in ["policy", "input repeating the call before", "no cache", "with the cache", "saved"]:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
-        plain_cost, cached = report.input_cost(price, False), report.input_cost(price, True)
-        share = report.cacheable / report.total if report.total else 0
-        table.add_row(*map(plain, [report.policy, f"{share:.0%}", dollars(plain_cost), dollars(cached),
-                                   f"{1 - cached / plain_cost:.0%}" if plain_cost else ""]))
+        table.add_row(*map(plain, [report.policy, *caching_cells(report, price)]))
     console.print(table)
 
 

@@ -33,7 +33,7 @@ from models.prices import FREE, dollars
 from models.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
-from views.reports import context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
+from views.reports import caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
 from redaction import MASK, redacted, secrets
 from views.terminal import CONTROLS, visible
 from tokens import TokenCounter, local_counter
@@ -629,11 +629,7 @@ def totals_table(reports: list[PolicyReplay]) -> str:
 def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
     """Each policy's input cost at a model's list price without and with an implicit prefix cache, which serves what
     repeats the call before from the start: windows and summaries break that prefix, full history keeps it."""
-    rows = []
-    for report in reports:
-        plain_cost, cached = report.input_cost(price, False), report.input_cost(price, True)
-        rows.append([esc(report.policy), f"{report.cacheable / report.total:.0%}" if report.total else "",
-                     dollars(plain_cost), dollars(cached), f"{1 - cached / plain_cost:.0%}" if plain_cost else ""])
+    rows = [[esc(report.policy), *caching_cells(report, price)] for report in reports]
     return (f"<h2>What it would cost at {esc(name)}'s list price, without and with prompt caching</h2>"
             + table(["policy", "input repeating the call before", "no cache", "with the cache", "saved"], rows, "caching")
             + f'<p class="meta">A cache serves the part of a call\'s input that repeats the call before from its start, '

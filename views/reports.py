@@ -9,6 +9,7 @@ from dataclasses import asdict
 from experiments.facts import Fact, ProbePoint
 from experiments.probe import ProbeAnswer, tally
 from experiments.replay import PolicyReplay
+from models.prices import dollars
 from policies import BUCKET_NAMES
 from views.terminal import visible
 
@@ -257,6 +258,14 @@ def _xml(text: str) -> str:
     """Text as XML character data: control characters (which XML 1.0 refuses, and a terminal would obey) shown
     where they stand."""
     return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def caching_cells(report: PolicyReplay, price) -> list[str]:
+    """A policy's row of the caching table, as the terminal, the page and the docs show it: the share of its input
+    that repeats the call before, its input cost at `price` without and with a prefix cache, and what the cache saves."""
+    plain, cached = report.input_cost(price, False), report.input_cost(price, True)
+    return [f"{report.cacheable / report.total:.0%}" if report.total else "", dollars(plain), dollars(cached),
+            f"{1 - cached / plain:.0%}" if plain else ""]
 
 
 def replay_csv(reports: list[PolicyReplay]) -> str:
