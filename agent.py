@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Sequence
 
-from models import COUNTED_LOCALLY, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError, ModelReply
+from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
+                    ModelReply)
 from models.prices import FREE, Cost, cost_of
 from policies import Meter, Policy
 from policies.full import FullHistory
@@ -44,8 +45,8 @@ class StopReason(str, Enum):
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
 CUT_SHORT = {"length": (StopReason.CUT, "cut at the model's output limit", "the limit is the service's (for Gemini, "
-                        "GEMINI_MAX_OUTPUT_TOKENS), 256 new tokens for an embedded model, and 20,000 characters for any "
-                        "reply here"),
+                        f"GEMINI_MAX_OUTPUT_TOKENS), {MAX_NEW_TOKENS} new tokens for an embedded model, and "
+                        f"{MAX_REPLY_CHARS:,} characters for any reply here"),
              "content_filter": (StopReason.FILTERED, "withheld by the service's content filter", "rephrasing the "
                                                                                                  "question may help")}
 

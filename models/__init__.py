@@ -60,6 +60,7 @@ class ModelReply:
 # "length"), a response body at MAX_RESPONSE_BYTES (as decoded: a small gzip body cannot inflate past it), and a
 # server's message at MAX_MESSAGE_CHARS wherever it is shown or kept. A ReAct step is a few hundred characters.
 MAX_REPLY_CHARS = 20_000
+MAX_NEW_TOKENS = 256  # of an embedded model's reply (models/local.py): a ReAct step is a few dozen
 MAX_RESPONSE_BYTES = 4_000_000
 MAX_MESSAGE_CHARS = 300
 

@@ -9,12 +9,10 @@ chat template on the project's questions (and the template with one turn per ste
 import re
 from typing import Callable, Protocol
 
-from models import ContextOverflow, Message, ModelReply
+from models import MAX_NEW_TOKENS, ContextOverflow, Message, ModelReply
 from models.prefixes import PrefixStore
 from models.transformer import Transformer
 from replies import observation_at, observation_may_begin
-
-MAX_NEW_TOKENS = 256
 
 
 class Tokenizer(Protocol):
