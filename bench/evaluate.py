@@ -3,6 +3,8 @@
     python bench/evaluate.py [--set tuning|test] [--models qwen,gemma] [--prompt FILE] [--out results.json]
     python bench/evaluate.py --set tuning --llama-python /path/to/python-with-llama-cpp   # the same, through llama.cpp
     python bench/evaluate.py --compare a.json b.json [...]                                 # side by side
+    python bench/evaluate.py --layout chat-system        # Qwen's chat template around the transcript (measured worse)
+    python bench/evaluate.py --models qwen-1.5b --prompt prompts/react-small.txt  # the larger file (bench/larger.py)
 
 Each question of the set (bench/questions/tuning.json or test.json) is run through the real loop: TinyReAct's
 prompt (or the template in --prompt), its tools, the full policy, greedy decoding. The network tools point at a
@@ -30,7 +32,14 @@ from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m"}
+# qwen-1.5b: the embedded engine on Qwen2.5-Coder 1.5B (bench/larger.py), asked under the 0.5B model's spec.
+MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-0.5b"}
+# How the embedded Qwen is given the conversation: the plain transcript it continues (models/local.py), or that
+# transcript inside Qwen's chat template, the instructions as the system turn and the question as the user turn
+# (chat-system), or both in the user turn after Qwen's default system turn (chat-user); the replies and
+# observations so far go on in the assistant turn, which the model continues.
+LAYOUTS = ("transcript", "chat-system", "chat-user")
+QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 SETS = {name: os.path.join(ROOT, "bench", "questions", f"{name}.json") for name in ("tuning", "test")}
 # What stands for a right answer where no number is: a refusal to divide by zero, or saying a lookup failed.
 MEANS = {"ERROR": "zero|undefined|not defined|error|impossible|cannot|can't|not possible",
@@ -60,7 +69,38 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return interval(k, n)
 
 
-def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict:
+def chat_layout(model, layout: str) -> None:
+    """Make the embedded Qwen `model` see its transcript inside its chat template (see LAYOUTS). The template's
+    markers are its control tokens; every text between them is encoded as text, so none can forge one."""
+    from models import ModelReply
+    from models.local import StopRule, transcript
+
+    def marker(text: str) -> list[int]:
+        return model.tokenizer.encode(text, special=True)
+
+    def turn(role: str, text: str) -> list[int]:
+        return marker("<|im_start|>") + model.tokenizer.encode(f"{role}\n{text}") + marker("<|im_end|>") + \
+            model.tokenizer.encode("\n")
+
+    def generate(messages, stop, on_text=None, **ignored):
+        texts = [part.text for message in messages for part in message.parts]
+        instructions, question, after = texts[0], texts[1], texts[2:]
+        _, opening = transcript(messages)
+        if layout == "chat-system":
+            ids = turn("system", instructions) + turn("user", question)
+        else:
+            ids = turn("system", QWEN_SYSTEM) + turn("user", f"{instructions}\n{question}")
+        ids += marker("<|im_start|>") + model.tokenizer.encode("assistant\n" + "".join(t + "\n" for t in after) + opening)
+        if on_text is not None and opening:
+            on_text(opening)
+        text, count, finish = model.complete(ids, StopRule(stop, opening), on_text)
+        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
+                          temperature=model.temperature)
+
+    model.generate = generate
+
+
+def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript") -> dict:
     """Every question through the loop with the model `spec`: each answer, and the totals per kind."""
     import prompts
     from agent import TinyReAct
@@ -70,6 +110,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict
 
     tools = {tool.__name__: tool for tool in DEFAULT_TOOLS}
     model = load_model(spec)
+    if layout != "transcript":
+        chat_layout(model, layout)
     if prompt:
         prompts.PROFILES[model.name] = os.path.abspath(prompt)
     started, answers = time.perf_counter(), []
@@ -94,6 +136,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str) -> dict
     from tokens import count_tokens
     instructions = prompts.render_instructions(DEFAULT_TOOLS, model.name)
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
+            "layout": layout,
             "instruction_tokens": count_tokens(instructions), "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
 
@@ -169,7 +212,10 @@ def llama_server(python: str, folder: str, context: int = 8192, gguf: str | None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
-    parser.add_argument("--models", default="qwen", help="embedded models, comma-separated: qwen, gemma (or none)")
+    parser.add_argument("--models", default="qwen",
+                        help="embedded models, comma-separated: qwen, gemma, qwen-1.5b (bench/larger.py), or none")
+    parser.add_argument("--layout", choices=LAYOUTS, default="transcript",
+                        help="how the embedded Qwen sees the conversation (default: transcript)")
     parser.add_argument("--prompt", help="an instruction template to use instead of the model's own (prompts/*.txt)")
     parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
     parser.add_argument("--limit", type=int, help="only the first N questions")
@@ -189,11 +235,15 @@ def main() -> None:
     # The network tools fail at once, as offline: nothing here may depend on the internet.
     os.environ.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
     label = args.label or (os.path.basename(args.prompt) if args.prompt else "default")
-    specs = [MODELS[name] for name in args.models.split(",") if name and name != "none"]
+    # qwen-1.5b last: it makes the Qwen spec load the larger file for the rest of this process
+    names = sorted((n for n in args.models.split(",") if n and n != "none"), key=lambda n: n == "qwen-1.5b")
     runs = []
-    for spec in specs:
-        print(f"{spec}, {args.set} set, prompt {label}:", flush=True)
-        runs.append(evaluate(spec, questions, args.prompt, label))
+    for name in names:
+        if name == "qwen-1.5b":
+            import larger
+            larger.use()
+        print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
+        runs.append(evaluate(MODELS[name], questions, args.prompt, label, args.layout if name != "gemma" else "transcript"))
     if args.llama_python:
         with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
             server, url = llama_server(args.llama_python, folder, gguf=args.gguf)
