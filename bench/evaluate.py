@@ -72,8 +72,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def chat_layout(model, layout: str) -> None:
     """Make the embedded Qwen `model` see its transcript inside its chat template (see LAYOUTS). The template's
     markers are its control tokens; every text between them is encoded as text, so none can forge one."""
-    from models import ModelReply
-    from models.local import StopRule, transcript
+    from models.local import transcript
 
     def marker(text: str) -> list[int]:
         return model.tokenizer.encode(text, special=True)
@@ -82,7 +81,7 @@ def chat_layout(model, layout: str) -> None:
         return marker("<|im_start|>") + model.tokenizer.encode(f"{role}\n{text}") + marker("<|im_end|>") + \
             model.tokenizer.encode("\n")
 
-    def generate(messages, stop, on_text=None, **ignored):
+    def prompt_ids(messages) -> tuple[list[int], str]:
         texts = [part.text for message in messages for part in message.parts]
         instructions, question, after = texts[0], texts[1], texts[2:]
         _, opening = transcript(messages)
@@ -91,13 +90,9 @@ def chat_layout(model, layout: str) -> None:
         else:
             ids = turn("system", QWEN_SYSTEM) + turn("user", f"{instructions}\n{question}")
         ids += marker("<|im_start|>") + model.tokenizer.encode("assistant\n" + "".join(t + "\n" for t in after) + opening)
-        if on_text is not None and opening:
-            on_text(opening)
-        text, count, finish = model.complete(ids, StopRule(stop, opening), on_text)
-        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
-                          temperature=model.temperature)
+        return ids, opening
 
-    model.generate = generate
+    model.prompt_ids = prompt_ids  # the rest of generate (window, saved starts, stop rule, reply) is the model's own
 
 
 def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript") -> dict:

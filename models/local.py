@@ -43,8 +43,7 @@ class LocalModel:
     def generate(self, messages: list[Message], stop: list[str], on_text: Callable[[str], None] | None = None,
                  **ignored) -> ModelReply:
         """The continuation of the transcript of `messages`; `on_text` receives it piece by piece as decided."""
-        prompt, opening = transcript(messages)
-        ids = self.start + self.tokenizer.encode(prompt)
+        ids, opening = self.prompt_ids(messages)
         if len(ids) > self.window:
             raise ContextOverflow(f"the context is {len(ids):,} tokens, more than {self.name}'s window of "
                                   f"{self.window:,}: it was not run (a policy that keeps less, such as "
@@ -58,6 +57,11 @@ class LocalModel:
             self.prefixes.save(self.network, self._instructions(messages, ids))
         return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
                           temperature=self.temperature)
+
+    def prompt_ids(self, messages: list[Message]) -> tuple[list[int], str]:
+        """The tokens the network is given for `messages` (their transcript), and the opening it continues from."""
+        prompt, opening = transcript(messages)
+        return self.start + self.tokenizer.encode(prompt), opening
 
     def _instructions(self, messages: list[Message], ids: list[int]) -> list[int]:
         """The tokens the prompt `ids` begins with for its first part (the instructions, on a line of its own): the
