@@ -204,6 +204,15 @@ def llama_server(python: str, folder: str, context: int = 8192, gguf: str | None
     raise SystemExit("llama.cpp's server did not answer within 5 minutes")
 
 
+def gguf_name(path: str) -> str:
+    """The name a GGUF file gives its model (general.name), or its file name when it gives none."""
+    from models.gguf_file import read_metadata
+
+    with open(path, "rb") as stream:
+        metadata, _ = read_metadata(stream, lambda key: key == "general.name")
+    return str(metadata.get("general.name") or os.path.basename(path))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
@@ -243,12 +252,15 @@ def main() -> None:
         with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
             server, url = llama_server(args.llama_python, folder, gguf=args.gguf)
             served = f" · {os.path.basename(args.gguf)}" if args.gguf else ""
+            served_name = gguf_name(args.gguf) if args.gguf else None
             try:
                 os.environ["LLAMACPP_BASE_URL"] = url
                 print(f"llamacpp:qwen2.5-coder-0.5b (llama.cpp's server{served}), {args.set} set, prompt {label}:",
                       flush=True)
                 runs.append(evaluate("llamacpp:qwen2.5-coder-0.5b", questions, args.prompt,
                                      label + " · llama.cpp" + served))
+                if served_name:  # the server answers to the alias it was given, whatever the file holds
+                    runs[-1]["model"] = served_name
             finally:
                 server.terminate()
                 server.wait(timeout=30)

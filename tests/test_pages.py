@@ -544,6 +544,7 @@ def test_replay_page_has_every_call_of_every_policy_folded(long_replay):
 @pytest.mark.skipif(missing() is not None, reason=f"no headless browser: {missing()}")
 def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter, super_bowl, long_replay):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     hostile = session("full", [(HOSTILE, [f"Thought: {HOSTILE}\nAnswer: {HOSTILE}"])])
     controls = "".join(chr(code) for code in [*range(1, 9), 11, 12, *range(14, 32), *range(127, 160)])
@@ -567,7 +568,10 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
                 driver.find_elements(By.CSS_SELECTOR, "details.policy-calls > summary")[0].click()
             folded.find_element(By.TAG_NAME, "summary").click()
             assert folded.get_attribute("open") is not None, kind
-            shown = folded.find_elements(By.CSS_SELECTOR, ".body pre")
+            # The page fills a fold on its "toggle" event, which the browser fires in a task of its own after the
+            # click: wait for it rather than read the fold before it can be filled.
+            shown = WebDriverWait(driver, 10, poll_frequency=0.02).until(
+                lambda _: folded.find_elements(By.CSS_SELECTOR, ".body pre"), message=f"{kind}: the fold stayed empty")
             assert shown and shown[0].text.startswith("You answer the user's question"), kind
             labels = [label.text for label in folded.find_elements(By.CSS_SELECTOR, ".part-label")]
             assert labels[0].startswith("[system · instructions ·") and labels[0].endswith("tokens]"), kind
