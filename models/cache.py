@@ -55,6 +55,7 @@ class ChunkedFile:
     packages: tuple[str, ...]
     size: int
     sha256: str
+    requirements: str = "requirements.txt"  # the file that installs the packages
 
     def chunks(self) -> list[Path]:
         """The chunk files, in order; each is checked against the size its package's RECORD gives."""
@@ -64,7 +65,7 @@ class ChunkedFile:
                 distribution = metadata.distribution(package)
             except metadata.PackageNotFoundError:
                 raise CacheError(f"the package {package} holding part of {self.name} is not installed: "
-                                 f"pip install -r requirements.txt") from None
+                                 f"pip install -r {self.requirements}") from None
             # A chunk package holds one data file besides its Python files and metadata.
             files = [f for f in distribution.files or [] if "/data/" in f"/{f.as_posix()}"]
             if len(files) != 1:

@@ -15,5 +15,5 @@ def make(backend: str, name: str, progress: Callable[[str], None]) -> Model:
         cls = getattr(importlib.import_module(entry.module), entry.cls)
     except ImportError as missing:
         raise ModelConfigError(f"the embedded model {name} needs a package that is not installed ({missing.name}): "
-                               "pip install -r requirements.txt") from None
+                               f"pip install -r {entry.requirements}") from None
     return cls(progress)

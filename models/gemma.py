@@ -90,3 +90,7 @@ class GemmaModel(LocalModel):
         network = load_network(progress)
         super().__init__(NAME, load_tokenizer(progress), network, start=[BOS],
                          end_tokens=frozenset({EOS, END_OF_TURN}), prefixes=PrefixStore(model_cache().folder / "prefixes"))
+
+    @staticmethod
+    def cache() -> ModelCache:
+        return model_cache()

