@@ -21,6 +21,7 @@ the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the
 reporting the chosen one, once. A benchmark, not a test: a full run takes minutes.
 """
 import argparse
+import hashlib
 import json
 import os
 import socket
@@ -131,7 +132,9 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     instructions = prompts.render_instructions(DEFAULT_TOOLS, model.name)
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
             "layout": layout,
-            "instruction_tokens": count_tokens(instructions), "seconds": round(time.perf_counter() - started, 1),
+            "instruction_tokens": count_tokens(instructions),
+            "instructions_sha256": hashlib.sha256(instructions.encode("utf-8")).hexdigest(),  # the text, tools included
+            "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
 
 
@@ -176,17 +179,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def llama_server(python: str, folder: str, context: int = 8192, gguf: str | None = None):
-    """llama.cpp's OpenAI-compatible server, started in `python`, on a GGUF file (by default the embedded Qwen's,
-    joined from its packages into `folder`); (process, base URL). It serves the model as qwen2.5-coder-0.5b."""
-    from models.cache import ModelCache
-    from models.qwen import WEIGHTS
-
-    path = gguf or ModelCache(folder).join(WEIGHTS)
+def llama_server(python: str, folder: str, path: str, alias: str, context: int = 8192):
+    """llama.cpp's OpenAI-compatible server, started in `python`, on the GGUF file at `path`, answering to the
+    model name `alias`; (process, base URL)."""
     port = free_port()
     log = open(os.path.join(folder, "server.log"), "w+")  # the server writes much: a pipe would fill and stop it
     process = subprocess.Popen([python, "-m", "llama_cpp.server", "--model", str(path), "--port", str(port),
-                                "--n_ctx", str(context), "--n_threads", "2", "--model_alias", "qwen2.5-coder-0.5b"],
+                                "--n_ctx", str(context), "--n_threads", "2", "--model_alias", alias],
                                stdout=log, stderr=log, text=True)
     import requests
     for _ in range(600):
@@ -223,7 +222,8 @@ def main() -> None:
     parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
-                        help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file")
+                        help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
+                             "(the 1.5B one when --models names qwen-1.5b)")
     parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's (a larger "
                                        "model, say), and ask it alone")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
@@ -244,18 +244,22 @@ def main() -> None:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
         runs.append(evaluate(MODELS[name], questions, args.prompt, label, args.layout if name != "gemma" else "transcript"))
     if args.llama_python:
+        from models.cache import ModelCache
+        from models.qwen import LARGER, SMALL
+
+        qwen = LARGER if "qwen-1.5b" in names else SMALL  # llama.cpp serves the Qwen file asked of numpy, or --gguf
         with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
-            server, url = llama_server(args.llama_python, folder, gguf=args.gguf)
+            path = args.gguf or str(ModelCache(folder).join(qwen.weights))
             served = f" · {os.path.basename(args.gguf)}" if args.gguf else ""
-            served_name = gguf_name(args.gguf) if args.gguf else None
+            # The server answers to the name it is given, which also chooses the prompt profile; the run is named
+            # by what the file holds.
+            server, url = llama_server(args.llama_python, folder, path, alias=qwen.name)
             try:
                 os.environ["LLAMACPP_BASE_URL"] = url
-                print(f"llamacpp:qwen2.5-coder-0.5b (llama.cpp's server{served}), {args.set} set, prompt {label}:",
+                print(f"llamacpp:{qwen.name} (llama.cpp's server{served}), {args.set} set, prompt {label}:",
                       flush=True)
-                runs.append(evaluate("llamacpp:qwen2.5-coder-0.5b", questions, args.prompt,
-                                     label + " · llama.cpp" + served))
-                if served_name:  # the server answers to the alias it was given, whatever the file holds
-                    runs[-1]["model"] = served_name
+                runs.append(evaluate(f"llamacpp:{qwen.name}", questions, args.prompt, label + " · llama.cpp" + served))
+                runs[-1]["model"] = gguf_name(args.gguf) if args.gguf else qwen.name
             finally:
                 server.terminate()
                 server.wait(timeout=30)

@@ -152,7 +152,7 @@ def report(name: str, ours: dict, llama: dict | None, cold: float | None) -> Non
     print(f"  load            {ours['load']:.2f} s{f'; first use (join, check, unpack, load) {cold:.1f} s' if cold else ''}")
     print(f"  decode          {statistics.median(r['decode'] for r in ours['runs']):.1f} tokens/s")
     print(f"  ReAct steps     {', '.join(f'{s:.2f}' for s in steps)} s; whole loop {sum(steps):.2f} s")
-    print(f"  peak RSS        {ours['peak_mb']:.0f} MB")
+    print(f"  peak RSS        {ours['peak_mb']:.0f} MiB")
     print(f"  texts           {[t.strip() for t in ours['runs'][-1]['texts']]}")
     if llama is None:
         print("  llama.cpp: absent (pip install llama-cpp-python, or set LLAMA_PYTHON to a Python that has it)")
@@ -161,7 +161,7 @@ def report(name: str, ours: dict, llama: dict | None, cold: float | None) -> Non
     print(f"{name} in llama.cpp (llama-cpp-python, 2 threads), same file, prompts and stop rule:")
     print(f"  load            {llama['load']:.2f} s")
     print(f"  ReAct steps     {', '.join(f'{s:.2f}' for s in theirs)} s; whole loop {sum(theirs):.2f} s")
-    print(f"  peak RSS        {llama['peak_mb']:.0f} MB")
+    print(f"  peak RSS        {llama['peak_mb']:.0f} MiB")
     print(f"  texts           {[t.strip() for t in llama['runs'][-1]['texts']]}")
     same = [a == b for a, b in zip(ours["runs"][-1]["texts"], llama["runs"][-1]["texts"])]
     print(f"same greedy text at each step: {same}")

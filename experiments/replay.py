@@ -26,7 +26,8 @@ from traces import as_text, read_trace_file, write_whole
 CACHE_MINIMUM = 1024
 
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
-CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "gemma-3-270m": 32_768, "gemini": 1_048_576}
+CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "qwen2.5-coder-1.5b": 32_768, "gemma-3-270m": 32_768,
+                   "gemini": 1_048_576}
 
 
 def context_window(model_name: str | None) -> int | None:

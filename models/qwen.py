@@ -14,7 +14,7 @@ and an output layer of its own (`output.weight`), not tied to the embedding. Wha
   feed-forward        4,864                           8,960
   file                491,400,064 bytes (most         1,117,320,768 bytes
                       tensors Q5_0), 6 packages       22 packages
-  float32, unpacked   about 2.5 GB                    about 6.8 GB
+  float32, unpacked   about 2.5 GB                    about 7.2 GB
 """
 from dataclasses import dataclass
 from functools import lru_cache

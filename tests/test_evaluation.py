@@ -3,6 +3,7 @@
 `bench/evaluate.py --set test` saves every answer in bench/results/test-react-small.json; the README quotes its
 totals per kind. When the prompt, the tools' documentation or the matcher changes, these fail until the evaluation
 is run again and the README pasted from it."""
+import hashlib
 import json
 import os
 import re
@@ -46,4 +47,19 @@ def test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today():
     assert os.path.basename(run["prompt"]) == prompts.template_for(DEFAULT)
     assert run.get("layout", "transcript") == "transcript"  # runs saved before --layout existed had only this one
     assert len(run["answers"]) == 39
-    assert run["instruction_tokens"] == count_tokens(prompts.render_instructions(DEFAULT_TOOLS, DEFAULT))
+    instructions = prompts.render_instructions(DEFAULT_TOOLS, DEFAULT)
+    assert run["instructions_sha256"] == hashlib.sha256(instructions.encode("utf-8")).hexdigest()
+    assert run["instruction_tokens"] == count_tokens(instructions)
+
+
+def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
+        readme = file.read()
+    total = saved_run()["kinds"]["all"]
+    said = re.search(r"it answers (\d+) right \((\d+)%\)", readme)
+    assert said and (int(said[1]), int(said[2])) == (total["k"], round(100 * total["k"] / total["n"]))
+    from evaluate import rescored
+
+    with open(os.path.join(ROOT, "bench", "results", "test-1.5b-numpy-react-small.json"), encoding="utf-8") as file:
+        larger = rescored(json.load(file)["runs"][0])["kinds"]["all"]
+    assert f"--model local:qwen2.5-coder-1.5b" in readme and f"{larger['k']}/{larger['n']} right" in readme

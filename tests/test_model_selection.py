@@ -153,6 +153,23 @@ def test_the_larger_models_requirements_install_exactly_the_packages_its_file_is
 
 
 @pytest.mark.parametrize("spec", ["local:qwen2.5-coder-1.5b", "ollama:qwen2.5-coder:1.5b", "local:qwen2.5-coder-0.5b"])
-def test_both_qwen_sizes_are_given_the_prompt_measured_best_for_them(spec, capsys):
+def test_both_qwen_sizes_are_given_react_small_as_their_tuning_set_runs_chose(spec, capsys):
     assert cli.main(["--show-prompt", "--model", spec]) == 0
     assert "Question: What is (11 - 4) * 3 + 8?" in capsys.readouterr().out  # react-small.txt's three-step example
+
+
+def test_the_two_qwen_models_keep_their_weights_saved_starts_and_vocabulary_apart(monkeypatch, tmp_path):
+    """Both run the same code on different files: nothing one unpacks or saves may be read as the other's."""
+    from models.qwen import LARGER, SMALL, LargerQwenModel, QwenModel, model_cache
+
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
+    small, larger = QwenModel.cache().folder, LargerQwenModel.cache().folder
+    assert small == model_cache(SMALL).folder and larger == model_cache(LARGER).folder and small != larger
+    assert larger.name.startswith("qwen2.5-coder-1.5b-") and LARGER.weights.sha256[:16] in larger.name
+    assert LARGER.weights.packages[0].replace("-", "_") == models.LOCAL_MODELS[LARGER.name].package
+
+
+def test_every_embedded_model_has_its_context_window_known_to_the_replay():
+    from experiments.replay import context_window
+
+    assert all(context_window(name) == 32_768 for name in models.LOCAL_MODELS)
