@@ -224,11 +224,14 @@ def main() -> None:
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
                              "(the 1.5B one when --models names qwen-1.5b)")
-    parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's (a larger "
-                                       "model, say), and ask it alone")
+    parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's, under "
+                                       "the Qwen model's name, so with its prompt unless --prompt says otherwise (add "
+                                       "--models none to ask llama.cpp alone)")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()
+    if args.gguf and not args.llama_python:
+        parser.error("--gguf is served by llama.cpp: give --llama-python (or LLAMA_PYTHON) too")
     if args.compare:
         results = [rescored(run) for path in args.compare for run in json.load(open(path, encoding="utf-8"))["runs"]]
         print(table(results))

@@ -53,13 +53,20 @@ def test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today():
 
 
 def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():
+    import prompts
+    from evaluate import rescored
+    from tools import DEFAULT_TOOLS
+
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
         readme = file.read()
     total = saved_run()["kinds"]["all"]
-    said = re.search(r"it answers (\d+) right \((\d+)%\)", readme)
+    said = re.search(r"it\s+answers\s+(\d+)\s+right\s+\((\d+)%\)", readme)
     assert said and (int(said[1]), int(said[2])) == (total["k"], round(100 * total["k"] / total["n"]))
-    from evaluate import rescored
 
     with open(os.path.join(ROOT, "bench", "results", "test-1.5b-numpy-react-small.json"), encoding="utf-8") as file:
-        larger = rescored(json.load(file)["runs"][0])["kinds"]["all"]
-    assert f"--model local:qwen2.5-coder-1.5b" in readme and f"{larger['k']}/{larger['n']} right" in readme
+        larger = rescored(json.load(file)["runs"][0])
+    instructions = prompts.render_instructions(DEFAULT_TOOLS, "qwen2.5-coder-1.5b")
+    assert larger["spec"] == "local:qwen2.5-coder-1.5b" and len(larger["answers"]) == 39
+    assert larger["instructions_sha256"] == hashlib.sha256(instructions.encode("utf-8")).hexdigest()
+    said = re.search(r"--model local:qwen2\.5-coder-1\.5b +# (\d+)/(\d+) right", readme)
+    assert said and (int(said[1]), int(said[2])) == (larger["kinds"]["all"]["k"], larger["kinds"]["all"]["n"])
