@@ -5,6 +5,7 @@ as a call of a known name with literal arguments, which `ast.literal_eval` turns
 """
 import ast
 import re
+import warnings
 from typing import NamedTuple
 
 MAX_ACTION_CHARS = 2_000
@@ -85,13 +86,21 @@ def parse_reply(text: str) -> Reply:
     return Reply(thought, action, answer)
 
 
+# Python warns on stderr about some source it still parses (`1or 2`, an invalid escape such as "\d"). Actions are
+# parsed under this file name, and its warnings are not shown: a model's text is news for the model, not a warning
+# for the user. The filter names no other source, so it holds for every thread without changing any other warning.
+ACTION_SOURCE = "<model action>"
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=ACTION_SOURCE)
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=ACTION_SOURCE)
+
+
 def parse_action(text: str) -> ActionCall:
     """Turn `tool_name(1, "two", k=3.5)` into a name and literal arguments, or raise ActionError."""
     if len(text) > MAX_ACTION_CHARS:
         raise ActionError(f"the action is {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}")
     source = text.strip()
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = ast.parse(source, filename=ACTION_SOURCE, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ActionError(f"could not parse the action {_quote(text)}; write one call like add_numbers(2, 3)") from None
     call = tree.body

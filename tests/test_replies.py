@@ -1,8 +1,14 @@
 """The reply parser and the action parser: what counts as a Thought, an Action and an Answer."""
+import os
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_numbered_and_unnumbered_lines_are_read():
@@ -132,3 +138,19 @@ def test_action_like_text_only_ever_raises_action_error(text):
 def test_a_repeated_keyword_is_refused_as_python_refuses_it():
     with pytest.raises(ActionError, match="keyword argument repeated: y"):
         parse_action("add_numbers(x=1, y=2, y=100)")
+
+
+def test_model_text_that_python_warns_about_is_read_without_a_warning_printed():
+    """Python warns on stderr about some source it still parses (`1or 2`, an invalid escape in a string): from a
+    model's reply that would be noise in the middle of a run. Run as the command line runs, with Python's default
+    warning filters, in a process of its own; other source still gets its warnings."""
+    texts = ["add_numbers(1or 2)", "add_numbers(0x1for 2)", 'search_wikipedia_page("\\d+")',
+             "add_numbers(1if 1 else 2, 3)"]
+    script = ("import ast, sys\nfrom replies import ActionError, parse_action\n"
+              f"for text in {texts!r}:\n"
+              "    try:\n        parse_action(text)\n    except ActionError:\n        pass\n"
+              "sys.stderr.write('-- other source --\\n')\nast.parse('1or 2')\n")
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONWARNINGS": ""})
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith("-- other source --\n") and "SyntaxWarning" in run.stderr
