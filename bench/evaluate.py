@@ -17,8 +17,9 @@ Every answer is printed and kept, with the actions taken and the stop reason; th
 95% intervals. --out saves it all as JSON, and --compare prints several saved runs side by side, one column each,
 so that two prompts are compared on the same questions (scored again from their kept answers, with today's rule).
 With --llama-python (or LLAMA_PYTHON) the embedded Qwen file is also served by llama.cpp's OpenAI-compatible server
-(llama-cpp-python) and asked the same questions through the `llamacpp:` backend, at temperature 0. The choice of a prompt is made on the tuning set; the test set is for
-reporting the chosen one, once. A benchmark, not a test: a full run takes minutes.
+(llama-cpp-python) and asked the same questions through the `llamacpp:` backend, at temperature 0. The choice of a
+prompt is made on the tuning set; the test set is for reporting the chosen one, once. A benchmark, not a test: a
+full run takes minutes.
 """
 import argparse
 import hashlib
@@ -133,9 +134,13 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
             "layout": layout,
             "instruction_tokens": count_tokens(instructions),
-            "instructions_sha256": hashlib.sha256(instructions.encode("utf-8")).hexdigest(),  # the text, tools included
+            "instructions_sha256": text_sha256(instructions),  # the text, tools included
             "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def per_kind(answers: list[dict]) -> dict:

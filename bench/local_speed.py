@@ -128,9 +128,9 @@ def run_llama(name: str, ours: dict, runs: int) -> dict | None:
     python = os.environ.get("LLAMA_PYTHON", sys.executable)
     if subprocess.run([python, "-c", "import llama_cpp"], capture_output=True).returncode != 0:
         return None
-    from models.qwen import LARGER
+    from models import gemma, qwen
 
-    weights = LARGER.weights if name == "qwen-1.5b" else __import__(f"models.{name}", fromlist=["WEIGHTS"]).WEIGHTS
+    weights = {"qwen": qwen.SMALL.weights, "qwen-1.5b": qwen.LARGER.weights, "gemma": gemma.WEIGHTS}[name]
     with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
         path = ModelCache(folder).join(weights)
         job = {key: ours[key] for key in ("prompts", "bos", "end_tokens", "stop")} | {"runs": runs}

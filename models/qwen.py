@@ -52,7 +52,6 @@ LARGER = QwenFile("qwen2.5-coder-1.5b", "Qwen2.5-Coder 1.5B", ChunkedFile(
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     requirements="requirements-1.5b.txt",
 ))
-NAME, WEIGHTS = SMALL.name, SMALL.weights  # the default's
 
 
 def model_cache(file: QwenFile = SMALL) -> ModelCache:
@@ -106,7 +105,7 @@ class QwenModel(LocalModel):
         network = load_network(progress, self.file)
         super().__init__(self.file.name, load_tokenizer(progress, self.file), network, start=[],
                          end_tokens=frozenset({IM_END, END_OF_TEXT}),
-                         prefixes=PrefixStore(model_cache(self.file).folder / "prefixes"))
+                         prefixes=PrefixStore(self.cache().folder / "prefixes"))
 
     @classmethod
     def cache(cls) -> ModelCache:
