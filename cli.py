@@ -5,6 +5,7 @@ This is the top layer. It reads the arguments and the `.env` files, loads the mo
 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.
 """
 import argparse
+import importlib
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from agent import TinyReAct
-from models import (OFFLINE_MODEL, Model, ModelConfigError, ModelError, available_models, describe_models, load_model,
+from models import (BACKENDS, DEFAULT_MODEL, OFFLINE_MODEL, Model, ModelConfigError, ModelError, load_model,
                     parse_spec, resolved_spec)
 from models.prices import price_of, prices
 from policies import POLICY_HELP, Policy, make_policy
@@ -354,6 +355,38 @@ def _models(args, policy: Policy, specs: list[str]) -> int:
     return EXIT_ANSWERED
 
 
+def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:
+    """What can run here, for `--models`: the rows of every backend in models.BACKENDS (each module's
+    `available`), so a new backend is listed with no change here; the first row's `note` says which model runs
+    with no --model and which .env files were read, so the user knows where settings came from."""
+    rows = []
+    for backend, module in BACKENDS.items():
+        rows += importlib.import_module(module).available(backend, probe_seconds)
+    read = ", ".join(env_files) if env_files else "none"
+    rows[0]["note"] = f"{_default_said()}; .env read: {read}"
+    return rows
+
+
+def _default_said() -> str:
+    """Which model runs when --model names none, and what set it, as --models says it."""
+    for variable in ("TINYREACT_MODEL", "GEMINI_MODEL"):
+        if os.environ.get(variable, "").strip():
+            return f"with no --model: {os.environ[variable].strip()} (set by {variable})"
+    return f"with no --model: gemini:{DEFAULT_MODEL} with a key, else {OFFLINE_MODEL}"
+
+
+def describe_models(rows: list[dict]) -> str:
+    """The `--models` listing as text: one line per row, ready ones marked with ✓."""
+    lines = []
+    for row in rows:
+        mark = "✓" if row["ready"] else "✗"
+        where = f"  ({row['url']})" if row.get("url") else ""
+        why = f" — {row['why']}" if row["why"] else ""
+        lines.append(f"{mark} {row['spec']}{where}{why}")
+    notes = [row["note"] for row in rows if row.get("note")]
+    return "\n".join(lines + notes)
+
+
 def _ask(args, policy: Policy, specs: list[str]) -> int:
     """A question, or a chat: the model loaded, the run shown as it happens, the trace and the page kept."""
     chat = args.chat or (args.question is None and sys.stdin.isatty())
@@ -457,7 +490,7 @@ def _page_of_trace(args, policy: Policy, specs: list[str]) -> int:
 
 def _verify_cache(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --verify-cache`: every model folder in the cache read back and checked; exit 1 if one is damaged."""
-    from models.cache import cache_root, verify_caches  # numpy: only for this
+    from models.embedded.cache import cache_root, verify_caches  # numpy: only for this
 
     results = verify_caches()
     if not results:

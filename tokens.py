@@ -1,6 +1,6 @@
 """Local token counts, for the context breakdown and for the offline model's usage: they cost no API call.
 
-The counter is the tokenizer of the embedded Gemma 3 model (models/gemma_tokenizer.py), which shares its
+The counter is the tokenizer of the embedded Gemma 3 model (models/embedded/gemma_tokenizer.py), which shares its
 vocabulary family with Gemini. `local_counter()` loads it once per process and hands out the one counter
 object; the loop, the policies that measure and the reports are given that object, and each distinct text
 is tokenised once and remembered. If the vocabulary cannot be loaded (no model package, a damaged cache),
@@ -43,7 +43,7 @@ class TokenCounter:
 def local_counter() -> TokenCounter:
     """The process's counter: the Gemma 3 tokenizer, or the estimate without it (said once, on stderr)."""
     try:
-        from models.gemma import load_tokenizer  # numpy and the vocabulary: loaded only when counting is wanted
+        from models.embedded.gemma import load_tokenizer  # numpy and the vocabulary: loaded only when counting is wanted
         tokenizer = load_tokenizer()
     except Exception as problem:  # no package, no disk, a damaged cache: counting must still work, and say how
         message = f"token counts are estimates (4 characters a token): the Gemma 3 vocabulary could not be loaded: {problem}"
@@ -59,12 +59,12 @@ def read_vocabulary_elsewhere() -> subprocess.Popen | None:
     process wait, and if the helper failed, this process reads it itself and says why. A thread would not help: the
     SDK's import and the reading both hold the GIL."""
     try:
-        from models.gemma import model_cache  # numpy: the counter needs it soon anyway
+        from models.embedded.gemma import model_cache  # numpy: the counter needs it soon anyway
         cache = model_cache()
         if cache.has("tokenizer"):
             return None
         project = os.path.dirname(os.path.abspath(__file__))
-        command = f"import sys; sys.path.insert(0, {project!r}); from models.gemma import ensure_tokenizer; ensure_tokenizer()"
+        command = f"import sys; sys.path.insert(0, {project!r}); from models.embedded.gemma import ensure_tokenizer; ensure_tokenizer()"
         helper = subprocess.Popen([sys.executable, "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, cwd=project,  # not the user's folder: `-c` imports from it
                                   env={**os.environ, "TINYREACT_CACHE_DIR": str(cache.folder.parent.absolute())})

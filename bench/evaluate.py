@@ -35,7 +35,7 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-1.5b"}
-# How the embedded Qwen is given the conversation: the plain transcript it continues (models/local.py), or that
+# How the embedded Qwen is given the conversation: the plain transcript it continues (models/embedded/local.py), or that
 # transcript inside Qwen's chat template, the instructions as the system turn and the question as the user turn
 # (chat-system), or both in the user turn after Qwen's default system turn (chat-user); the replies and
 # observations so far go on in the assistant turn, which the model continues.
@@ -73,7 +73,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def chat_layout(model, layout: str) -> None:
     """Make the embedded Qwen `model` see its transcript inside its chat template (see LAYOUTS). The template's
     markers are its control tokens; every text between them is encoded as text, so none can forge one."""
-    from models.local import transcript
+    from models.embedded.local import transcript
 
     def marker(text: str) -> list[int]:
         return model.tokenizer.encode(text, special=True)
@@ -209,7 +209,7 @@ def llama_server(python: str, folder: str, path: str, alias: str, context: int =
 
 def gguf_name(path: str) -> str:
     """The name a GGUF file gives its model (general.name), or its file name when it gives none."""
-    from models.gguf_file import read_metadata
+    from models.embedded.gguf_file import read_metadata
 
     with open(path, "rb") as stream:
         metadata, _ = read_metadata(stream, lambda key: key == "general.name")
@@ -252,8 +252,8 @@ def main() -> None:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
         runs.append(evaluate(MODELS[name], questions, args.prompt, label, args.layout if name != "gemma" else "transcript"))
     if args.llama_python:
-        from models.cache import ModelCache
-        from models.qwen import LARGER, SMALL
+        from models.embedded.cache import ModelCache
+        from models.embedded.qwen import LARGER, SMALL
 
         qwen = LARGER if "qwen-1.5b" in names else SMALL  # llama.cpp serves the Qwen file asked of numpy, or --gguf
         with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:

@@ -32,7 +32,7 @@ THREADS = "2"
 LLAMA_SCRIPT = r"""
 import json, resource, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
-from models.local import StopRule
+from models.embedded.local import StopRule
 from llama_cpp import Llama
 path, job = sys.argv[2], json.loads(sys.argv[3])
 started = time.perf_counter()
@@ -64,7 +64,7 @@ print(json.dumps({"load": load, "runs": runs, "peak_mb": resource.getrusage(reso
 def record_prompts(model) -> list[tuple[str, str]]:
     """The prompts (transcript and opening) the real loop sends `model` for QUESTION, in order."""
     from agent import TinyReAct
-    from models.local import transcript
+    from models.embedded.local import transcript
 
     sent = []
 
@@ -84,7 +84,7 @@ def worker(name: str, runs: int) -> dict:
     """Ours, in this process: load, record the loop's prompts, then time the steps on them."""
     from agent import STOP_SEQUENCES
     from models import load_model
-    from models.local import StopRule
+    from models.embedded.local import StopRule
 
     started = time.perf_counter()
     model = load_model(MODELS[name])
@@ -123,12 +123,12 @@ def cold_start(name: str) -> float:
 
 def run_llama(name: str, ours: dict, runs: int) -> dict | None:
     """The same prompts in llama.cpp, in a separate process; None when llama-cpp-python is not installed."""
-    from models.cache import ModelCache
+    from models.embedded.cache import ModelCache
 
     python = os.environ.get("LLAMA_PYTHON", sys.executable)
     if subprocess.run([python, "-c", "import llama_cpp"], capture_output=True).returncode != 0:
         return None
-    from models import gemma, qwen
+    from models.embedded import gemma, qwen
 
     weights = {"qwen": qwen.SMALL.weights, "qwen-1.5b": qwen.LARGER.weights, "gemma": gemma.WEIGHTS}[name]
     with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:

@@ -6,12 +6,12 @@ Each round runs the real command, `python agent.py -q QUESTION` with no key (the
 commit (a git worktree of REV, by default the last commit before the evaluation work began) and in this checkout,
 one after the other, and times it from start to exit, loading included. Two cases each:
 
-- first run: no saved prompt start, as on a user's first question (models/prefixes.py saves the instructions' keys
+- first run: no saved prompt start, as on a user's first question (models/embedded/prefixes.py saves the instructions' keys
   and values after it);
 - later run: the next run of the same command, which loads the saved start where the checkout saves one.
 
 Each checkout gets a cache folder of its own in a temporary directory: the model folders of the real cache
-(models.cache.cache_root) are linked file by file, except the saved starts, so nothing is unpacked again and
+(models.embedded.cache.cache_root) are linked file by file, except the saved starts, so nothing is unpacked again and
 the user's own saved starts are neither used nor touched. A warm-up run per checkout comes first, untimed.
 A benchmark, not a test: run it on a quiet machine and read the ranges, not only the medians.
 """
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="rounds (default: 5)")
     parser.add_argument("--question", default="What is 7 * 6 + 5?")
     args = parser.parse_args()
-    from models.cache import cache_root
+    from models.embedded.cache import cache_root
 
     work = tempfile.mkdtemp(prefix="quick-start-")
     earlier = os.path.join(work, "before")

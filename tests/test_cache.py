@@ -1,4 +1,4 @@
-"""The model cache (models/cache.py) on small fake caches: chunk packages made in tmp_path, tiny GGUF files.
+"""The model cache (models/embedded/cache.py) on small fake caches: chunk packages made in tmp_path, tiny GGUF files.
 
 What a user should be able to rely on: an interrupted first run leaves nothing a later run trusts; two first
 runs at once both succeed and do the work once; a damaged or missing file gives one line naming the folder
@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pytest
 
-from models.cache import CacheError, ChunkedFile, ModelCache
-from models.gguf_file import load_strings, load_weights, read_metadata, unpack_vocabulary, unpack_weights
+from models.embedded.cache import CacheError, ChunkedFile, ModelCache
+from models.embedded.gguf_file import load_strings, load_weights, read_metadata, unpack_vocabulary, unpack_weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -100,7 +100,7 @@ SLOW_FIRST_RUN = textwrap.dedent("""
     import json, os, sys, time
     root, site, folder, log, delay, spec = sys.argv[1:]
     sys.path[:0] = [root, site]
-    from models.cache import ChunkedFile, ModelCache
+    from models.embedded.cache import ChunkedFile, ModelCache
     chunked = ChunkedFile(**json.loads(spec))
 
     def make(cache):
@@ -297,7 +297,7 @@ def test_the_header_reads_the_same_whatever_the_block_it_is_read_in(tmp_path, mo
     two blocks reads whole, and the tensor offsets, which count every byte read, are the ones gguf finds."""
     from gguf import GGUFReader
 
-    from models import gguf_file
+    from models.embedded import gguf_file
 
     tiny_gguf(tmp_path / "tiny.gguf")
     monkeypatch.setattr(gguf_file._Reader, "BLOCK", block)
@@ -317,7 +317,7 @@ def test_a_first_run_reads_the_vocabulary_in_a_helper_process(tmp_path, monkeypa
     """The first run with a key reads the counter's vocabulary in a helper process while the SDK loads; this process
     then finds it in the cache, and the next run starts no helper. A relative TINYREACT_CACHE_DIR names a folder from
     the user's working directory, and the helper imports nothing from that folder."""
-    from models.gemma import load_tokenizer, model_cache
+    from models.embedded.gemma import load_tokenizer, model_cache
     from tokens import read_vocabulary_elsewhere
 
     monkeypatch.chdir(tmp_path)

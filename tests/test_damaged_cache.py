@@ -15,11 +15,11 @@ import warnings
 import numpy as np
 import pytest
 
-from models import gemma, qwen
-from models.cache import CacheError, ModelCache, cache_root
-from models.gguf_file import SEPARATOR, ensure_vocabulary
-from models.local import StopRule
-from models.qwen_tokenizer import CONTROL, NORMAL, USER_DEFINED, byte_alphabet
+from models.embedded import gemma, qwen
+from models.embedded.cache import CacheError, ModelCache, cache_root
+from models.embedded.gguf_file import SEPARATOR, ensure_vocabulary
+from models.embedded.local import StopRule
+from models.embedded.qwen_tokenizer import CONTROL, NORMAL, USER_DEFINED, byte_alphabet
 from test_transformer import QWEN_LIKE, random_weights
 
 TINY = dataclasses.replace(QWEN_LIKE, layers=1, heads=2, kv_heads=1, head_size=8, context=32768)

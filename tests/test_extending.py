@@ -119,6 +119,8 @@ def test_the_backend_is_named_on_the_command_line_and_answers_from_stdin(monkeyp
     assert cli.main(["What is 2 + 3?", "--model", "human:me", "-q"]) == 0
     out, err = capsys.readouterr()
     assert out == "5\n" and "--- user\nQuestion: What is 2 + 3?" in err and "Observation1: 5" in err
+    assert cli.main(["--models"]) == 0
+    assert "✓ human:NAME" in capsys.readouterr().out.splitlines()
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     result = TinyReAct(human.make("human", "me")).query("Anyone there?")
     assert result.stop_reason is StopReason.ERROR and "no one left to answer" in str(result.error)

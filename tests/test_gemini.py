@@ -5,8 +5,8 @@ import time
 import pytest
 
 from models import Message, ModelConfigError, ModelError
-from models import retry
-from models.gemini import GeminiModel
+from models.services import retry
+from models.services.gemini import GeminiModel
 from model_servers import (Answer, GeminiStandIn, gemini_error, gemini_response, quota_failure, retry_info, sse)
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?"),

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from models import Message, Part
-from models.gemma import GemmaModel, load_tokenizer
-from models.gemma_tokenizer import BOS, EOS
-from models.local import StopRule, transcript
+from models.embedded.gemma import GemmaModel, load_tokenizer
+from models.embedded.gemma_tokenizer import BOS, EOS
+from models.embedded.local import StopRule, transcript
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gemma_react_prompt.txt")

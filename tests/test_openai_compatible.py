@@ -8,8 +8,8 @@ import pytest
 import cli
 from agent import TinyReAct
 from models import Message, ModelConfigError, ModelError, load_model
-from models import retry
-from models.openai_compatible import COUNTED_LOCALLY, temperature_for
+from models.services import retry
+from models.services.openai_compatible import COUNTED_LOCALLY, temperature_for
 from tokens import local_counter
 from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
                            openai_error, sse)
@@ -322,8 +322,8 @@ def test_the_server_s_cached_tokens_are_kept_and_its_own_server_costs_nothing(se
 
 @pytest.mark.parametrize("details", [[1024], {"cached_tokens": "1024"}, {"cached_tokens": -5}, None])
 def test_cached_tokens_of_a_wrong_type_count_as_none(details):
-    from models.openai_compatible import _reply
-    from models.wire import usage_counts
+    from models.services.openai_compatible import _reply
+    from models.services.wire import usage_counts
 
     counts, problem = usage_counts({"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": details})
     reply = _reply("Answer: 4", "stop", counts)

@@ -1,4 +1,4 @@
-"""Saved starts of prompts (models/prefixes.py), on the tiny random transformer of test_transformer.py: a start
+"""Saved starts of prompts (models/embedded/prefixes.py), on the tiny random transformer of test_transformer.py: a start
 saved by one run and loaded by the next gives the next token the network gives working through it; a damaged,
 cut or foreign file is removed and never used."""
 import json
@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from models.prefixes import KEEP, PrefixStore
-from models.transformer import Transformer
+from models.embedded.prefixes import KEEP, PrefixStore
+from models.embedded.transformer import Transformer
 from test_transformer import QWEN_LIKE, random_weights
 
 PROMPT = [3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3]

@@ -12,10 +12,10 @@ from hypothesis import given, settings, strategies as st
 
 from agent import STOP_SEQUENCES, StopReason, TinyReAct
 from models import ContextOverflow, Message
-from models.local import LocalModel, StopRule, transcript
-from models.qwen import QwenModel, load_tokenizer
-from models.qwen_tokenizer import END_OF_TEXT, IM_END, IM_START
-from models.transformer import Architecture, silu
+from models.embedded.local import LocalModel, StopRule, transcript
+from models.embedded.qwen import QwenModel, load_tokenizer
+from models.embedded.qwen_tokenizer import END_OF_TEXT, IM_END, IM_START
+from models.embedded.transformer import Architecture, silu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "tests", "fixtures", "qwen_goldens.json"), encoding="utf-8") as file:
@@ -163,7 +163,7 @@ def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
 @pytest.mark.slow
 def test_a_new_run_loads_the_saved_instructions_and_writes_the_same_reply(tmp_path):
     from agent import TinyReAct
-    from models.prefixes import PrefixStore
+    from models.embedded.prefixes import PrefixStore
 
     replies, prefilled = [], []
     for run in range(2):  # two runs, each a new model: the second loads what the first saved

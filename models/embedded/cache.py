@@ -12,7 +12,7 @@ How the cache holds up when a user does not expect it to matter:
   the work done.
 - A manifest lists each unpacked file with its size and sha256, and each array's dtype and shape, written when the
   file is unpacked (caches unpacked before dtypes and shapes were recorded lack them; the network checks its
-  weights' own, models/transformer.py). The manifest's shape is checked when it is read. Every load checks the
+  weights' own, models/embedded/transformer.py). The manifest's shape is checked when it is read. Every load checks the
   file's size and its array header: that it parses, that it describes exactly the file's bytes, and that it gives
   the recorded dtype and shape. Reading a header is cheap; `verify()` reads every byte, against the checksums.
 - Every failure is a `CacheError`: one line naming the folder, and how to check it and clear it.
