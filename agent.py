@@ -10,37 +10,24 @@ This module is the loop and nothing else; the command line is cli.py.
     python agent.py "What is 7 * 6 + 5?"
 """
 import time
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable, Sequence
 
 from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
                     ModelReply)
-from models.prices import FREE, Cost, cost_of
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
 from prompts import render_instructions, tool_docs
+from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tokens import TokenCounter, local_counter
 from tools import DEFAULT_TOOLS, bind_arguments
 from traces import Trace
 
-MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
 REPLY_LIMIT = MAX_REPLY_CHARS  # characters of a reply kept: a runaway reply must not fill every later context and the trace
 FINISH_REQUEST = "You have no steps left. Using only the Observations above, write your best final Answer now, as: Answer: <answer>"
-
-
-class StopReason(str, Enum):
-    ANSWER = "answer"
-    TTL = "ttl"
-    FORMAT_ERRORS = "format_errors"
-    CONTEXT_OVERFLOW = "context_overflow"  # the context is longer than a local model's window: it was not run
-    CUT = "cut"  # the service cut the reply at its output limit inside the Answer: a cut answer is not an answer
-    FILTERED = "filtered"  # the service withheld the rest of the reply (a safety or recitation filter)
-    ERROR = "error"
 
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
@@ -67,129 +54,6 @@ class Refused(Exception):
         self.call = call  # the tool call it refused to repeat, so that the next identical one is refused too
 
 
-@dataclass
-class Usage:
-    input_tokens: int = 0  # the whole prompts, cached part included
-    output_tokens: int = 0
-    cached_input_tokens: int = 0  # of input_tokens, what the service served from its prompt cache
-
-
-@dataclass
-class Context:
-    """What the model was shown over one query, in local token counts (see tokens.py), by bucket."""
-    totals: dict = field(default_factory=dict)  # summed over every reasoning call
-    peak: int = 0  # the largest single context
-    counter: str = ""  # which local counter made these figures
-
-
-@dataclass
-class Result:
-    answer: str | None
-    stop_reason: StopReason
-    steps: int  # actions taken, each answered by an observation: a tool run (failed ones too) or why it did not run
-    model_calls: int  # every call: reasoning, the --finish call, summaries
-    summary_calls: int  # made for the compact policy; they do not count against the TTL
-    usage: Usage  # summed from the model's own usage numbers, over every call
-    context: Context
-    trace: list[dict]  # this query's events, from its question on; the session's trace is the agent's
-    seconds: float
-    model: str = ""
-    backend: str = ""  # gemini, openai, ollama, llamacpp, local, scripted
-    usage_source: str = ""  # where the usage numbers come from: the API's billing, or a local count
-    temperatures: list = field(default_factory=list)  # each temperature the calls were sent with, in order; None: none
-    call_seconds: list = field(default_factory=list)  # how long each model call took, in order (None: not recorded)
-    cost: Cost | None = None  # at list price (models/prices.json); None when the model has no listed price
-    error: Exception | None = None
-
-    def _repr_html_(self) -> str:
-        """In Jupyter, the run's page (what `--html` writes), inline."""
-        from views.pages import inline, run_page
-        return inline(run_page({"model": self.model, "backend": self.backend}, self.trace))
-
-    def to_dict(self) -> dict:
-        return {
-            "answer": self.answer, "stop_reason": self.stop_reason.value, "steps": self.steps, "model": self.model,
-            "backend": self.backend,
-            "model_calls": self.model_calls, "summary_calls": self.summary_calls, "usage": vars(self.usage),
-            "usage_source": self.usage_source, "temperatures": self.temperatures, "call_seconds": self.call_seconds,
-            "cost": self.cost.to_dict() if self.cost else None, "context": vars(self.context),
-            "seconds": round(self.seconds, 3),
-            "error": str(self.error) if self.error else None, "trace": self.trace,
-        }
-
-
-def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
-    """A query's answer and why it stopped, from its stop event; traces older than the stop event are read as the
-    loop would have ended them. A query cut short by Ctrl-C has no stop event: it is `interrupted`."""
-    stops = [event for event in events if event["type"] == "stop"]
-    if stops:
-        return stops[-1].get("answer"), stops[-1]["reason"]
-    answers = [event["text"] for event in events if event["type"] == "answer"]
-    if answers:
-        return answers[-1], StopReason.ANSWER.value
-    errors = [event for event in events if event["type"] == "error"]
-    if errors:
-        if errors[-1].get("message") == "interrupted":
-            return None, "interrupted"
-        return None, StopReason.ERROR.value
-    readable = {event["step"] for event in events if event["type"] in ("action", "answer")}
-    replies = [event["step"] for event in events if event["type"] == "reply"]
-    if len(replies) >= MAX_FORMAT_ERRORS and not readable.intersection(replies[-MAX_FORMAT_ERRORS:]):
-        return None, StopReason.FORMAT_ERRORS.value
-    return None, StopReason.TTL.value
-
-
-def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
-    """What the calls in `events` cost at list price, each priced as the model that answered it (models/prices.py);
-    None when one of them has no listed price, or, on a billed service, its tokens were counted here."""
-    if backend not in FREE and any(event.get("counted_locally") for event in events if event["type"] == "usage"):
-        return None
-    calls = [(e.get("answered_by", model), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
-             for e in events if e["type"] == "usage"]
-    return cost_of(calls, backend)
-
-
-def call_seconds(before: dict | None, usage: dict) -> float | None:
-    """How long a model call took: from the event recorded just before it (its context) to its usage, which is
-    recorded as the call returns; None when the trace holds no times for them."""
-    if before is None:
-        return None
-    times = [event.get("t") for event in (before, usage)]
-    if not all(type(t) in (int, float) for t in times):
-        return None
-    return round(max(0.0, times[1] - times[0]), 3)
-
-
-def summarise(events: Sequence[dict]) -> dict:
-    """The counts of a query, read from its events: the one place they are computed."""
-    usage, context, steps, calls, summaries, acted, local = Usage(), Context(), 0, 0, 0, set(), False
-    temperatures, seconds, before = [], [], None
-    for event in events:
-        kind = event["type"]
-        if kind == "usage":
-            calls += 1
-            seconds.append(call_seconds(before, event))
-            local = local or event.get("counted_locally", False)
-            if event.get("temperature") not in temperatures:
-                temperatures.append(event.get("temperature"))
-            summaries += event["purpose"] == "summary"
-            usage.input_tokens += event["input_tokens"]
-            usage.output_tokens += event["output_tokens"]
-            usage.cached_input_tokens += event.get("cached_tokens", 0)
-        elif kind == "context":
-            for bucket, count in event["tokens"].items():
-                context.totals[bucket] = context.totals.get(bucket, 0) + count
-            context.peak = max(context.peak, sum(event["tokens"].values()))
-            context.counter = event["counter"]
-        elif kind == "action":
-            acted.add(event["step"])
-        elif kind == "observation" and event["step"] in acted:  # not the answer to an unreadable reply
-            steps += 1
-        before = event
-    return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context,
-                counted_locally=local, temperatures=temperatures, call_seconds=seconds)
-
-
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
                  policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
@@ -203,12 +67,6 @@ class TinyReAct:
         self._measure = Meter(self.counter.count)
         self._instructions = None
         self.use_policy(policy or FullHistory())
-
-    def _repr_html_(self) -> str:
-        """In Jupyter, the session so far as its page: every question, every call, what the model was shown."""
-        from views.pages import inline, run_page
-        header = {"model": self.model.name, "backend": self.model.backend, "temperature": self.model.temperature}
-        return inline(run_page(header, self.trace.events, self.counter))
 
     def use_policy(self, policy: Policy) -> None:
         """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""

@@ -115,7 +115,8 @@ def inlined_run(check: bool = False):
     import inspect
     import sys
 
-    from agent import REPLY_LIMIT, RECORD_LIMIT, summarise
+    from agent import REPLY_LIMIT, RECORD_LIMIT
+    from results import summarise
     from models import Message, ModelReply, Part
     from prompts import render_instructions, tool_docs
     from replies import MAX_ACTION_CHARS, parse_reply

@@ -265,7 +265,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
 
 @dataclass
 class Replayed:
-    """A replay kept with what it replayed: its reports to read, and in Jupyter its page (what --html writes)."""
+    """A replay kept with what it replayed: its reports to read, and in Jupyter its page (views/notebook.py)."""
     header: dict = field(repr=False)
     events: list[dict] = field(repr=False)
     reports: list[PolicyReplay] = field(repr=False)
@@ -274,10 +274,6 @@ class Replayed:
     def __repr__(self) -> str:
         return (f"Replayed({self.header.get('title') or 'a recorded session'!r}: {len(self.events)} events, policies "
                 f"{', '.join(report.policy for report in self.reports)})")
-
-    def _repr_html_(self) -> str:
-        from views.pages import inline, replay_page
-        return inline(replay_page(self.header, self.events, self.reports, self.counter))
 
 
 def replay_file(path: str, specs: Sequence[str], counter: TokenCounter | None = None) -> Replayed:

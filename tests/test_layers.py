@@ -1,5 +1,6 @@
 """The layers import one way only: the command line above the experiments and the view, those above the loop,
-the loop above its parts. Read from the source with ast, so an import added anywhere is checked."""
+the loop above its parts. Read from the source with ast, so an import added anywhere is checked, inside a function
+too: the one import that points up is agent.py's `__main__` block, which runs only when agent.py is the script."""
 import ast
 import os
 
@@ -7,10 +8,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Higher imports lower, never the other way; modules of one package may import each other.
 LAYER = {
-    "cli": 7,  # the command line
-    "views": 6,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print
-    "experiments": 5,  # live comparison, replay, probes, recording scripts into traces
-    "agent": 4,  # the loop
+    "cli": 8,  # the command line
+    "views": 7,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print, the notebook display
+    "experiments": 6,  # live comparison, replay, probes, recording scripts into traces
+    "agent": 5,  # the loop
+    "results": 4,  # a finished run read from its events
     "policies": 3,
     "tokens": 2,
     "models": 1, "prompts": 1,
@@ -24,30 +26,36 @@ LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia",
 
 
 def project_modules():
+    """(top-level unit, path) of every module of the project's code, subpackages included."""
     for top in LAYER:
         path = os.path.join(ROOT, top + ".py")
         if os.path.exists(path):
             yield top, path
-        folder = os.path.join(ROOT, top)
-        if os.path.isdir(folder):
-            for name in sorted(os.listdir(folder)):
+        for folder, subfolders, names in os.walk(os.path.join(ROOT, top)):
+            subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+            for name in sorted(names):
                 if name.endswith(".py"):
                     yield top, os.path.join(folder, name)
 
 
+def test_every_top_level_unit_is_in_the_table():
+    """A new top-level module or package must be given its layer, or it would escape every check here."""
+    scripts = {"tests", "bench", "conversations"}  # tests, benchmark scripts, the recorder: not the product
+    found = {name[:-3] if name.endswith(".py") else name for name in os.listdir(ROOT) if not name.startswith(".")
+             and (name.endswith(".py") or os.path.isdir(os.path.join(ROOT, name))
+                  and any(inner.endswith(".py") for inner in os.listdir(os.path.join(ROOT, name))))}
+    assert found - scripts == set(LAYER)
+
+
 def imports(path, main_block=False):
     """(imported top-level name, line, inside a function?) for every import in the file; the imports of an
-    `if __name__ == "__main__":` block (what runs only as a script) only when `main_block`, and those of a
-    `_repr_html_` method never: Jupyter calls it to show an object as its page, the view of the layer above, and
-    only a notebook ever runs it."""
+    `if __name__ == "__main__":` block (what runs only as a script) only when `main_block`."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     found = []
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
             if is_main_block(child) and not main_block:
-                continue
-            if isinstance(child, ast.FunctionDef) and child.name == "_repr_html_":
                 continue
             nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             if isinstance(child, ast.Import):
@@ -92,16 +100,67 @@ def test_the_checker_sees_an_upward_import():
     assert "cli" in {name for name, _, _ in imports(agent, main_block=True)}
 
 
-def test_a_display_hook_may_reach_up_to_the_views_and_nothing_else_may():
-    shown = [(top, os.path.relpath(path, ROOT)) for top, path in project_modules()
+def unit_graph() -> dict:
+    """Which top-level units each top-level unit imports, lazy imports included, `__main__` blocks not."""
+    graph = {top: set() for top in LAYER}
+    for top, path in project_modules():
+        graph[top] |= {name for name, _, _ in imports(path) if name in LAYER and name != top}
+    return graph
+
+
+def cycle(graph: dict) -> list:
+    """One import cycle in `graph` (its units in order), or [] when there is none."""
+    state = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for after in sorted(graph[node]):
+            if state.get(after) == "open":
+                return path[path.index(after):] + [after]
+            if after not in state and (found := visit(after, path + [after])):
+                return found
+        state[node] = "done"
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [node])):
+            return found
+    return []
+
+
+def test_no_import_cycle_between_top_level_units_lazy_imports_counted():
+    assert cycle(unit_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_object_below_the_views_knows_how_it_is_shown():
+    """Jupyter's display is registered from views/notebook.py; nothing below the views defines a display hook."""
+    hooks = [os.path.relpath(path, ROOT) for top, path in project_modules() if LAYER[top] < LAYER["views"]
              for node in ast.walk(ast.parse(open(path, encoding="utf-8").read()))
-             if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_"]
-    assert {path for _, path in shown} == {"agent.py", os.path.join("experiments", "replay.py")}
-    for top, path in project_modules():  # what a _repr_html_ imports: the views, nothing else above its layer
-        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
-            if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_":
-                names = {child.module.split(".")[0] for child in ast.walk(node) if isinstance(child, ast.ImportFrom)}
-                assert names <= {"views"}, path
+             if isinstance(node, ast.FunctionDef) and node.name.startswith("_repr_")]
+    assert hooks == []
+
+
+def test_the_engine_and_the_services_are_rooms_apart():
+    """models/: the seam never imports its rooms (a backend is named in BACKENDS as a string), and the network
+    services and the numpy engine never import each other."""
+    wrong = []
+    for top, path in project_modules():
+        relative = os.path.relpath(path, os.path.join(ROOT, "models"))
+        if top != "models":
+            continue
+        room = relative.split(os.sep)[0] if os.sep in relative else "seam"
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
+                target = node.module.split(".")[1]
+                if target in ("services", "embedded") and target != room:
+                    wrong.append(f"models/{relative}:{node.lineno} imports {node.module}")
+    assert wrong == []
 
 
 def test_the_readme_quotes_the_loop_as_it_is():

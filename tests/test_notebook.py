@@ -1,4 +1,5 @@
-"""In Jupyter a Result, an agent's session and a replay show as their page, inline, in a frame of their own."""
+"""In Jupyter a Result, an agent's session and a replay show as their page, inline, in a frame of their own, once
+`%load_ext views.notebook` has registered the display (the loop and the experiments know nothing of pages)."""
 import html
 import os
 import re
@@ -11,6 +12,8 @@ from models.scripted import ScriptedModel
 from tools.arithmetic import add_numbers
 from views.pages import replay_page, run_page
 
+IPython = pytest.importorskip("IPython")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOSTILE = '"></iframe><script>document.title = "pwned"</script>'
 
@@ -22,21 +25,31 @@ def framed(shown: str) -> str:
     return html.unescape(match.group(1))
 
 
-def test_a_result_and_the_agent_show_their_page_and_hostile_text_stays_inside_the_frame():
+@pytest.fixture(scope="module")
+def shown():
+    """What a notebook shows for an object, as HTML, in a real IPython shell with the extension loaded."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "views.notebook")
+    return lambda value: shell.display_formatter.format(value)[0]["text/html"]
+
+
+def test_a_result_and_the_agent_show_their_page_and_hostile_text_stays_inside_the_frame(shown):
     agent = TinyReAct(ScriptedModel(["Action1: add_numbers(2, 2)", f"Answer: {HOSTILE}", "Answer: 5"]),
                       tools=[add_numbers])
     first = agent.query("What is 2 + 2?")
     agent.query("And 2 + 3?")
-    page = framed(first._repr_html_())
+    page = framed(shown(first))
     header = {"model": "scripted", "backend": "scripted"}
     assert page == run_page(header, first.trace) and "<title>Run: What is 2 + 2?</title>" in page
-    session = framed(agent._repr_html_())
+    session = framed(shown(agent))
     assert "What is 2 + 2?" in session and "And 2 + 3?" in session and HOSTILE not in session
 
 
-def test_a_replay_shows_its_page_and_names_itself_in_one_line():
+def test_a_replay_shows_its_page_and_names_itself_in_one_line(shown):
     replayed = replay_file(os.path.join(ROOT, "conversations", "short.jsonl"), ["full", "window:2"])
-    assert framed(replayed._repr_html_()) == replay_page(replayed.header, replayed.events, replayed.reports,
+    assert framed(shown(replayed)) == replay_page(replayed.header, replayed.events, replayed.reports,
                                                          replayed.counter)
     assert "\n" not in repr(replayed) and repr(replayed).endswith("policies full, window:2)")
 

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from agent import call_seconds, outcome, priced, summarise
+from results import call_seconds, outcome, priced, summarise
 from experiments.facts import Fact, ProbePoint, call_points, load_facts, matches, probe_points
 from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
