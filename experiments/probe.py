@@ -93,59 +93,79 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     if instructions is None:
         raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
                          "(a trace cut short before its first model call has none)")
+    sessions = _sessions(events, specs, counter, summaries)
+    tasks = [task for point in points
+             for task in _tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter)]
+    _ask_all(model, tasks, jobs, progress, answers)
+    order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
+    answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
+    return answers
+
+
+def _sessions(events: Sequence[dict], specs: Sequence[str], counter: TokenCounter,
+              summaries: Summaries | None) -> dict:
+    """{policy name: (policy, the events it renders from, where each recorded event now is)}; a policy replay
+    could not measure (no summaries for compact) is left out, and so not asked either."""
     sessions = {}
     for spec in specs:
         policy = make_policy(spec)
         made = summarised(policy, events, counter.count, summaries) if policy.needs_summaries else \
             Summarised(list(events), list(range(len(events) + 1)), [])
-        if made.events is not None:  # a policy replay could not measure is not asked either
+        if made.events is not None:
             sessions[policy.name] = (policy, made.events, made.position)
+    return sessions
+
+
+def _tasks(events: Sequence[dict], instructions: dict, sessions: dict, facts: list[Fact], point: ProbePoint,
+           phrasings: int | None, repeat: int, counter: TokenCounter) -> list[tuple]:
+    """(answer to fill, context, fact) for every question asked at one probe point: each stated fact with a gold
+    value, each phrasing, each repeat, under each policy and the two controls."""
+    prefix = events[:point.index]
+    known = [fact for fact in facts if stated(fact, prefix)]
     tasks = []
-    for point in points:
-        prefix = events[:point.index]
-        known = [fact for fact in facts if stated(fact, prefix)]
-        for fact in known:
-            if not fact.gold:
-                continue
-            for number, question in enumerate(fact.phrasings[:phrasings], 1):
-                asked = question_event(question)
-                contexts = {"closed book": FullHistory().render([instructions, asked]),
-                            "facts only": [Message.of("system", instructions["text"], "instructions"), Message.of(
-                                "user", "Facts from earlier in the conversation:\n" + "\n".join(
-                                    f"- {f.statement}" for f in known) + f"\n\nQuestion: {question}", "question")]}
-                for name, (policy, session, position) in sessions.items():
-                    contexts[name] = policy.render([*session[:position[point.index]], asked])
-                for condition, messages in contexts.items():
-                    for attempt in range(1, repeat + 1):
-                        tasks.append((ProbeAnswer(condition, point.label, fact.id, number, attempt, question, "", "",
-                                                  sum(counter.count(m.text) for m in messages)), messages, fact))
+    for fact in (fact for fact in known if fact.gold):
+        for number, question in enumerate(fact.phrasings[:phrasings], 1):
+            asked = question_event(question)
+            facts_only = "Facts from earlier in the conversation:\n" + "\n".join(f"- {f.statement}" for f in known)
+            contexts = {"closed book": FullHistory().render([instructions, asked]),
+                        "facts only": [Message.of("system", instructions["text"], "instructions"),
+                                       Message.of("user", facts_only + f"\n\nQuestion: {question}", "question")]}
+            for name, (policy, session, position) in sessions.items():
+                contexts[name] = policy.render([*session[:position[point.index]], asked])
+            for condition, messages in contexts.items():
+                for attempt in range(1, repeat + 1):
+                    tasks.append((ProbeAnswer(condition, point.label, fact.id, number, attempt, question, "", "",
+                                              sum(counter.count(m.text) for m in messages)), messages, fact))
+    return tasks
 
-    def ask(task):
-        answer, messages, fact = task
-        reply = model.generate(messages, STOP_SEQUENCES)
-        text = as_text(cut_at_observation(reply.text))
-        said = parse_reply(text).answer
-        answer.answer = said if said is not None else text
-        answer.verdict = classify(said, fact) if said is not None else "no answer"
-        if said is not None and reply.finish in CUT_SHORT:  # the loop's rule: a cut answer is not an answer
-            answer.answer, answer.verdict = f"{said} [{CUT_SHORT[reply.finish][1]}]", "no answer"
-        return answer
 
+def _asked(model: Model, task: tuple) -> ProbeAnswer:
+    """One probe asked, its answer read from its Answer line and classified."""
+    answer, messages, fact = task
+    reply = model.generate(messages, STOP_SEQUENCES)
+    text = as_text(cut_at_observation(reply.text))
+    said = parse_reply(text).answer
+    answer.answer = said if said is not None else text
+    answer.verdict = classify(said, fact) if said is not None else "no answer"
+    if said is not None and reply.finish in CUT_SHORT:  # the loop's rule: a cut answer is not an answer
+        answer.answer, answer.verdict = f"{said} [{CUT_SHORT[reply.finish][1]}]", "no answer"
+    return answer
+
+
+def _ask_all(model: Model, tasks: list[tuple], jobs: int, progress: Callable[[str], None], answers: list) -> None:
+    """Every task asked, `jobs` at a time, each answer appended as it comes."""
     if jobs <= 1:
         for number, task in enumerate(tasks, 1):
             progress(f"probe {number} of {len(tasks)} · {task[0].condition} · {task[0].fact} at {task[0].point}")
-            answers.append(ask(task))
-    else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(ask, task) for task in tasks]
-            try:
-                for number, future in enumerate(as_completed(futures), 1):
-                    progress(f"probe {number} of {len(tasks)}, {jobs} at a time")
-                    answers.append(future.result())
-            except BaseException:  # Ctrl-C or a failed call: the calls not started are dropped, the answers kept
-                for future in futures:
-                    future.cancel()
-                raise
-    order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
-    answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
-    return answers
+            answers.append(_asked(model, task))
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_asked, model, task) for task in tasks]
+        try:
+            for number, future in enumerate(as_completed(futures), 1):
+                progress(f"probe {number} of {len(tasks)}, {jobs} at a time")
+                answers.append(future.result())
+        except BaseException:  # Ctrl-C or a failed call: the calls not started are dropped, the answers kept
+            for future in futures:
+                future.cancel()
+            raise

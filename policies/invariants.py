@@ -25,45 +25,62 @@ def violations(messages: Sequence[Message], events: Sequence[dict], ordered: boo
     """What is wrong with `messages` as the context for a model call made right after `events`; [] when nothing."""
     since = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
     live = events[since:]
+    parts = [part for message in messages[1:] for part in message.parts]
+    problems = _frame(messages, parts, live) + _unpaired(parts) + _not_held(parts, live)
+    if ordered:
+        problems += _out_of_order(parts, live, since)
+    return problems
+
+
+def _frame(messages: Sequence[Message], parts: list, live: Sequence[dict]) -> list[str]:
+    """The instructions in force first, the current question there, roles alternating from user to user."""
     problems = []
     instructions = [e for e in live if e["type"] == "instructions"]
     questions = [e for e in live if e["type"] == "question"]
     if not messages or messages[0].role != "system" or not instructions or messages[0].text != instructions[-1]["text"]:
         problems.append("the instructions in force are not the first message")
-    parts = [part for message in messages[1:] for part in message.parts]
     if questions and f"Question: {questions[-1]['text']}" not in [part.text for part in parts]:
         problems.append("the current question is missing")
     roles = [message.role for message in messages[1:]]
     if not roles or roles[0] != "user" or roles[-1] != "user" or any(a == b for a, b in zip(roles, roles[1:])):
         problems.append(f"roles do not alternate from user to user: {roles}")
+    return problems
+
+
+def _unpaired(parts: list) -> list[str]:
+    """Every Action answered by its Observation (or a marker for it), and no Observation without its Action."""
+    problems = []
     for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
         if _answers_a_step(part) and (before is None or before.kind != "reply"):
             problems.append(f"an observation without its action: {part.text[:60]!r}")
         if part.kind == "reply" and parse_reply(part.text).action is not None and not (after and _answers_a_step(after)):
             problems.append(f"an action without its observation: {part.text[:60]!r}")
+    return problems
+
+
+def _not_held(parts: list, live: Sequence[dict]) -> list[str]:
+    """Every piece of text comes from the trace, but for markers, notes the trace holds, and cut observations."""
     held = _held(live)
     observations = {}
     for e in live:
         if e["type"] == "observation":
             observations.setdefault(f"Observation{e['step']}: ", []).append(continued(e["text"]))
-    for part in parts:
-        if part.kind == "placeholder":
-            ok = MARKER.fullmatch(part.text) is not None
-        elif part.kind == "notes":
-            ok = _notes_held(part.text, live)
-        elif part.kind == "summary":
-            ok = part.text.partition("\n")[2] in {e["text"] for e in live if e["type"] == "summary"}
-        elif part.kind == "observation" and part.text not in held:
-            prefix = part.text[:part.text.index(": ") + 2] if ": " in part.text else ""
-            ok = bool(NOT_RUN.fullmatch(part.text)) or any(
-                _is_cut(part.text[len(prefix):], whole) for whole in observations.get(prefix, []))
-        else:
-            ok = part.text in held
-        if not ok:
-            problems.append(f"text the trace does not hold: {part.kind} {part.text[:60]!r}")
-    if ordered:
-        problems += _out_of_order(parts, live, since)
-    return problems
+    return [f"text the trace does not hold: {part.kind} {part.text[:60]!r}" for part in parts
+            if not _part_held(part, live, held, observations)]
+
+
+def _part_held(part, live: Sequence[dict], held: set[str], observations: dict) -> bool:
+    if part.kind == "placeholder":
+        return MARKER.fullmatch(part.text) is not None
+    if part.kind == "notes":
+        return _notes_held(part.text, live)
+    if part.kind == "summary":
+        return part.text.partition("\n")[2] in {e["text"] for e in live if e["type"] == "summary"}
+    if part.kind == "observation" and part.text not in held:
+        prefix = part.text[:part.text.index(": ") + 2] if ": " in part.text else ""
+        return bool(NOT_RUN.fullmatch(part.text)) or any(
+            _is_cut(part.text[len(prefix):], whole) for whole in observations.get(prefix, []))
+    return part.text in held
 
 
 def _answers_a_step(part) -> bool:

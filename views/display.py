@@ -229,8 +229,25 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
-    baseline = next((r.total for r in measured if r.policy == BASELINE), None)
     calls = max((len(r.sizes) for r in measured), default=0)
+    console.print(totals_table(measured, path, calls))
+    console.print(buckets_table(measured))
+    if priced:
+        caching_table(console, measured, *priced)
+    console.print(plain(f"Token counts: {counter}; nothing here was billed. vs full: the share of full history's input "
+                        "tokens, summary calls included.", "dim"))
+    replay_warnings(console, reports, measured, window, cut_on_record)
+    if facts and measured and points:
+        console.print(facts_table(measured, facts, points))
+        console.print(plain(f"probe points, left to right: {'; '.join(p.label for p in points)}", "dim"))
+    size_plot(console, measured, calls)
+    if answers is not None:
+        probe_tables(console, answers, model, counter)
+
+
+def totals_table(measured, path: str, calls: int) -> Table:
+    """Input tokens, peak and the rest per policy, each against full history."""
+    baseline = next((r.total for r in measured if r.policy == BASELINE), None)
     table = Table(title=plain(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies"),
                   title_justify="left")
     for column in ["policy", "input tokens, all calls", "vs full", "peak context", "summary calls (in / out)",
@@ -238,53 +255,61 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
         change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != BASELINE else ""
-        summary = f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})" if report.summary_calls else ""
+        summary = (f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})"
+                   if report.summary_calls else "")
         table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", summary,
                                    report.over_window or "", report.violations]))
-    console.print(table)
+    return table
+
+
+def buckets_table(measured) -> Table:
+    """What the contexts held, by kind, summed over every call."""
     buckets = Table(title="What the contexts held, summed over all calls", title_justify="left")
     buckets.add_column("policy")
     for name in BUCKETS:
         buckets.add_column(name, justify="right")
     for report in measured:
         buckets.add_row(*map(plain, [report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]]))
-    console.print(buckets)
-    if priced:
-        caching_table(console, measured, *priced)
-    console.print(plain(f"Token counts: {counter}; nothing here was billed. vs full: the share of full history's input "
-                        "tokens, summary calls included.", "dim"))
-    if window:
+    return buckets
+
+
+def replay_warnings(console: Console, reports, measured, window: tuple[int, str] | None, cut_on_record: int) -> None:
+    """Contexts past a model's window, observations cut when recorded, and each policy's note and caveat."""
+    over = [r.policy for r in measured if r.over_window]
+    if window and over:
         size, whose = window
-        over = [r.policy for r in measured if r.over_window]
-        if over:
-            console.print(plain(f"warning: {', '.join(over)} sent contexts larger than {whose}'s window of {size:,} "
-                                "tokens (the over window column counts the calls); that model could not take them whole.",
-                                "yellow"))
+        console.print(plain(f"warning: {', '.join(over)} sent contexts larger than {whose}'s window of {size:,} "
+                            "tokens (the over window column counts the calls); that model could not take them whole.",
+                            "yellow"))
     if cut_on_record:
         console.print(plain(f"warning: {cut_on_record} observations were cut when recorded (an older TinyReAct cut at "
-                            "2,000 characters): a fact in a part cut is missing from the trace itself, for every policy.",
-                            "yellow"))
+                            "2,000 characters): a fact in a part cut is missing from the trace itself, for every "
+                            "policy.", "yellow"))
     for report in reports:
         if report.note:
             console.print(plain(f"{report.policy}: {report.note}.", "yellow" if not report.measured else "dim"))
         if report.caveat:
             console.print(plain(f"{report.policy}: {report.caveat}.", style="yellow"))
 
-    if facts and measured and points:
-        kept = Table(title="Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
-                           "the observation cap, ✗ gone, – not stated yet)", title_justify="left")
-        kept.add_column("fact")
-        for report in measured:
-            kept.add_column(plain(report.policy), justify="center")
-        for fact in facts:
-            row = [f"{fact.id}: {fact.text[:40]}"]
-            for report in measured:
-                marks = report.facts.get(fact.id, {})
-                row.append(" ".join(STATE_MARKS[marks[p.label]] for p in points if p.label in marks))
-            kept.add_row(*map(plain, row))
-        console.print(kept)
-        console.print(plain(f"probe points, left to right: {'; '.join(p.label for p in points)}", "dim"))
 
+def facts_table(measured, facts, points) -> Table:
+    """Each planted fact's state under each policy, at each probe point, left to right."""
+    kept = Table(title="Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
+                       "the observation cap, ✗ gone, – not stated yet)", title_justify="left")
+    kept.add_column("fact")
+    for report in measured:
+        kept.add_column(plain(report.policy), justify="center")
+    for fact in facts:
+        row = [f"{fact.id}: {fact.text[:40]}"]
+        for report in measured:
+            marks = report.facts.get(fact.id, {})
+            row.append(" ".join(STATE_MARKS[marks[p.label]] for p in points if p.label in marks))
+        kept.add_row(*map(plain, row))
+    return kept
+
+
+def size_plot(console: Console, measured, calls: int) -> None:
+    """Each policy's context size per call as a sparkline, binned to the terminal's width."""
     top = max((r.peak for r in measured), default=0)
     width = max((len(r.policy) for r in measured), default=0)
     columns = max(min(calls, console.width - width - 10), 1)
@@ -294,10 +319,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     for report in measured:
         binned = [max(report.sizes[i * len(report.sizes) // columns:(i + 1) * len(report.sizes) // columns] or [0])
                   for i in range(columns)] if report.sizes else []
-        console.print(plain(f"{report.policy:<{width}} {sparkline(binned, top)} {report.sizes[-1] if report.sizes else 0:,}"))
-
-    if answers is not None:
-        probe_tables(console, answers, model, counter)
+        last = report.sizes[-1] if report.sizes else 0
+        console.print(plain(f"{report.policy:<{width}} {sparkline(binned, top)} {last:,}"))
 
 
 def probe_tables(console: Console, answers, model: str | None, counter: str) -> None:
