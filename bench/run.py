@@ -101,7 +101,9 @@ def tinyreact_run():
     return run_once
 
 
-def inlined_run(check: bool = False):
+# The inlined run is one function on purpose, with no helpers to call: it measures the work without the structure,
+# so it stays past the complexity limit that holds everywhere else (pyproject.toml).
+def inlined_run(check: bool = False):  # noqa: C901
     """One run of the same work as TinyReAct's loop, for the full policy only, written as one function as tightly as
     we could: the same trace events (a clock read for each), the same messages to the model, the same token counts,
     the same checks on each step that this task's calls meet (the action's length and shape, a known tool, every
@@ -133,7 +135,7 @@ def inlined_run(check: bool = False):
     question = "Add one twenty times, starting from 1."
     contexts = []
 
-    def run_once():
+    def run_once():  # noqa: C901
         started = clock()
         events = [{"type": "instructions", "text": instructions, "tools": docs, "t": (clock() - started) // 1_000_000 / 1000},
                   {"type": "question", "text": question, "t": (clock() - started) // 1_000_000 / 1000}]
