@@ -1,0 +1,126 @@
+"""The calculator tool: what it computes, how it writes results, what it refuses, and its bounds."""
+import math
+import os
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tools.calculator import MAX_CHARS, MAX_DEPTH, MAX_DIGITS, calculate, evaluate
+
+
+@pytest.mark.parametrize("expression, result", [
+    ("0.1 + 0.2", "0.3"), ("10 / 4", "2.5"), ("2 ** 10", "1024"), ("(8.5 + 1.5) * 3 - 4.25", "25.75"),
+    ("8 * 9 + 4", "76"), ("25 * 4 + 3", "103"), ("7 * 6 + 5", "47"), ("12 / 4 + 10", "13"), ("-3 + +2", "-1"),
+    ("17 // 5", "3"), ("17 % 5", "2"), ("2 ** -1", "0.5"), ("1.1 * 3", "3.3"), ("sqrt(16)", "4"),
+    ("sqrt(2)", "1.414213562373"), ("abs(-7.5)", "7.5"), ("round(2.567, 2)", "2.57"), ("round(2.5)", "2"),
+    ("min(3, 1, 2)", "1"), ("max(3, 1, 2)", "3"), ("floor(2.7)", "2"), ("ceil(2.1)", "3"), ("log(e)", "1"),
+    ("log(8, 2)", "3"), ("exp(0)", "1"), ("pi * 2", "6.28318530718"), ("123456789 * 987654321", "121932631112635269"),
+    ("1e20", "1e20"), ("1.5e-7", "1.5e-7"), ("0.0001", "0.0001"), ("100 * 1.07 ** 3", "122.5043"),
+    ("  3 +\t4 ", "7"), ("1_000 + 1", "1001"),
+])
+def test_arithmetic_is_computed_and_written_as_people_write_it(expression, result):
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize("expression, says", [
+    ("x + 1", "'x' is not a number"), ("1,000 + 2", "without thousands separators"), ("2 ^ 3", "use ** for a power"),
+    ('"a" * 3', "str values are not numbers"), ("True + 1", "bool values"), ("1j", "complex values"),
+    ("[1, 2]", "List is not arithmetic"), ("lambda: 1", "Lambda"), ("1 if 1 else 2", "IfExp"), ("1 < 2", "comparisons"),
+    ("__import__('os').system('ls')", "is not one of its functions"), ("math.sqrt(4)", "is not one of its functions"),
+    ("(1).real", "Attribute"), ("sqrt(x=4)", "by position only"), ("sqrt(*[4])", "by position only"),
+    ("sqrt(1, 2)", "takes 1 argument, not 2"), ("round(1.5, 0.5)", "second argument"), ("", "empty"),
+    ("2 +", "not an expression"), ("[x for x in (1, 2)]", "ListComp"), ("(-8) ** (1/3)", "not a real number"),
+])
+def test_anything_but_arithmetic_is_refused_with_what_is_allowed(expression, says):
+    answer = calculate(expression)
+    assert answer.startswith("Error: ") and says in answer and "The calculator takes numbers" in answer
+
+
+@pytest.mark.parametrize("expression, says", [
+    ("1 / 0", "division by zero"), ("5 % 0", "division by zero"), ("5 // 0.0", "division by zero"),
+    ("1e308 * 10", "too large"), ("exp(1000)", "too large"), ("10.0 ** 400", "too large"), ("floor(1e300 * 1e10)",
+                                                                                           "too large"),
+    ("sqrt(-1)", "undefined"), ("log(0)", "undefined"),
+])
+def test_math_errors_are_observations(expression, says):
+    assert calculate(expression).startswith("Error: ") and says in calculate(expression)
+
+
+HOSTILE = [
+    "9 ** 800", "2 ** 2 ** 2 ** 2 ** 2 ** 2", "10 ** 10 ** 10", "(10 ** 299) * (10 ** 299)", "9" * MAX_CHARS,
+    "-" * 250 + "1", "(" * 100 + "1" + ")" * 100, "1" + " + 1" * 74, "round(1e308, -400)", "floor(1e308)",
+    "max(" + ", ".join(["9 ** 300"] * 20) + ")", "1" * (MAX_CHARS + 1), "sqrt(" * 40 + "4" + ")" * 40,
+]
+
+
+@pytest.mark.parametrize("expression", HOSTILE)
+def test_hostile_expressions_end_within_a_second_with_an_answer_or_an_error(expression):
+    started = time.monotonic()
+    answer = calculate(expression)
+    assert time.monotonic() - started < 1.0
+    assert answer.startswith("Error: ") or len(answer) <= MAX_DIGITS + 1
+
+
+def test_a_power_too_large_is_refused_before_it_is_computed():
+    # 9 ** 10 ** 8 would take minutes and gigabytes; refused at once, it says how large it would be
+    started = time.monotonic()
+    answer = calculate("9 ** 100000000")
+    assert time.monotonic() - started < 0.1 and f"more than {MAX_DIGITS} digits" in answer
+
+
+def test_nothing_is_executed(tmp_path):
+    marker = tmp_path / "ran"
+    for expression in [f"__import__('os').system('touch {marker}')", f"open('{marker}', 'w')",
+                       f"(lambda: open('{marker}', 'w'))()", "().__class__.__bases__[0].__subclasses__()"]:
+        assert calculate(expression).startswith("Error: ")
+    assert not os.path.exists(marker)
+
+
+def test_bounds_are_the_documented_ones():
+    assert "too long" not in calculate("1" + " + 1" * ((MAX_CHARS - 1) // 4))
+    assert f"more than {MAX_CHARS}" in calculate("1" + " + 1" * (MAX_CHARS // 4 + 1))
+    assert calculate("(" * MAX_DEPTH + "1" + ")" * MAX_DEPTH) == "1"
+    assert f"more than {MAX_DEPTH} parentheses" in calculate("(" * (MAX_DEPTH + 1) + "1" + ")" * (MAX_DEPTH + 1))
+    assert calculate("10 ** 299") == "1" + "0" * 299
+    assert f"more than {MAX_DIGITS} digits" in calculate("10 ** 300 * 10")
+
+
+def test_a_number_that_is_not_text_is_refused_in_words():
+    assert calculate(5).startswith("Error: the expression must be text")
+
+
+# Random expressions of numbers, the operators and parentheses, computed by the calculator and by Python's own
+# arithmetic on the same numbers in the same order (the expressions are the test's own, never a model's).
+numbers = st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
+
+
+@st.composite
+def expressions(draw, depth=0):
+    if depth >= 3 or draw(st.booleans()):
+        value = draw(numbers)
+        return repr(value), value
+    left_text, left = draw(expressions(depth + 1))
+    right_text, right = draw(expressions(depth + 1))
+    symbol = draw(st.sampled_from(["+", "-", "*", "/", "//", "%"]))
+    operations = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+                  "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b}
+    try:
+        value = None if left is None or right is None else operations[symbol](left, right)
+    except ZeroDivisionError:
+        value = None
+    return f"({left_text} {symbol} {right_text})", value
+
+
+@settings(max_examples=300, deadline=None)
+@given(expressions())
+def test_random_expressions_agree_with_python(case):
+    text, expected = case
+    if expected is None:
+        assert calculate(text) == "Error: division by zero."
+        return
+    value = evaluate(text)
+    if isinstance(expected, float) and not math.isfinite(expected):
+        return
+    assert value == expected or math.isclose(value, expected, rel_tol=1e-12, abs_tol=1e-300)
+    assert float(calculate(text)) == pytest.approx(expected, rel=1e-12, abs=1e-300)
