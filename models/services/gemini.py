@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
                     ModelReply, gemini_key, parse_spec, shortened, within_limit)
-from models.services import retry
+from models.services import checked_url, retry
 from models.services.keys import check_key, redact
 from models.streaming import StreamCut
 from redaction import shown_url
@@ -143,7 +143,8 @@ class GeminiModel:
             raise ModelConfigError("no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)")
         from_google = not api_key and not os.environ.get("GEMINI_API_KEY")
         self._api_key = check_key(raw_key, "GOOGLE_API_KEY" if from_google else "GEMINI_API_KEY")
-        self._request_url = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or PUBLIC_URL).rstrip("/")
+        base = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or "").strip() or PUBLIC_URL
+        self._request_url = checked_url("GOOGLE_GEMINI_BASE_URL", base).rstrip("/")
         self.url = shown_url(self._request_url)  # as shown: without a user and password (redaction.py)
         default_thinking, sends_temperature = family(answered_by(self.name))
         self._notice = retirement_notice(self.name)  # said once, on the first call, so that the trace holds it too

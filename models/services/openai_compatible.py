@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
                     within_limit)
-from models.services import retry
+from models.services import checked_url, retry
 from models.services.keys import check_key, redact
 from redaction import shown_url
 from models.services import wire
@@ -55,12 +55,12 @@ FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"
 
 
 def endpoint(backend: str) -> tuple[str, str | None]:
-    """(base URL, key variable) for a backend, from the environment or the defaults."""
+    """(base URL, key variable) for a backend, from the environment or the defaults; ModelConfigError, naming the
+    variable, for a URL that cannot be used."""
     variable, default, key_variable, _ = ENDPOINTS[backend]
-    url = (os.environ.get(variable) or "").strip() or default
-    if backend == "ollama":
-        url = _ollama_base(url) + "/v1"
-    return url.rstrip("/"), key_variable
+    given = (os.environ.get(variable) or "").strip() or default
+    url = _ollama_base(given) + "/v1" if backend == "ollama" else given
+    return checked_url(variable, url, given).rstrip("/"), key_variable
 
 
 def _ollama_base(host: str) -> str:
@@ -513,7 +513,10 @@ MAX_LISTED = 50  # models shown per server by --models; the rest are counted
 def available(backend: str, probe_seconds: float) -> list[dict]:
     """The rows `--models` shows for one server: each model it lists (asked with a deadline of `probe_seconds`),
     or why none can run. The public OpenAI API is not asked: listing costs nothing, but a key is all it needs."""
-    url, key_variable = endpoint(backend)
+    try:
+        url, key_variable = endpoint(backend)
+    except ModelConfigError as problem:
+        return [dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem))]
     row = dict(spec=f"{backend}:MODEL", backend=backend, url=shown_url(url))
     if key_variable and not os.environ.get(key_variable, "").strip():
         return [row | dict(ready=False, why=f"no {key_variable} set")]
