@@ -47,6 +47,7 @@ MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-refer
 MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
 MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
 MAX_LIST_BYTES = 4_000_000  # a model list larger than this (some 40,000 models) is no list to read
+MAX_SIDE_BYTES = 1_000_000  # of Ollama's /api/ps and /api/show: a few models' details, a Modelfile
 CONNECT_SECONDS = 10
 FINISHED_GRACE = 2.0  # seconds a stream whose reply is complete is given to send its usage and end
 ROLES = {"system": "system", "user": "user", "model": "assistant"}
@@ -86,27 +87,41 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
     key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
     headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
     hint = ENDPOINTS[backend][3]
-    started = time.monotonic()
     try:
-        with requests.get(url + "/models", headers=headers, timeout=timeout, allow_redirects=False, stream=True) as response:
-            if response.status_code != 200:
-                raise ModelError(f"{shown}/models answered {response.status_code}")
-            data = b""
-            while chunk := response.raw.read1(65536, decode_content=True):  # as it arrives: a drip or a flood is cut short
-                data += chunk
-                if len(data) > MAX_LIST_BYTES:
-                    raise ModelError(f"{shown}/models sent more than {MAX_LIST_BYTES:,} bytes: stopped reading")
-                if time.monotonic() - started > timeout:
-                    raise ModelError(f"{shown}/models did not finish its answer in {timeout:g} s")
+        data = read_small(requests.get, url + "/models", headers, timeout, MAX_LIST_BYTES)
     except requests.ConnectionError:
         raise ModelError(f"no server at {shown} — {hint}") from None
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
         raise ModelError(f"{shown} did not answer in {timeout:g} s ({type(error).__name__})") from None
+    except _Unread as problem:
+        raise ModelError(f"{shown}/models {problem}") from None
     try:
         listed = wire.json_value(data).get("data") or []
         return sorted({item["id"] for item in listed if isinstance(item, dict) and _named(item.get("id"))})
     except (wire.Malformed, AttributeError, TypeError):
         raise ModelError(f"{shown}/models answered with something other than a model list") from None
+
+
+class _Unread(Exception):
+    """A small answer not read: a status other than 200, too many bytes, or not all of it before the deadline."""
+
+
+def read_small(send, url: str, headers: dict, seconds: float, limit: int, **request) -> bytes:
+    """The body of a short answer (a model list, Ollama's /api/ps and /api/show), read as it arrives and decoded as
+    its Content-Encoding says: at most `limit` bytes and `seconds` in all, a drip included; requests' own timeout
+    bounds only each read. Raises _Unread, or requests' and urllib3's errors."""
+    started = time.monotonic()
+    with send(url, headers=headers, timeout=seconds, allow_redirects=False, stream=True, **request) as response:
+        if response.status_code != 200:
+            raise _Unread(f"answered {response.status_code}")
+        data = b""
+        while chunk := response.raw.read1(65536, decode_content=True):
+            data += chunk
+            if len(data) > limit:
+                raise _Unread(f"sent more than {limit:,} bytes: stopped reading")
+            if time.monotonic() - started > seconds:
+                raise _Unread(f"did not finish its answer in {seconds:g} s")
+    return data
 
 
 def temperature_for(backend: str, url: str) -> float | None:
@@ -191,21 +206,26 @@ class OpenAICompatibleModel:
         Modelfile sets (POST /api/show, its parameters), else Ollama's default (OLLAMA_DEFAULT_CONTEXT)."""
         import requests
 
+        import urllib3.exceptions
+
         base = self._request_url.removesuffix("/v1")
         try:
-            running = requests.get(base + "/api/ps", timeout=2, allow_redirects=False).json().get("models")
+            running = wire.json_value(read_small(requests.get, base + "/api/ps", {}, 2, MAX_SIDE_BYTES)).get("models")
             for model in running if isinstance(running, list) else []:
                 if isinstance(model, dict) and self.name in (model.get("name"), model.get("model"),
                                                               str(model.get("name", "")).removesuffix(":latest")):
                     if type(model.get("context_length")) is int and model["context_length"] > 0:
                         return model["context_length"]
-            shown = requests.post(base + "/api/show", json={"model": self.name}, timeout=2, allow_redirects=False)
-            parameters = shown.json().get("parameters")
+            shown = wire.json_value(read_small(requests.post, base + "/api/show", {}, 2, MAX_SIDE_BYTES,
+                                               json={"model": self.name}))
+            parameters = shown.get("parameters")
             for line in parameters.splitlines() if isinstance(parameters, str) else []:
                 name, _, value = line.strip().partition(" ")
-                if name == "num_ctx" and value.strip().isdigit():
-                    return int(value.strip())
-        except (requests.RequestException, ValueError, AttributeError):
+                value = value.strip()
+                if name == "num_ctx" and value.isdigit() and len(value) <= 9 and int(value) > 0:
+                    return int(value)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, _Unread, wire.Malformed,
+                AttributeError):
             pass  # an older Ollama, or none at the URL: the call itself will say so
         return OLLAMA_DEFAULT_CONTEXT
 
