@@ -891,7 +891,7 @@ def load_env_files() -> list[str]:
     from dotenv import load_dotenv  # only when a model is about to be loaded: --help stays fast
 
     read = []
-    for path in dict.fromkeys([Path.cwd() / ".env", Path(__file__).resolve().parent / ".env"]):
+    for path in dict.fromkeys([Path.cwd() / ".env", Path(__file__).resolve().parent.parent / ".env"]):
         if path.is_file():
             try:
                 load_dotenv(path, override=False)
