@@ -5,7 +5,7 @@ the result back as `Observation:`, until the model writes `Answer:` or the TTL (
 runs out. Everything that happens is appended to a trace; a context policy decides what part of the
 trace the model is shown on each call, and every count in a Result is read back from that trace.
 
-This module is the loop and nothing else; the command line is cli.py.
+This module is the loop and nothing else; the command line is the package cli/.
 
     python agent.py "What is 7 * 6 + 5?"
 """

@@ -10,6 +10,9 @@ import time
 import pytest
 
 import cli as agent
+from cli.arguments import parse_args
+from cli.loading import ENV_BESIDE_AGENT
+from cli.modes import conflict
 from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from traces import Trace, read_trace, read_trace_file
 
@@ -169,6 +172,11 @@ def test_key_is_read_from_dotenv_in_the_working_folder(tmp_path, world):
     env = {"GOOGLE_GEMINI_BASE_URL": gemini.url, "NO_COLOR": "1"}
     done = cli("What is 7 * 6 + 5?", "-q", env=env, cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "47\n", "")
+
+
+def test_the_other_dotenv_read_is_the_one_beside_agent_py():
+    """The command line lives in cli/, a folder below agent.py: the .env it reads besides ./.env is agent.py's."""
+    assert str(ENV_BESIDE_AGENT) == os.path.join(os.path.realpath(ROOT), ".env")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -347,7 +355,7 @@ def test_an_empty_value_is_refused_not_taken_as_no_option(option, capsys):
 def test_outputs_that_only_look_alike_or_are_devices_are_not_refused(capsys):
     superbowl = os.path.join(ROOT, "conversations", "superbowl.jsonl")
     assert agent.main(["--replay", superbowl, "--policies", "full", "--plot", "/dev/null", "--csv", "/dev/null"]) == 0
-    assert agent.conflict(agent.parse_args(["hi", "--compare", "full", "--trace", "runs.jsonl", "--html", "runs.jsonl"])) is None
+    assert conflict(parse_args(["hi", "--compare", "full", "--trace", "runs.jsonl", "--html", "runs.jsonl"])) is None
 
 
 def test_a_usage_error_is_one_line_pointing_to_help(capsys):

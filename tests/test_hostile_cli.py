@@ -10,6 +10,7 @@ import time
 
 import cli
 import pytest
+from cli.output import fail
 from servers import FakeGemini
 from test_cli import KEY, ROOT, world  # noqa: F401,F811  (world is a fixture)
 from traces import read_trace
@@ -162,7 +163,7 @@ def test_quiet_output_and_error_lines_carry_no_escape_sequences(world, capsys):
     world([f"Answer: 47{ESCAPES}"])
     assert cli.main(["q?", "-q"]) == 0
     assert capsys.readouterr().out == "47\n"
-    assert cli.fail(f"the server said {ESCAPES}no") == 2
+    assert fail(f"the server said {ESCAPES}no") == 2
     assert capsys.readouterr().err == "error: the server said no\n"
 
 

@@ -231,7 +231,7 @@ def test_an_unknown_gemini_finish_reason_prints_no_sdk_warning(gemini):
     import subprocess
     import sys
     server = gemini([gemini_response("Answer: 4", finish="SOMETHING_NEW")])
-    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(cli.__file__), "agent.py"), "Q?", "-q",
+    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(cli.__path__[0]), "agent.py"), "Q?", "-q",
                            "--model", "gemini-2.5-flash-lite"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "test-key"})
     assert (done.returncode, done.stdout) == (0, "4\n") and "site-packages" not in done.stderr, done.stderr
@@ -246,7 +246,7 @@ def test_chat_on_a_terminal_takes_a_line_longer_than_the_terminal_holds(openai):
     server = openai(["Answer: long"])
     question = "x" * 5000 + " end"
     leader, follower = pty.openpty()
-    agent = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(cli.__file__), "agent.py"), "--chat",
+    agent = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(cli.__path__[0]), "agent.py"), "--chat",
                               "--model", "openai:m"], stdin=follower, stdout=follower, stderr=follower,
                              env={**os.environ, "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8,
                                   "TERM": "dumb"})

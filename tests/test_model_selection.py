@@ -7,7 +7,7 @@ import pytest
 
 import cli
 import models
-from cli import available_models, describe_models
+from cli.models import available_models, describe_models
 from models import Embedded, ModelConfigError, load_model, parse_spec
 from model_servers import OpenAIStandIn
 

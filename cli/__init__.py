@@ -1,0 +1,70 @@
+"""The command line: `python agent.py "question"`, a chat, a comparison of policies, or a replay.
+
+This is the top layer. It reads the arguments and the `.env` files, loads the model, wires the loop
+(agent.py) to the terminal view (views/display.py), and turns every outcome into output and an exit code:
+0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.
+
+Its modules, each importing only from those after it here:
+- this one: `main`, and the table of handlers, one a mode;
+- modes.py, the table of modes: which option chooses each mode, and which options go together;
+- the modes, each a handler `(args, policy, specs) -> int`: ask.py (a question, a chat), compare.py, replay.py
+  (with --probe), record.py, page.py (the page of a saved trace), models.py (--models, --verify-cache,
+  --show-prompt);
+- arguments.py reads the options; loading.py reads what a mode needs: the .env files, the model, a saved trace;
+- output.py: the exit codes, and what every mode prints or writes.
+A mode's own modules (experiments/, the pages, rich for the terminal view) are imported inside its handler, so that
+--help and a plain question do not pay for them.
+"""
+import argparse
+import sys
+from typing import Callable
+
+from policies import Policy, make_policy
+from cli.arguments import DEFAULT_POLICIES, parse_args, policy_specs
+from cli.ask import ask
+from cli.compare import compare
+from cli.models import show_models, show_prompt, verify_cache
+from cli.modes import conflict, mode_of
+from cli.output import EXIT_INTERRUPTED, PipeGuard, UsageError, fail, readable
+from cli.page import page_of_trace
+from cli.record import record
+from cli.replay import replay_trace
+
+# One handler a mode, each given the arguments, the --policy and the list of policies (to compare or replay).
+HANDLERS: dict[str, Callable[[argparse.Namespace, Policy, list[str]], int]] = {
+    "run": ask, "chat": ask, "compare": compare, "replay": replay_trace, "probe": replay_trace, "record": record,
+    "page": page_of_trace, "models": show_models, "verify_cache": verify_cache, "show_prompt": show_prompt,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; Ctrl-C anywhere is one line and exit 130, and a closed stdout stops output, not the run."""
+    sys.stdout = PipeGuard(sys.stdout)
+    try:
+        return _main(argv)
+    except UsageError as problem:
+        return fail(str(problem))
+    except KeyboardInterrupt:  # before a run began, or between runs: nothing to keep
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = sys.stdout.stream if isinstance(sys.stdout, PipeGuard) else sys.stdout
+
+
+def _main(argv: list[str] | None) -> int:
+    args = parse_args(argv)
+    if args.question is not None:
+        args.question = readable(args.question)
+    if args.expect is not None:
+        args.expect = readable(args.expect)
+    problem = conflict(args)
+    if problem:
+        return fail(problem)
+    mode = mode_of(args)
+    try:  # the policies as given: one for a run, a chat, a recording or the prompt; a list to compare or replay
+        policy = make_policy(args.policy or "full")
+        listed = args.compare if mode == "compare" else args.policies or DEFAULT_POLICIES
+        specs = policy_specs(listed) if mode in ("compare", "replay", "probe") else []
+    except ValueError as problem:
+        return fail(str(problem))
+    return HANDLERS[mode](args, policy, specs)

@@ -1,0 +1,144 @@
+"""The options as argparse reads them: each value checked as it is read, one line for a usage error, and the
+lists of policies an option names. Which options go together is the table of modes (cli/modes.py)."""
+import argparse
+import sys
+
+from policies import POLICY_HELP, make_policy
+from cli.output import EXIT_USAGE
+
+DEFAULT_POLICIES = "full,window:2,user-only:4,elide:2,pinned,compact:8000"
+PRICED_REPLAY = "gemini-3.8-flash"  # what answers gemini-flash-latest, the default Gemini model, as of 2026-12
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        """A usage error is one line, not the whole usage text."""
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = Parser(
+        prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers. "
+                                     "With no question on a terminal, or with --chat, it opens a conversation.",
+        epilog="Environment (also read from ./.env and the .env beside agent.py, never from a folder above; the real "
+               "environment wins): TINYREACT_MODEL; GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_MODEL, "
+               "GEMINI_THINKING (none|minimal|low|medium|high|<budget>), GEMINI_TEMPERATURE, "
+               "GEMINI_MAX_OUTPUT_TOKENS (8192), GOOGLE_GEMINI_BASE_URL; OPENAI_API_KEY, OPENAI_BASE_URL; "
+               "OLLAMA_HOST (http://localhost:11434); LLAMACPP_BASE_URL (http://localhost:8080/v1); "
+               "TINYREACT_CALL_DEADLINE (seconds for a whole model call, retries included: 120); "
+               "TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; NO_COLOR. "
+               "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.")
+    parser.add_argument("question", nargs="?", help="the question to answer")
+    parser.add_argument("--model", type=_given, metavar="SPEC",
+                        help="gemini:NAME (or a bare gemini-… name), openai:NAME, ollama:NAME, llamacpp:NAME, or "
+                             "local:NAME for an embedded model (default: $TINYREACT_MODEL, else $GEMINI_MODEL, else "
+                             "gemini-flash-latest with a key, the embedded model without)")
+    parser.add_argument("--models", action="store_true",
+                        help="list the models that can run here, and why others cannot")
+    parser.add_argument("--verify-cache", action="store_true",
+                        help="check every unpacked embedded model against the checksums written when it was unpacked")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="show each reply when it is complete, not as it is written "
+                             "(replies stream only to a terminal)")
+    parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
+    parser.add_argument("--policy", type=_given, metavar="NAME",
+                        help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
+    parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
+    parser.add_argument("--trace", type=_given, metavar="FILE",
+                        help="write every event to FILE as JSON Lines, as it happens; "
+                             "with --compare, one file per run, named FILE.POLICY.jsonl")
+    parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
+    parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
+    parser.add_argument("--show-context", nargs="?", const="auto", type=_context_choice, metavar="full|changes",
+                        help="before every model call, print what the model is sent, part by part, with sizes: "
+                             "every part (full), or only what changed since the previous call (changes, the default "
+                             "on a terminal)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
+    parser.add_argument("--finish", action="store_true",
+                        help="when the TTL runs out, make one more call asking for the best answer so far")
+    group = parser.add_argument_group("comparing policies")
+    group.add_argument("--compare", type=_given, metavar="LIST",
+                       help="run the question once per policy, e.g. full,window:2,user-only:4")
+    group.add_argument("--expect", type=_given, metavar="TEXT",
+                       help="with --compare: mark answers containing TEXT correct")
+    group.add_argument("--repeat", type=_positive_int, metavar="N",
+                       help="with --compare: N runs per policy (default: 1)")
+    group.add_argument("--replay", type=_given, metavar="FILE",
+                       help="replay a recorded session (a --trace file) under each policy")
+    group.add_argument("--policies", type=_given, metavar="LIST",
+                       help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES})")
+    group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
+    group.add_argument("--plot", type=_given, metavar="FILE.svg",
+                       help="with --replay: also save the context-size chart as SVG")
+    group.add_argument("--csv", type=_given, metavar="FILE",
+                       help="with --replay: also save per-call context sizes and buckets as CSV")
+    group.add_argument("--prices-of", type=_given, metavar="MODEL", dest="prices_of",
+                       help="with --replay: what each policy's input would cost at this model's list price, with and "
+                            f"without prompt caching (default: {PRICED_REPLAY}; see models/prices.json)")
+    group.add_argument("--facts", type=_given, metavar="FILE",
+                       help="with --replay: the planted facts, their probes and probe points "
+                            "(a facts file, see conversations/README.md); overrides the trace's")
+    group.add_argument("--probe-facts", type=_given, metavar="IDS",
+                       help="with --replay: only these facts, e.g. booking,sintra")
+    group.add_argument("--probe-points", type=_given, metavar="LIST",
+                       help="with --replay: only these probe points, by the number "
+                            "in their label (turns, or calls for a trace header's)")
+    group.add_argument("--phrasings", type=_positive_int, metavar="N",
+                       help="with --probe: ask only the first N phrasings")
+    group.add_argument("--jobs", type=_positive_int, metavar="N",
+                       help="with --probe: N calls at once, for network models (default: 1)")
+    group.add_argument("--answers", type=_given, metavar="FILE.csv",
+                       help="with --probe: save every answer and its verdict as CSV")
+    group.add_argument("--record", type=_given, metavar="SCRIPT.json",
+                       help="turn a scripted conversation into a trace (--trace FILE, "
+                            "default SCRIPT.jsonl), through the real loop")
+    group = parser.add_argument_group("seeing inside")
+    group.add_argument("--html", type=_given, metavar="FILE.html",
+                       help="also write one self-contained HTML page of the run, the chat, the comparison "
+                            "or the replay")
+    group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
+                       help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file)")
+    return parser.parse_args(argv)
+
+
+def _given(text: str) -> str:
+    """An option's value, refused when empty: `--trace "$FILE"` with FILE unset must not turn the trace off."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a value, got an empty one")
+    return text
+
+
+def _context_choice(text: str) -> str:
+    if text not in ("auto", "changes", "full"):  # auto: the const when the flag comes alone
+        raise argparse.ArgumentTypeError(f"takes full or changes, got {text!r} "
+                                         "(write the question before --show-context)")
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {value}")
+    return value
+
+
+def policy_specs(text: str) -> list[str]:
+    """The policies an option lists, each checked: a ValueError for none, for one that is no policy, or for one
+    listed twice."""
+    specs = comma_separated(text)
+    if not specs:
+        raise ValueError("no policies given: list them separated by commas, as in full,window:2,user-only:4")
+    names = [make_policy(spec).name for spec in specs]  # raises a clear ValueError for a bad one
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"policy {', '.join(twice)} is listed twice: use --repeat to run a policy more than once")
+    return specs
+
+
+def comma_separated(text: str) -> list[str]:
+    """The items of a comma-separated option, stripped, the empty ones left out."""
+    return [item.strip() for item in text.split(",") if item.strip()]

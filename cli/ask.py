@@ -1,0 +1,151 @@
+"""A question (`agent.py "question"`) and a chat (`--chat`, or no question on a terminal): the loop (agent.py)
+wired to the terminal view (views/display.py), the trace written as it happens, and the page kept."""
+import sys
+
+from agent import TinyReAct
+from models import Model, ModelConfigError
+from policies import Policy, make_policy
+from tokens import local_counter
+from traces import Trace
+from views.terminal import clean
+from cli.loading import model_for_a_run
+from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
+                        write_output)
+
+CHAT_HELP = ("one question per line · /context shows what the model sees · /policy NAME switches · "
+             "/reset starts over · Ctrl-D quits")
+
+
+def ask(args, policy: Policy, specs: list[str]) -> int:
+    """A question, or a chat: the model loaded, the run shown as it happens, the trace and the page kept."""
+    chat = args.chat or (args.question is None and sys.stdin.isatty())
+    if not chat and not (args.question or "").strip():
+        return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
+    model = model_for_a_run(args)
+    agent, display = _agent_shown(args, model, policy)
+    trace = agent.trace
+    try:
+        return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
+    except KeyboardInterrupt:
+        _interrupted(agent, display, args)
+        if args.json:
+            print_json({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)})
+        return EXIT_INTERRUPTED
+    finally:
+        display.close()
+        trace.close()
+        if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
+            _write_run_page(args.html, model, trace, agent.counter)
+
+
+def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
+    """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
+    # rich takes longer to import than --help takes to run: only when showing a run
+    from views.display import LiveDisplay
+
+    quiet = args.json or args.quiet
+    display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
+    try:
+        trace = Trace(args.trace, on_event=display.show, meta=_header(model),
+                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
+    stream = not (args.no_stream or quiet) and sys.stdout.isatty()
+    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
+                      on_text=display.stream if stream else None)
+    display.counter = agent.counter
+    display.render_context = lambda: agent.policy.render(agent.trace.events)
+    return agent, display
+
+
+def _header(model: Model) -> dict:
+    """What a trace file's first line says of the model: its name, backend, and the temperature it is sent."""
+    return {"model": model.name, "backend": model.backend, "temperature": model.temperature}
+
+
+def _context_view(args) -> str | None:
+    """--show-context's view: as asked, else only the changes when the output is a terminal someone reads."""
+    if args.show_context != "auto":
+        return args.show_context
+    stream = sys.stderr if args.json or args.quiet else sys.stdout
+    return "changes" if stream.isatty() else "full"
+
+
+def _write_run_page(path: str, model: Model, trace: Trace, counter) -> None:
+    from views.pages import run_page  # a mode's own modules load only in that mode (see cli/__init__.py)
+
+    write_output(path, lambda: run_page(_header(model), trace.events, counter))
+
+
+def _interrupted(agent: TinyReAct, display, args) -> None:
+    """Ctrl-C during a question: recorded in the trace, said in one line."""
+    agent.trace.add("error", message="interrupted")
+    display.close()
+    print("interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else ""), file=sys.stderr)
+
+
+def _answer(agent: TinyReAct, display, args, question: str) -> int:
+    """One question: run it, print the outcome as asked, and return the exit code."""
+    result = agent.query(question, finish=args.finish)
+    display.close()
+    if args.json:
+        print_json({**result.to_dict(), "trace": list(agent.trace.events)})
+    elif args.quiet:
+        if result.answer is not None:
+            print(clean(result.answer))
+    else:
+        display.summary(result)
+    if isinstance(result.error, ModelConfigError):
+        return fail(str(result.error))
+    if result.error and (args.json or args.quiet):
+        print(f"error: {clean(result.error)}", file=sys.stderr)
+    return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
+
+
+def _chat(agent: TinyReAct, display, args) -> int:
+    """A conversation in one trace: each line is a question; a few /commands look inside. Ctrl-C during a question
+    cancels it and returns to the prompt; Ctrl-C at the prompt, or Ctrl-D, leaves."""
+    display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
+    if hasattr(sys.stdin, "reconfigure"):
+        sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, as in a question argument
+    if sys.stdin.isatty():
+        # input() then edits the line, keeps this session's history, takes a line of any length (the terminal's own
+        # line discipline cuts one at 4,095 characters) and ends only at Ctrl-D on an empty line.
+        import readline  # noqa: F401
+    code = EXIT_ANSWERED
+    while True:
+        try:
+            line = input("> " if sys.stdin.isatty() else "").strip()
+        except EOFError:
+            return code
+        if not line:
+            continue
+        if line.startswith("/"):
+            _chat_command(agent, display, line)
+        else:
+            try:
+                code = _answer(agent, display, args, line)
+            except KeyboardInterrupt:
+                _interrupted(agent, display, args)
+                display.note("the question was cancelled; ask another, or Ctrl-D to leave")
+                continue
+            if code == EXIT_USAGE:
+                return code
+
+
+def _chat_command(agent: TinyReAct, display, line: str) -> None:
+    """/context, /policy NAME, /reset, or a command that is none of them."""
+    command, _, argument = line.partition(" ")
+    if command == "/context":
+        display.show_context(agent.policy.render(agent.trace.events))
+    elif command == "/policy":
+        try:
+            agent.use_policy(make_policy(argument))
+            display.note(f"policy: {agent.policy.name}")
+        except ValueError as problem:
+            display.note(f"error: {problem}")
+    elif command == "/reset":
+        agent.reset()
+        display.note("a new conversation; the trace keeps the old one")
+    else:
+        display.note(f"unknown command {command}: {CHAT_HELP}")

@@ -1,0 +1,89 @@
+"""`agent.py QUESTION --compare LIST`: the question run once per policy (or --repeat times), one table or one JSON
+object, a trace file a run and one page."""
+import os
+import re
+import sys
+from dataclasses import asdict
+
+from models import Model, ModelConfigError
+from policies import Policy, make_policy
+from tokens import local_counter
+from tools import DEFAULT_TOOLS
+from cli.loading import model_for_a_run
+from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageError, fail, print_json, write_output
+
+
+def compare(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
+    if args.html and os.path.realpath(args.html) in _comparison_traces(args, specs):
+        return fail(f"--html names one of the trace files --compare writes: {args.html}")
+    if not (args.question or "").strip():
+        return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
+    model = model_for_a_run(args)
+    counter, runs, traces = local_counter(), [], []
+    interrupted = _run_comparison(args, specs, model, counter, runs, traces)
+    _comparison_report(args, model, counter, runs, traces, interrupted)
+    if interrupted:
+        print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def _comparison_report(args, model: Model, counter, runs: list, traces: list, interrupted: bool) -> None:
+    """The comparison's table, or its JSON; and its page with --html."""
+    # The experiments, report formats and pages load only in the modes that use them, so that --help and a
+    # plain question do not pay the ~50 ms of importing them.
+    from experiments.live import summarise_runs
+    from views.display import LiveDisplay, live_table  # rich: only when showing a run (see cli/__init__.py)
+    from views.pages import compare_page
+
+    rows = summarise_runs(runs)
+    if args.json:
+        print_json({"question": args.question.strip(), "model": model.name, "expect": args.expect,
+                    "counter": counter.name, "interrupted": interrupted, "rows": rows,
+                    "runs": [asdict(run) for run in runs]})
+    elif runs:
+        live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
+    if args.html and traces:
+        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
+
+
+def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list) -> bool:
+    """Every run of a comparison, appended to `runs` as it ends; True when Ctrl-C stopped it (the runs that ended are
+    still reported). A rejected key, or a trace file that cannot be written, is a UsageError."""
+    from experiments.live import compare_live
+    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
+
+    repeat = args.repeat or 1
+    trace_path = lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, repeat)  # noqa: E731
+    try:
+        with spinner("starting…") as update:
+            for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
+                                    finish=args.finish, expect=args.expect, repeat=repeat, counter=counter,
+                                    trace_path=trace_path, progress=lambda text: update(f"running {text}"),
+                                    traces=traces):
+                runs.append(run)
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+def _comparison_traces(args, specs: list[str]) -> set[str]:
+    """The trace files a comparison writes with --trace, one a run."""
+    if not args.trace:
+        return set()
+    runs = [(make_policy(spec).name, attempt) for spec in specs for attempt in range(args.repeat or 1)]
+    return {os.path.realpath(compare_trace_path(args.trace, name, attempt, args.repeat or 1)) for name, attempt in runs}
+
+
+def compare_trace_path(path: str | None, spec: str, attempt: int, repeat: int) -> str | None:
+    """`t.jsonl` becomes `t.window-2.jsonl` for the window:2 run (and `t.window-2.run2.jsonl` for its second)."""
+    if not path:
+        return None
+    stem, suffix = (path[:-6], ".jsonl") if path.endswith(".jsonl") else (path, ".jsonl")
+    slug = re.sub(r"[^A-Za-z0-9.+-]+", "-", spec).strip("-")
+    return f"{stem}.{slug}{f'.run{attempt + 1}' if repeat > 1 else ''}{suffix}"

@@ -1,0 +1,66 @@
+"""What a mode reads before it runs: the .env files, the model (a spinner on stderr while it loads) and a saved
+trace. What cannot be read is a UsageError: one line, exit 2."""
+import sys
+from pathlib import Path
+
+from models import Model, ModelConfigError, load_model
+from models.prices import prices
+from tokens import read_vocabulary_elsewhere
+from traces import TraceFile, load_trace
+from cli.output import UsageError
+
+ENV_BESIDE_AGENT = Path(__file__).resolve().parent.parent / ".env"  # this module is in cli/, beside agent.py
+
+def load_env_files() -> list[str]:
+    """Read ./.env and the .env beside agent.py, never a folder above them; the real environment wins.
+    Returns the files read."""
+    from dotenv import load_dotenv  # only when a model is about to be loaded: --help stays fast
+
+    read = []
+    for path in dict.fromkeys([Path.cwd() / ".env", ENV_BESIDE_AGENT]):
+        if path.is_file():
+            try:
+                load_dotenv(path, override=False)
+            except UnicodeDecodeError:
+                raise UsageError(f"{path} is not UTF-8 text: save it as UTF-8 (KEY=value lines)") from None
+            except ValueError as problem:  # a NUL byte, or a name with "=" in it: no environment variable holds one
+                raise UsageError(f"{path} holds a line the environment cannot take ({problem}): each line is "
+                                 "KEY=value, with no NUL byte, and no = in the KEY") from None
+            except OSError as problem:
+                raise UsageError(f"cannot read {path}: {problem.strerror or problem}") from None
+            read.append(str(path))
+    return read
+
+
+def model_for_a_run(args) -> Model:
+    """The model a question, a chat or a comparison runs, with .env read first; a UsageError when it cannot load,
+    or when the price file TINYREACT_PRICES names cannot be read."""
+    load_env_files()
+    read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
+    try:
+        prices()  # a TINYREACT_PRICES file that cannot be read is one line before the run, not a missing cost after it
+        return model_named(args.model)
+    except (ModelConfigError, ValueError) as problem:
+        raise UsageError(str(problem)) from None
+
+
+def model_named(name: str | None) -> Model:
+    """load_model with its notice on stderr and a spinner there while a local model loads."""
+    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
+
+    with spinner("loading…", start=False) as update:
+        return load_model(name, progress=lambda text: update(text + "…"),
+                          notice=lambda text: print(text, file=sys.stderr))
+
+
+def open_trace(path: str) -> TraceFile:
+    """A saved trace, its cut last line (if any) said in one warning; UsageError for a file that is not one."""
+    try:
+        recorded = load_trace(path)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"{problem.strerror}: {problem.filename}") from None
+    if recorded.warning:
+        print(f"warning: {path}: {recorded.warning}", file=sys.stderr)
+    return recorded

@@ -1,0 +1,78 @@
+"""The modes that look at the models and exit: `--models` (what can run here, and why others cannot),
+`--verify-cache` (are the unpacked embedded models whole) and `--show-prompt` (what a model is told)."""
+import importlib
+import os
+
+from models import BACKENDS, DEFAULT_MODEL, OFFLINE_MODEL, ModelConfigError, resolved_spec
+from policies import Policy
+from prompts import render_instructions
+from tools import DEFAULT_TOOLS
+from traces import Trace
+from views.terminal import clean
+from cli.loading import load_env_files
+from cli.output import EXIT_ANSWERED, EXIT_NO_ANSWER, fail
+
+
+def show_models(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py --models`: one line a model, and which .env files were read."""
+    read = load_env_files()
+    print(clean(describe_models(available_models(read))))
+    return EXIT_ANSWERED
+
+
+def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[dict]:
+    """What can run here, for `--models`: the rows of every backend in models.BACKENDS (each module's
+    `available`), so a new backend is listed with no change here; the first row's `note` says which model runs
+    with no --model and which .env files were read, so the user knows where settings came from."""
+    rows = []
+    for backend, module in BACKENDS.items():
+        rows += importlib.import_module(module).available(backend, probe_seconds)
+    read = ", ".join(env_files) if env_files else "none"
+    rows[0]["note"] = f"{_default_said()}; .env read: {read}"
+    return rows
+
+
+def _default_said() -> str:
+    """Which model runs when --model names none, and what set it, as --models says it."""
+    for variable in ("TINYREACT_MODEL", "GEMINI_MODEL"):
+        if os.environ.get(variable, "").strip():
+            return f"with no --model: {os.environ[variable].strip()} (set by {variable})"
+    return f"with no --model: gemini:{DEFAULT_MODEL} with a key, else {OFFLINE_MODEL}"
+
+
+def describe_models(rows: list[dict]) -> str:
+    """The `--models` listing as text: one line per row, ready ones marked with ✓."""
+    lines = []
+    for row in rows:
+        mark = "✓" if row["ready"] else "✗"
+        where = f"  ({row['url']})" if row.get("url") else ""
+        why = f" — {row['why']}" if row["why"] else ""
+        lines.append(f"{mark} {row['spec']}{where}{why}")
+    notes = [row["note"] for row in rows if row.get("note")]
+    return "\n".join(lines + notes)
+
+
+def verify_cache(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py --verify-cache`: every model folder in the cache read back and checked; exit 1 if one is damaged."""
+    from models.embedded.cache import cache_root, verify_caches  # numpy: only for this
+
+    results = verify_caches()
+    if not results:
+        print(f"no unpacked model in {cache_root()}")
+    for folder, damaged in results.items():
+        if damaged:
+            print(f"✗ {folder}: damaged: {', '.join(damaged)} — clear it with: rm -rf {folder}")
+        else:
+            print(f"✓ {folder}")
+    return EXIT_NO_ANSWER if any(results.values()) else EXIT_ANSWERED
+
+
+def show_prompt(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py --show-prompt [--policy NAME] [--model SPEC]`: the instructions the model would be given."""
+    load_env_files()
+    try:  # the prompt the model of this run would be given: a model may have its own (prompts.PROFILES)
+        _, name = resolved_spec(args.model)
+    except ModelConfigError as problem:
+        return fail(str(problem))
+    print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace()), name))
+    return EXIT_ANSWERED

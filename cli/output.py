@@ -1,0 +1,88 @@
+"""What every mode prints and how it ends: the exit codes, a usage error in one line, JSON with no secret in it,
+the pages, charts and tables a run writes, and a stdout that a closed pipe silences."""
+import json
+import os
+import sys
+from typing import Callable
+
+from redaction import redacted
+from traces import as_text, write_whole
+from views.terminal import clean
+
+EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad input found after the arguments were read (a file that is not a trace, say): one line, exit 2."""
+
+
+def fail(message: str) -> int:
+    print(f"error: {readable(clean(message))}", file=sys.stderr)  # they may quote a server, a file or the model
+    return EXIT_USAGE
+
+
+def readable(text: str) -> str:
+    """A command-line argument as text: bytes that were not UTF-8 (kept by Python as surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte (a JSON escape like \ud800 makes one)
+        return as_text(text)
+
+
+def print_json(data: dict) -> None:
+    """One line of JSON on stdout, with no secret in it (redaction.py)."""
+    print(redacted(json.dumps(data, ensure_ascii=False)))
+
+
+def write_output(path: str, text: Callable[[], str]) -> bool:
+    """Write a page, a chart or a table the run made; a failure is one warning line, never the loss of the run's own
+    output. The text is made and encoded before the file is opened, so a failure there leaves an old file whole."""
+    try:
+        data = text().encode("utf-8")
+        write_whole(path, data)
+    except (OSError, UnicodeError) as problem:
+        print(f"warning: cannot write {readable(path)}: {getattr(problem, 'strerror', None) or problem}",
+              file=sys.stderr)
+        return False
+    print(f"wrote {readable(path)} ({len(data):,} bytes)", file=sys.stderr)  # stdout stays the run's, or its JSON
+    return True
+
+
+class PipeGuard:
+    """stdout that a closed pipe (`| head -1`) silences instead of breaking: the run goes on and keeps its trace
+    and exit code, as a Unix tool's output would simply stop."""
+
+    def __init__(self, stream):
+        self.stream, self.broken = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self.stream.write(text)
+            except UnicodeEncodeError:  # a file name that was not UTF-8, on a strict terminal: shown with U+FFFD
+                encoding = self.stream.encoding or "utf-8"
+                shown = as_text(text).encode(encoding, "replace").decode(encoding)
+                try:
+                    return self.stream.write(shown)
+                except BrokenPipeError:
+                    self._silence()
+            except BrokenPipeError:
+                self._silence()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    def _silence(self) -> None:
+        self.broken = True
+        try:  # the interpreter flushes stdout once more at exit: point the descriptor at nothing so that it is quiet
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)

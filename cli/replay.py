@@ -1,0 +1,190 @@
+"""`agent.py --replay FILE`: a recorded session replayed under each policy, measured and checked, with its tables,
+JSON, chart, CSV and page; with --probe, the planted facts asked of the model at each probe point."""
+import sys
+from dataclasses import dataclass, field
+
+from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, parse_spec
+from models.prices import price_of, prices
+from policies import Policy
+from tokens import local_counter
+from views.terminal import clean
+from cli.arguments import PRICED_REPLAY, comma_separated
+from cli.loading import load_env_files, model_named, open_trace
+from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
+                        readable, write_output)
+
+
+@dataclass
+class Replaying:
+    """What `--replay` has read and made so far, handed from one step to the next."""
+    path: str
+    header: dict
+    events: list[dict]
+    facts: list = field(default_factory=list)
+    points: list = field(default_factory=list)
+    model: Model | None = None
+    summaries: object = None  # experiments.replay.Summaries: compact:T's summaries, cached beside the trace
+    window: int | None = None  # the context window reports are checked against
+    window_model: str = ""  # whose it is
+    priced: tuple | None = None  # (a model's name, its list price) for the input cost with and without caching
+    reports: list = field(default_factory=list)
+    answers: list | None = None  # with --probe
+    stopped: BaseException | None = None  # what ended probing early: Ctrl-C, or the model failing
+
+
+def replay_trace(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
+    from experiments.replay import replay
+
+    recorded = open_trace(args.replay)
+    run = Replaying(args.replay, recorded.header, recorded.events)
+    run.facts, run.points = _facts_and_points(args, run)
+    if args.probe and not any(event["type"] == "instructions" for event in run.events):
+        return fail(f"{args.replay} has no instructions to probe with: it was cut short before its first model call")
+    _replay_model(args, run)
+    counter = local_counter()
+    try:
+        run.reports = replay(run.header, run.events, specs, counter, run.facts, run.points, run.summaries, run.window)
+    except OSError as problem:
+        return fail(f"cannot write the summaries: {problem.strerror or problem}: {run.summaries.path}")
+    except ModelError as problem:  # writing a summary for compact:T
+        print(f"error: {clean(problem)}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(problem, ModelConfigError) else EXIT_NO_ANSWER
+    if args.probe:
+        _probe(args, run, specs, counter)
+    unwritten = _replay_outputs(args, run, counter)
+    return _replay_exit(run, unwritten)
+
+
+def _facts_and_points(args, run: Replaying) -> tuple[list, list]:
+    """The planted facts and the probe points, from --facts or the trace's header, narrowed by --probe-facts and
+    --probe-points; a point outside the session is one warning, a bad selection a UsageError."""
+    from experiments.facts import load_facts, probe_points
+
+    try:
+        facts, declared = load_facts(run.header, args.facts)
+        outside = []
+        points = probe_points(declared, run.events, outside)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    except OSError as problem:
+        raise UsageError(f"{problem.strerror}: {problem.filename}") from None
+    for problem in outside:  # a trace cut short, or one whose run ended before the point: the rest still replays
+        print(f"warning: {args.replay}: {problem}; that probe point is left out", file=sys.stderr)
+    return _chosen_facts(args.probe_facts, facts), _chosen_points(args.probe_points, points, args.replay)
+
+
+def _chosen_facts(listed: str | None, facts: list) -> list:
+    """The facts --probe-facts names (all without it); a name that is no fact is a UsageError."""
+    if not listed:
+        return facts
+    known = [fact.id for fact in facts]
+    unknown = [name for name in comma_separated(listed) if name not in known]
+    if unknown:
+        raise UsageError(f"--probe-facts: no fact named {', '.join(unknown)}; the facts are {', '.join(known)}")
+    return [fact for fact in facts if fact.id in comma_separated(listed)]
+
+
+def _chosen_points(listed: str | None, points: list, path: str) -> list:
+    """The probe points --probe-points numbers (all without it); none at all is a UsageError."""
+    if not listed:
+        return points
+    try:
+        wanted = set(map(int, comma_separated(listed)))
+    except ValueError:
+        raise UsageError(f"--probe-points takes numbers separated by commas, got {listed!r}") from None
+    points = [point for point in points if point.number in wanted]
+    if not points:
+        raise UsageError(f"--probe-points: none of {listed} is a probe point of {path}")
+    return points
+
+
+def _replay_model(args, run: Replaying) -> None:
+    """The model that probes or writes the summaries compact:T asks for (none when the replay needs none), the
+    summaries' cache beside the trace, and the context window reports are checked against."""
+    from experiments.replay import Summaries, context_window
+
+    if args.model or args.probe:
+        load_env_files()
+        try:
+            run.model = model_named(args.model)
+        except (ModelConfigError, ValueError) as problem:
+            raise UsageError(str(problem)) from None
+        if args.jobs and args.jobs > 1 and run.model.backend == "local":
+            raise UsageError("--jobs runs calls at once against network models; "
+                             "an embedded model answers one at a time")
+    stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
+    run.summaries = Summaries(run.model, stem + ".summaries.json")
+    run.window_model = run.model.name if run.model else parse_spec(OFFLINE_MODEL)[1]
+    run.window = context_window(run.window_model)
+    run.priced = _replay_price(args.prices_of)
+
+
+def _replay_price(asked: str | None) -> tuple | None:
+    """(a model, its list price) for a replay's input cost with and without prompt caching: --prices-of's, which
+    must be listed, or by default PRICED_REPLAY's (None if a price file replaced the table without it)."""
+    name = asked or PRICED_REPLAY
+    try:
+        price = price_of(name)
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
+    if price is None and asked:
+        raise UsageError(f"--prices-of: no listed price for {name} in models/prices.json (or TINYREACT_PRICES): "
+                         f"listed are {', '.join(prices())}")
+    return (name, price) if price else None
+
+
+def _probe(args, run: Replaying, specs: list[str], counter) -> None:
+    """Ask the probes; the answers so far are kept when Ctrl-C or a failing model stops it (run.stopped says which)."""
+    from experiments.probe import probe
+    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
+
+    run.answers = []
+    try:
+        with spinner("probing…") as update:
+            probe(run.events, specs, run.model, run.facts, run.points, phrasings=args.phrasings,
+                  repeat=args.repeat or 1, jobs=args.jobs or 1, summaries=run.summaries, counter=counter,
+                  progress=update, answers=run.answers)
+    except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
+        run.stopped = stopped
+
+
+def _replay_outputs(args, run: Replaying, counter) -> list[str]:
+    """The tables (or the JSON), and the files asked for; returns the files that could not be written."""
+    from experiments.facts import cut_on_record
+    from experiments.replay import probe_calls
+    from views.display import LiveDisplay, replay_tables  # rich: only when showing a run (see cli/__init__.py)
+    from views.pages import replay_page
+    from views.reports import answers_csv, replay_csv, replay_json, svg_plot
+
+    title = readable(args.replay)
+    outputs = [(args.plot, lambda: svg_plot(run.reports, f"Context size per call: {title}", counter.name, run.points,
+                                            probe_calls(run.points, run.events), run.answers, run.priced)),
+               (args.csv, lambda: replay_csv(run.reports)), (args.answers, lambda: answers_csv(run.answers or []))]
+    unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
+    model_name = run.model.name if run.model else None
+    if args.json:
+        print_json({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name, run.window,
+                                  run.priced), "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
+    else:
+        replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
+                      counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events),
+                      run.priced)
+    page = lambda: replay_page(run.header, run.events, run.reports, counter, run.facts, run.points,  # noqa: E731
+                               run.answers, run.summaries, model_name, title=f"Replay of {title}", priced=run.priced)
+    if args.html and not write_output(args.html, page):
+        unwritten.append(args.html)
+    return unwritten
+
+
+def _replay_exit(run: Replaying, unwritten: list[str]) -> int:
+    if isinstance(run.stopped, KeyboardInterrupt):
+        print("interrupted: the probe tables hold the answers asked so far", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if run.stopped:
+        print(f"error: probing stopped, the tables hold the answers asked before: {clean(run.stopped)}",
+              file=sys.stderr)
+        return EXIT_USAGE if isinstance(run.stopped, ModelConfigError) else EXIT_NO_ANSWER
+    if unwritten:
+        return EXIT_USAGE
+    return EXIT_ANSWERED if all(report.violations == 0 for report in run.reports) else EXIT_NO_ANSWER
