@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Sequence
 
-from models.prices import FREE, Cost, cost_of
+from models import ModelConfigError
+from models.prices import FREE, Cost, cost_of, price_of
 
 MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 
@@ -91,13 +92,26 @@ def outcome(events: Sequence[dict]) -> tuple[str | None, str]:
 
 
 def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
-    """What the calls in `events` cost at list price, each priced as the model that answered it (models/prices.py);
-    None when one of them has no listed price, or, on a billed service, its tokens were counted here."""
+    """What the calls in `events` cost at list price (models/prices.py); None when one of them has no listed price,
+    or, on a billed service, its tokens were counted here. A call is priced as the model asked for; as the model
+    the reply names only when the one asked for is an alias with no price of its own (gemini-flash-latest): a
+    server's word never makes a listed model cheaper or dearer."""
     if backend not in FREE and any(event.get("counted_locally") for event in events if event["type"] == "usage"):
         return None
-    calls = [(e.get("answered_by", model), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
+    calls = [(priced_as(model, e.get("answered_by")), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
              for e in events if e["type"] == "usage"]
     return cost_of(calls, backend)
+
+
+def priced_as(asked: str, answered_by: str | None) -> str:
+    """The model a call is priced as: the one asked for, or for an alias (a name ending in `latest`, which has no
+    price of its own) the one the reply says answered."""
+    if not answered_by or not asked.removeprefix("models/").endswith("latest"):
+        return asked
+    try:
+        return asked if price_of(asked) is not None else answered_by
+    except ModelConfigError:  # a price file that cannot be read: nothing is priced (cost_of), and the line says why
+        return asked
 
 
 def call_seconds(before: dict | None, usage: dict) -> float | None:

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
                     ModelReply, gemini_key, parse_spec, shortened, within_limit)
-from models.services import checked_url, retry
+from models.services import checked_url, retry, wire
 from models.services.keys import check_key, redact
 from models.streaming import StreamCut
 from redaction import shown_url
@@ -432,14 +432,17 @@ def _details(details) -> list[dict]:
 
 def _counts(usage) -> dict:
     """The usage of a reply. promptTokenCount includes cachedContentTokenCount, the part of the prompt served from
-    the implicit prefix cache (on by default from Gemini 2.5: https://ai.google.dev/gemini-api/docs/caching)."""
-    prompt = (usage.prompt_token_count or 0) if usage else 0
-    output = (usage.candidates_token_count or 0) if usage else 0
-    thoughts = (usage.thoughts_token_count or 0) if usage else 0
-    cached = (usage.cached_content_token_count or 0) if usage else 0
-    if min(prompt, output, thoughts, cached) < 0:  # not counts at all: the loop counts the reply itself, and says so
+    the implicit prefix cache (on by default from Gemini 2.5: https://ai.google.dev/gemini-api/docs/caching);
+    thoughtsTokenCount is apart from candidatesTokenCount. With no usage, or no prompt count, or counts that are
+    not counts or cannot be true, the loop counts the reply itself, and says so."""
+    if usage is None or usage.prompt_token_count is None:
         return dict(usage_source=COUNTED_LOCALLY)
-    return dict(input_tokens=prompt, output_tokens=output + thoughts, thoughts_tokens=thoughts, cached_tokens=cached)
+    counts = {"input": usage.prompt_token_count, "output": usage.candidates_token_count or 0,
+              "thoughts": usage.thoughts_token_count or 0, "cached": usage.cached_content_token_count or 0}
+    if min(counts.values()) < 0 or wire.impossible_usage(counts | {"output": counts["output"] + counts["thoughts"]}):
+        return dict(usage_source=COUNTED_LOCALLY)
+    return dict(input_tokens=counts["input"], output_tokens=counts["output"] + counts["thoughts"],
+                thoughts_tokens=counts["thoughts"], cached_tokens=counts["cached"])
 
 
 def _reply(response) -> ModelReply:

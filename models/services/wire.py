@@ -127,14 +127,28 @@ def usage_counts(usage) -> tuple[dict | None, str | None]:
              if usage.get(key) is not None and not _count(usage.get(key))]
     if wrong:
         return None, "usage numbers that are not counts: " + ", ".join(wrong)
+    missing = [key for key in ("prompt_tokens", "completion_tokens") if usage.get(key) is None]
+    if missing:  # not reported is not 0
+        return None, f"usage without {' or '.join(missing)}"
 
     def detail(details: str, key: str) -> int:
         holder = usage.get(details)
         value = holder.get(key) if isinstance(holder, dict) else None
         return value if _count(value) else 0
-    return {"input": usage.get("prompt_tokens") or 0, "output": usage.get("completion_tokens") or 0,
-            "thoughts": detail("completion_tokens_details", "reasoning_tokens"),
-            "cached": detail("prompt_tokens_details", "cached_tokens")}, None
+    counts = {"input": usage["prompt_tokens"], "output": usage["completion_tokens"],
+              "thoughts": detail("completion_tokens_details", "reasoning_tokens"),
+              "cached": detail("prompt_tokens_details", "cached_tokens")}
+    return (None, impossible) if (impossible := impossible_usage(counts)) else (counts, None)
+
+
+def impossible_usage(counts: dict) -> str | None:
+    """What cannot be true of a reply's token counts: a part larger than the whole it belongs to (cached tokens are
+    part of the prompt's, reasoning tokens of the output's); None when nothing."""
+    if counts["cached"] > counts["input"]:
+        return f"usage with more cached tokens ({counts['cached']:,}) than prompt tokens ({counts['input']:,})"
+    if counts["thoughts"] > counts["output"]:
+        return f"usage with more reasoning tokens ({counts['thoughts']:,}) than output tokens ({counts['output']:,})"
+    return None
 
 
 def _count(value) -> bool:
