@@ -17,6 +17,10 @@ from models import ModelConfigError
 PRICES = Path(__file__).with_name("prices.json")
 PRICES_VARIABLE = "TINYREACT_PRICES"
 FIELDS = ("input", "cached_input", "output")
+MAX_FILE_BYTES = 1_000_000  # a price table of thousands of models is a few hundred kilobytes
+# Dollars per million tokens: the dearest listed price is some hundreds; past this a figure is a typo, and a run's
+# cost (tokens times price) could overflow to infinity.
+MAX_DOLLARS = 100_000
 FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama", "llamacpp": "a model on your own llama.cpp"}
 
 
@@ -90,23 +94,32 @@ def prices() -> dict[str, Price]:
 
 def _rows(path: Path) -> dict[str, Price]:
     try:
+        if not path.is_file():  # a FIFO would block, /dev/zero never end
+            raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not a regular file")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is larger than {MAX_FILE_BYTES:,} bytes: not a price "
+                                   "table")
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as problem:
         raise ModelConfigError(f"{PRICES_VARIABLE}: cannot read {path}: {problem.strerror or problem}") from None
-    except ValueError as problem:
-        raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not JSON in UTF-8 ({problem})") from None
+    except (ValueError, RecursionError) as problem:
+        what = "nested too deeply" if isinstance(problem, RecursionError) else str(problem)[:80]
+        raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not JSON in UTF-8 ({what})") from None
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
         raise ModelConfigError(f"{path} is not a price table: it needs a \"models\" object (see models/prices.json)")
     rows = {}
     for name, row in models.items():
         if not isinstance(row, dict) or not all(_dollars(row.get(field)) for field in FIELDS):
-            raise ModelConfigError(f"{path}: the price of {name} needs {', '.join(FIELDS)} as dollars per million "
-                                   "tokens (numbers of 0 or more)")
+            raise ModelConfigError(f"{path}: the price of {str(name)[:60]} needs {', '.join(FIELDS)} as dollars per "
+                                   f"million tokens (numbers of 0 or more, up to {MAX_DOLLARS:,})")
+        if row["cached_input"] > row["input"]:
+            raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has cached_input above input: a cached "
+                                   "token costs at most a fresh one")
         rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
                            str(row.get("source", "")))
     return rows
 
 
 def _dollars(value) -> bool:
-    return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= MAX_DOLLARS
