@@ -11,6 +11,7 @@ A failed write (a full disk, a file size limit) never stops the run: it is repor
 know, accepts every older version, and drops a last line cut off mid-write, saying so.
 """
 import contextlib
+import errno
 import json
 import math
 import os
@@ -87,26 +88,56 @@ def as_text(text: str) -> str:
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
 
 
+def written_into(path: str) -> bool:
+    """Whether `path` is written into rather than replaced: a device, a pipe or one of the process's own open files
+    (/dev/stdout, /dev/null, a FIFO): it has nothing to keep, and renaming over it would replace it."""
+    if path.startswith(("/dev/", "/proc/")) or os.path.realpath(path).startswith(("/dev/", "/proc/")):
+        return True
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
 @contextlib.contextmanager
 def replacing(path: str) -> Iterator[str]:
-    """A new file beside `path` to write instead; moved onto `path` (or what a link there points to) in one rename
-    when the block ends, and removed if it raises: a file already at `path` stays whole until its replacement is
-    complete, whatever stops the writing (an error, a full disk, Ctrl-C). What is there and is no regular file
-    (a device, a pipe) is written into directly: it has nothing to keep, and renaming over it would replace it."""
-    target = os.path.realpath(path)
-    if (os.path.exists(path) and not os.path.isfile(path)) or target.startswith("/proc/"):
-        yield path  # a device, a pipe, or one of the process's own open files (/dev/stdout): written into
+    """A new file beside `path` to write instead; moved onto `path` in one rename when the block ends, and removed if
+    it raises: a file already at `path` stays whole until its replacement is complete, whatever stops the writing (an
+    error, a full disk, Ctrl-C). A symbolic link at `path` is replaced itself, never what it points to (an output
+    named after a link cannot overwrite another file). What `written_into` names is written into directly."""
+    if written_into(path):
+        yield path
         return
-    temporary = f"{target}.{os.getpid()}.part"  # in the same folder, so that os.replace is one rename
+    temporary = f"{path}.{os.getpid()}.part"  # in the same folder, so that os.replace is one rename
     try:
         yield temporary
-        os.replace(temporary, target)
+        os.replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         if isinstance(error, OSError) and error.filename == temporary:
             error.filename = path  # the file the user named, not the one beside it
         raise
+
+
+def open_for_one_run(path: str):
+    """A trace file opened for writing by this run alone: a regular file is locked (flock) before it is emptied,
+    so a second run given the same file is refused with OSError (EBUSY) and the first run's trace stays whole; a
+    symbolic link is refused (ELOOP), never written through; a device or a pipe is written into."""
+    import fcntl
+
+    if written_into(path):
+        return open(path, "w", encoding="utf-8", errors="backslashreplace")
+    if os.path.islink(path):
+        raise OSError(errno.ELOOP, "it is a symbolic link: name the file itself", path)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.ftruncate(descriptor, 0)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise OSError(errno.EBUSY, "another run is writing it", path) from None
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return open(descriptor, "w", encoding="utf-8", errors="backslashreplace")
 
 
 def write_whole(path: str, data: bytes) -> None:
@@ -127,7 +158,7 @@ class Trace:
         self.write_error: str | None = None
         # backslashreplace: a lone surrogate nested below a header's or an event's own fields (which _texts makes
         # U+FFFD) is written as its JSON escape instead of failing the write
-        self._file = open(path, "w", encoding="utf-8", errors="backslashreplace") if path else None
+        self._file = open_for_one_run(path) if path else None
         if self._file:
             created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self._write({"format": FORMAT, "version": VERSION, "created": created,
