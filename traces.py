@@ -16,9 +16,9 @@ import json
 import math
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 from redaction import redacted_fields
@@ -239,8 +239,7 @@ def read_trace_file(path: str) -> tuple[dict, list[dict]]:
 def load_trace(path: str) -> TraceFile:
     """Read, upgrade and check a trace file. Raises ValueError, one line naming the line and the field, for a file
     that is not a trace or holds a known event of the wrong shape; OSError when it cannot be read."""
-    with open(path, "rb") as file:
-        data = file.read()
+    data = read_input(path, MAX_TRACE_BYTES, "a trace")
     lines = data.split(b"\n")
     warning = None
     if lines[-1].strip() and _parse(lines[-1]) is None:  # no newline after it and not JSON: the write was cut short
@@ -283,8 +282,9 @@ def _texts(fields: dict) -> dict:
 
 def read_json(path: str, what: str):
     """The JSON value in a file given to a reader; ValueError, one line, saying that `path` is not `what` and why."""
+    data = read_input(path, MAX_JSON_BYTES, what)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as problem:
         raise ValueError(f"{path} is not {what}: not JSON ({problem.msg}, line {problem.lineno})") from None
     except UnicodeDecodeError:
@@ -403,3 +403,22 @@ def _show(value) -> str:
         return f"a number of {digits:,} digits"
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"
+
+
+MAX_TRACE_BYTES = 1_000_000_000  # a trace of a million events is a few hundred megabytes
+MAX_JSON_BYTES = 50_000_000  # a facts file or a conversation script
+
+
+def read_input(path: str, limit: int, what: str) -> bytes:
+    """The bytes of a file given to read, checked first to be a regular file (a FIFO would block, /dev/zero never
+    end) of at most `limit` bytes; ValueError, one line, saying why not. OSError when it cannot be read."""
+    status = os.stat(path)  # before opening: opening a FIFO blocks until something writes to it
+    if not stat.S_ISREG(status.st_mode):
+        raise ValueError(f"{path} is not {what}: not a regular file (a pipe or a device)")
+    if status.st_size > limit:
+        raise ValueError(f"{path} is not {what}: {status.st_size:,} bytes, more than {limit:,}")
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:  # it grew while read
+        raise ValueError(f"{path} is not {what}: more than {limit:,} bytes")
+    return data
