@@ -7,7 +7,7 @@ last guard. `shown_url` is every base URL as it is shown: without its user and p
 """
 import base64
 import os
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 URL_VARIABLES = ("OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
@@ -15,16 +15,43 @@ MASK = "***"
 SHORTEST = 6  # a shorter value ("test", "abc") is no secret worth mangling every text that happens to hold it
 
 
+_worked_out: tuple = (None, [])  # (the environment's values they were worked out from, the secrets and their forms)
+
+
 def secrets() -> list[str]:
-    """The secrets set now, longest first (so that a key holding another is blanked whole)."""
-    found = {(os.environ.get(name) or "").strip() for name in KEY_VARIABLES}
-    for name in URL_VARIABLES:
-        userinfo = _userinfo(os.environ.get(name) or "")
+    """The secrets set now, each in every form it travels in (as written, URL-encoded, inside base64), longest
+    first, so that a key holding another is blanked whole. Worked out again only when the variables they come from
+    change: a trace event asks for them, and that must cost next to nothing."""
+    global _worked_out
+    given = tuple(map(os.environ.get, KEY_VARIABLES + URL_VARIABLES))
+    if given != _worked_out[0]:
+        _worked_out = (given, _forms_of(given))
+    return _worked_out[1]
+
+
+def _forms_of(given: tuple) -> list[str]:
+    keys, urls = given[:len(KEY_VARIABLES)], given[len(KEY_VARIABLES):]
+    found = {(value or "").strip() for value in keys}
+    for url in urls:
+        userinfo = _userinfo(url or "")
         if userinfo:  # as written, as sent (decoded), and as a Basic Authorization header carries it
             user, _, password = userinfo.partition(":")
             plain = f"{unquote(user)}:{unquote(password)}"
             found |= {userinfo, password, unquote(password), plain, base64.b64encode(plain.encode()).decode()}
+    found = {value for value in found if len(value) >= SHORTEST}
+    for value in list(found):
+        found |= {quote(value, safe=""), quote_plus(value), *_inside_base64(value)}
     return sorted((value for value in found if len(value) >= SHORTEST), key=len, reverse=True)
+
+
+def _inside_base64(value: str) -> set[str]:
+    """What any base64 text holding `value` holds, wherever `value` starts in it: for each of the three alignments,
+    the characters that depend on `value`'s bytes alone (those shared with a neighbour's bytes are left out)."""
+    data, forms = value.encode(), set()
+    for offset, skip in ((0, 0), (1, 2), (2, 3)):
+        encoded = base64.b64encode(b"\0" * offset + data).decode()
+        forms.add(encoded[skip:(offset + len(data)) // 3 * 4])
+    return forms
 
 
 def redacted(text: str) -> str:
@@ -41,9 +68,10 @@ def blanked(text: str, values: list[str]) -> str:
     return text
 
 
-def redacted_fields(fields: dict) -> dict:
-    """`fields` with every text value, at any depth, redacted; in place, and returned."""
-    found = secrets()  # once for the whole event: reading them is most of the work
+def redacted_fields(fields: dict, found: list[str] | None = None) -> dict:
+    """`fields` with every text value, at any depth, redacted (of `found`, by default the secrets set now); in
+    place, and returned."""
+    found = secrets() if found is None else found
     if not found:
         return fields
     for name, value in fields.items():
@@ -78,3 +106,23 @@ def _userinfo(url: str) -> str:
     except ValueError:
         return ""
     return netloc.rpartition("@")[0] if "@" in netloc else ""
+
+
+class StreamRedactor:
+    """Redaction over a stream of pieces: a secret split across pieces is blanked too. Each piece is joined to
+    what was held back, blanked, and shown but for its last characters (one fewer than the longest form of a
+    secret), which wait for the next piece or `end`: no secret can begin in what is shown and end after it."""
+
+    def __init__(self):
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        found = secrets()
+        text = blanked(self._held + piece, found) if found else self._held + piece
+        cut = max(0, len(text) - max((len(value) - 1 for value in found), default=0))
+        shown, self._held = text[:cut], text[cut:]
+        return shown
+
+    def end(self) -> str:
+        rest, self._held = blanked(self._held, secrets()), ""
+        return rest

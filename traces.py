@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from redaction import redacted_fields
+from redaction import redacted_fields, secrets
 
 FORMAT = "tinyreact-trace"
 VERSION = 2
@@ -159,13 +159,16 @@ class Trace:
         # backslashreplace: a lone surrogate nested below a header's or an event's own fields (which _texts makes
         # U+FFFD) is written as its JSON escape instead of failing the write
         self._file = open_for_one_run(path) if path else None
+        # A run's secrets are worked out once, when it starts (its .env files were read before): redacting every
+        # event must not read the environment each time (redaction.secrets)
+        self._secrets = secrets()
         if self._file:
             created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self._write({"format": FORMAT, "version": VERSION, "created": created,
-                         **_texts(redacted_fields(dict(meta or {})))})
+                         **_texts(redacted_fields(dict(meta or {}), self._secrets))})
 
     def add(self, type: str, **fields) -> dict:
-        _texts(redacted_fields(fields))
+        _texts(redacted_fields(fields, self._secrets))
         milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)

@@ -1,6 +1,7 @@
 """TinyReAct against the frameworks people would pick instead, measured side by side in one run.
 
-    python bench/run.py
+    python bench/run.py            # every table; installs the peers on first use
+    python bench/run.py --loop     # table 1 for TinyReAct alone: the bare step, the work inline, the loop
 
 On first use it creates bench/.venv-peers and installs bench/requirements-peers.txt there (smolagents and
 LangChain's classic agents, at the versions measured); the project's own environment is never touched.
@@ -172,6 +173,8 @@ def inlined_run(check: bool = False):  # noqa: C901
                 append({"type": "thought", "step": step, "text": thought, "t": (clock() - started) // 1_000_000 / 1000})
             if answer is not None:
                 append({"type": "answer", "step": step, "text": answer, "t": (clock() - started) // 1_000_000 / 1000})
+                append({"type": "stop", "reason": "answer", "answer": answer,
+                        "t": (clock() - started) // 1_000_000 / 1000})
                 return summarise(events), events
             append({"type": "action", "step": step, "text": action, "t": (clock() - started) // 1_000_000 / 1000})
             if len(action) > MAX_ACTION_CHARS:
@@ -301,7 +304,17 @@ def context_growth() -> list[tuple]:
     return rows
 
 
+def loop_only() -> None:
+    """Table 1 without the peers: the bare step, TinyReAct's work inline and TinyReAct, timed in turn."""
+    inlined_run(check=True)
+    bare, inlined, ours = per_step_ms(bare_run(), inlined_run(), tinyreact_run())
+    print(f"bare step {bare:.3f} ms · inline {inlined:.3f} ms ({inlined / bare:.1f}×) · TinyReAct {ours:.3f} ms "
+          f"({ours / bare:.1f}× the bare step, {ours / inlined:.1f}× its work inline)")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--loop"]:
+        return loop_only()
     ensure_peers()
     from tokens import count_tokens, local_counter
     from prompts import render_instructions

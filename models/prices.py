@@ -10,6 +10,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from models import ModelConfigError
@@ -85,11 +86,26 @@ def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None
 def prices() -> dict[str, Price]:
     """The shipped table, with the rows of the user's file (TINYREACT_PRICES) over it; ModelConfigError, naming the
     file, when one cannot be read. Read when asked: both are small."""
-    rows = _rows(PRICES)
+    rows = _read(PRICES)
     user_file = os.environ.get(PRICES_VARIABLE, "").strip()
     if user_file:
-        rows |= _rows(Path(user_file))
+        rows |= _read(Path(user_file))
     return rows
+
+
+def _read(path: Path) -> dict[str, Price]:
+    """The rows of a price file, read again only when it changes (its size or time of change): a run is priced at
+    its end, and a chat or a comparison has many runs."""
+    try:
+        status = path.stat()
+    except OSError:
+        return _rows(path)  # says why, in one line
+    return dict(_rows_of(str(path), status.st_mtime_ns, status.st_size))
+
+
+@lru_cache(maxsize=8)
+def _rows_of(path: str, changed: int, size: int) -> dict[str, Price]:
+    return _rows(Path(path))
 
 
 def _rows(path: Path) -> dict[str, Price]:

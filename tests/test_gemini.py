@@ -342,4 +342,4 @@ def test_a_model_without_a_listed_price_has_no_cost_and_a_price_file_can_add_one
     prices.write_text('{"models": {"x": {"input": "cheap"}}}')
     assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it"]) == 2
     assert capsys.readouterr().err == (f"error: {prices}: the price of x needs input, cached_input, output as dollars "
-                                       "per million tokens (numbers of 0 or more)\n")
+                                       "per million tokens (numbers of 0 or more, up to 100,000)\n")

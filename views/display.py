@@ -17,6 +17,7 @@ from experiments.probe import VERDICTS, tally
 from models.prices import dollars
 from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
+from redaction import StreamRedactor
 from replies import continued
 from views.reports import caching_cells
 from views.terminal import clean
@@ -52,6 +53,7 @@ class LiveDisplay:
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
         self._streamed = ""  # the text of the reply being streamed, shown as it came
+        self._redactor = StreamRedactor()
         self._replied = None  # the step whose reply was streamed: its parts are not printed again
 
     def show(self, event: dict) -> None:
@@ -122,12 +124,15 @@ class LiveDisplay:
         self.console.rule(style="magenta")
 
     def stream(self, piece: str) -> None:
-        """Show a piece of the reply as the model writes it (only text that will not be cut)."""
+        """Show a piece of the reply as the model writes it (only text that will not be cut), redacted over the
+        whole stream: a secret split across pieces is held back until it can be blanked whole."""
         self._stop_spinner()
         self._streamed += piece
-        self.console.print(plain(piece, "cyan"), end="")
+        self.console.print(plain(self._redactor.feed(piece), "cyan"), end="")
 
     def _end_stream(self) -> None:
+        rest = self._redactor.end()
+        self.console.print(plain(rest, "cyan"), end="")
         if not self._streamed.endswith("\n"):
             self.console.print()
         self._streamed = ""
@@ -138,6 +143,8 @@ class LiveDisplay:
 
     def close(self) -> None:
         self._stop_spinner()
+        if self._streamed:  # a stream that no reply ended (an error, Ctrl-C): what was held back is shown
+            self._end_stream()
 
     def summary(self, result) -> None:
         usage = result.usage
