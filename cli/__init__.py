@@ -2,7 +2,7 @@
 
 This is the top layer. It reads the arguments and the `.env` files, loads the model, wires the loop
 (agent.py) to the terminal view (views/display.py), and turns every outcome into output and an exit code:
-0 answered, 1 no answer, 2 usage or configuration error, 130 interrupted.
+0 answered, 1 no answer, 2 usage or configuration error, 74 stdout not writable, 130 interrupted.
 
 Its modules, each importing only from those after it here:
 - this one: `main`, and the table of handlers, one a mode;
@@ -25,7 +25,7 @@ from cli.ask import ask
 from cli.compare import compare
 from cli.models import show_models, show_prompt, verify_cache
 from cli.modes import conflict, mode_of
-from cli.output import EXIT_INTERRUPTED, PipeGuard, UsageError, fail, readable
+from cli.output import EXIT_INTERRUPTED, EXIT_OUTPUT, OutputFailed, PipeGuard, UsageError, fail, readable
 from cli.page import page_of_trace
 from cli.record import record
 from cli.replay import replay_trace
@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a run began, or between runs: nothing to keep
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OutputFailed as problem:  # the trace file, written event by event, is kept as far as the run went
+        print(f"error: {problem}; the run stopped there (a --trace file keeps what it did)", file=sys.stderr)
+        return EXIT_OUTPUT
     finally:
         sys.stdout = sys.stdout.stream if isinstance(sys.stdout, PipeGuard) else sys.stdout
 

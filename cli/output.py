@@ -10,6 +10,7 @@ from traces import as_text, write_whole
 from views.terminal import clean
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OUTPUT = 74  # stdout could not be written (sysexits.h's EX_IOERR)
 
 
 class UsageError(Exception):
@@ -48,37 +49,51 @@ def write_output(path: str, text: Callable[[], str]) -> bool:
     return True
 
 
+class OutputFailed(Exception):
+    """stdout cannot be written (a full disk, a closed descriptor): the run ends, with one line on stderr."""
+
+
 class PipeGuard:
     """stdout that a closed pipe (`| head -1`) silences instead of breaking: the run goes on and keeps its trace
-    and exit code, as a Unix tool's output would simply stop."""
+    and exit code, as a Unix tool's output would simply stop. Any other failure to write (a full disk, stdout
+    closed) ends the run: OutputFailed, which `main` turns into one line and EXIT_OUTPUT; the trace file, written
+    as the run goes, is kept."""
 
     def __init__(self, stream):
         self.stream, self.broken = stream, False
 
     def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                return self.stream.write(text)
-            except UnicodeEncodeError:  # a file name that was not UTF-8, on a strict terminal: shown with U+FFFD
-                encoding = self.stream.encoding or "utf-8"
-                shown = as_text(text).encode(encoding, "replace").decode(encoding)
-                try:
-                    return self.stream.write(shown)
-                except BrokenPipeError:
-                    self._silence()
-            except BrokenPipeError:
-                self._silence()
+        if self.broken:
+            return len(text)
+        if self.stream is None:  # started with stdout closed (`>&-`)
+            raise OutputFailed("cannot write to stdout: it is closed")
+        try:
+            return self.stream.write(text)
+        except UnicodeEncodeError:  # a file name that was not UTF-8, on a strict terminal: shown with U+FFFD
+            encoding = self.stream.encoding or "utf-8"
+            return self.write(as_text(text).encode(encoding, "replace").decode(encoding))
+        except BrokenPipeError:
+            self._silence()
+        except (OSError, ValueError) as error:  # ValueError: a stream closed under us
+            self._silence()
+            raise OutputFailed(f"cannot write to stdout: {getattr(error, 'strerror', None) or error}") from None
         return len(text)
 
     def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()
-            except BrokenPipeError:
-                self._silence()
+        if self.broken or self.stream is None:
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._silence()
+        except (OSError, ValueError) as error:
+            self._silence()
+            raise OutputFailed(f"cannot write to stdout: {getattr(error, 'strerror', None) or error}") from None
 
     def _silence(self) -> None:
         self.broken = True
+        if self.stream is None:
+            return
         try:  # the interpreter flushes stdout once more at exit: point the descriptor at nothing so that it is quiet
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
         except (OSError, ValueError):
