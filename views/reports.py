@@ -275,20 +275,30 @@ def replay_csv(reports: list[PolicyReplay]) -> str:
     writer.writerow(["policy", "call", "context_tokens", *BUCKET_NAMES, *(f"{b}_share" for b in BUCKET_NAMES)])
     for report in reports:
         for number, (size, counts) in enumerate(zip(report.sizes, report.calls), 1):
-            writer.writerow([report.policy, number, size, *(counts.get(b, 0) for b in BUCKET_NAMES),
+            writer.writerow([spreadsheet_safe(report.policy), number, size, *(counts.get(b, 0) for b in BUCKET_NAMES),
                              *(f"{counts.get(b, 0) / size:.4f}" if size else "0" for b in BUCKET_NAMES)])
     return out.getvalue()
 
 
 def answers_csv(answers: list[ProbeAnswer]) -> str:
-    """Every probe answer, one row each, with its verdict."""
+    """Every probe answer, one row each, with its verdict; a model's text made safe for a spreadsheet."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = list(ProbeAnswer.__dataclass_fields__)
     writer.writerow(names)
     for answer in answers:
-        writer.writerow([getattr(answer, name) for name in names])
+        writer.writerow([spreadsheet_safe(getattr(answer, name)) for name in names])
     return out.getvalue()
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): such a text cell is written after a
+# single quote, which the spreadsheet shows as text and does not run.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A text cell that a spreadsheet would run as a formula (`=HYPERLINK(...)`), written as text instead."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
