@@ -281,9 +281,10 @@ def replay_csv(reports: list[PolicyReplay]) -> str:
 
 
 def answers_csv(answers: list[ProbeAnswer]) -> str:
-    """Every probe answer, one row each, with its verdict; a model's text made safe for a spreadsheet."""
+    """Every probe answer, one row each, with its verdict; a model's text made safe for a spreadsheet. Rows end in
+    CRLF, as RFC 4180 has them, so that a carriage return inside an answer is quoted like a newline."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n")
     names = list(ProbeAnswer.__dataclass_fields__)
     writer.writerow(names)
     for answer in answers:
