@@ -231,10 +231,12 @@ class GeminiModel:
                         channel.event("reasoning", backend=self.backend, text=part.text)
                     elif part.text and cut.feed(part.text):
                         break
-                if cut.done or retry.abandoned():
+                # A finish reason ends the reply (its chunk carries the usage): a server that then keeps the stream
+                # open is not waited on until the deadline
+                if cut.done or retry.abandoned() or candidate.finish_reason:
                     break
         finally:
-            chunks.close()  # at the cut: the rest of the reply is not read
+            chunks.close()  # at the cut or the finish: the rest of the stream is not read
         text = cut.finish()
         counts = _counts(last.usage_metadata if last else None)
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None

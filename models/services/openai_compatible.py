@@ -301,8 +301,9 @@ class OpenAICompatibleModel:
 
     def _chunks(self, response, reading: dict | None = None):
         """The body as it arrives, decoded as its Content-Encoding says (gzip, deflate), chunk by chunk, stopping when
-        the caller stopped waiting or it grows too big. Once `reading["finished"]` is set (the reply is complete),
-        a server that keeps the stream open is waited for a moment only, then the body is taken as ended."""
+        the caller stopped waiting or it grows too big. Once `reading["finished"]` is set (when the reply was
+        complete), a server that keeps the stream open, keep-alive comments included, is read for FINISHED_GRACE
+        seconds more only, then the body is taken as ended."""
         import requests
 
         import urllib3.exceptions
@@ -315,7 +316,7 @@ class OpenAICompatibleModel:
                 if reading.get("finished"):
                     return
                 raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
-            if not chunk:
+            if not chunk or (reading.get("finished") and time.monotonic() - reading["finished"] > FINISHED_GRACE):
                 return
             size += len(chunk)
             if size > MAX_REPLY_BYTES:
@@ -402,7 +403,7 @@ class OpenAICompatibleModel:
                 return True
             if choice.finish:
                 state["finish"] = choice.finish
-                state["reading"]["finished"] = True  # only the usage may follow: a server that stays open is not waited on
+                state["reading"]["finished"] = time.monotonic()  # only the usage may follow: not waited on for long
                 _hurry(state["response"])
         return False
 
@@ -475,6 +476,9 @@ def _hurry(response) -> None:
     follow, and a server that never closes it (nor sends [DONE]) must not hold the answer until the deadline."""
     connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
     sock = getattr(connection, "sock", None)
+    if sock is None:  # http.client has let go of the connection's socket (a response that closes it): its reader has it
+        reader = getattr(getattr(getattr(response.raw, "_fp", None), "fp", None), "raw", None)
+        sock = getattr(reader, "_sock", None)
     if sock is not None:
         try:
             sock.settimeout(FINISHED_GRACE)

@@ -1,0 +1,58 @@
+"""A reply that arrived whole, finish reason and all, is the answer even when the server then keeps the stream
+open (no [DONE], keep-alive comments, or nothing at all): it is waited on for a moment, not until the deadline."""
+import json
+import time
+
+from model_servers import gemini_response
+from models import Message, load_model
+from servers import Answer, Loopback
+
+MESSAGES = [Message.of("user", "Question: 2 + 2?")]
+DEADLINE = "20"  # far longer than the test may take: the answer must come well before it
+
+
+class OpenStream(Loopback):
+    """Sends the given events, then holds the stream open: `tail` forever (keep-alive comments), or nothing."""
+
+    def __init__(self, events: list[bytes], tail: bytes):
+        super().__init__()
+        self.events, self.tail = events, tail
+
+    def handle(self, request):
+        if self.tail:
+            return Answer(200, self.events + [self.tail] * 200, {"Content-Type": "text/event-stream"}, pause=0.2)
+        return Answer(200, [b"".join(self.events), b"x"], {"Content-Type": "text/event-stream"}, pause=30)
+
+
+def openai_events() -> list[bytes]:
+    base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    chunks = [{**base, "choices": [{"index": 0, "delta": {"content": "Answer: 4"}, "finish_reason": None}]},
+              {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+
+
+def answered(monkeypatch, spec: str, server: OpenStream) -> tuple[str, float]:
+    monkeypatch.setenv("TINYREACT_CALL_DEADLINE", DEADLINE)
+    with server:
+        monkeypatch.setenv("LLAMACPP_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+        started = time.monotonic()
+        reply = load_model(spec).generate(MESSAGES, [], on_text=lambda text: None, on_event=lambda *a, **f: None)
+        return reply.text, time.monotonic() - started
+
+
+def test_an_openai_compatible_stream_kept_open_with_keep_alives_gives_its_answer(monkeypatch):
+    text, seconds = answered(monkeypatch, "llamacpp:m", OpenStream(openai_events(), b": keep-alive\n\n"))
+    assert text == "Answer: 4" and seconds < 6
+
+
+def test_an_openai_compatible_stream_kept_open_silently_gives_its_answer(monkeypatch):
+    text, seconds = answered(monkeypatch, "llamacpp:m", OpenStream(openai_events(), b""))
+    assert text == "Answer: 4" and seconds < 6
+
+
+def test_a_gemini_stream_kept_open_after_its_finish_reason_gives_its_answer(monkeypatch):
+    event = f"data: {json.dumps(gemini_response('Answer: 4'))}\r\n\r\n".encode()
+    text, seconds = answered(monkeypatch, "gemini-3.8-flash", OpenStream([event], b""))
+    assert text == "Answer: 4" and seconds < 6
