@@ -153,3 +153,17 @@ def summarise(events: Sequence[dict]) -> dict:
         before = event
     return dict(steps=steps, model_calls=calls, summary_calls=summaries, usage=usage, context=context,
                 counted_locally=local, temperatures=temperatures, call_seconds=seconds)
+
+
+def echoed_error(events: Sequence[dict]) -> str | None:
+    """The tool's error a query's answer only repeats (`Answer: Error: there is no tool named 'sqrt'`), or None:
+    such an answer says the question was not answered."""
+    answer, _ = outcome(events)
+    said = " ".join((answer or "").split())
+    if not said.lower().startswith("error"):
+        return None
+    for event in events:
+        seen = " ".join(event.get("text", "").split()) if event["type"] == "observation" else ""
+        if seen.lower().startswith("error") and (said in seen or seen in said):
+            return seen
+    return None

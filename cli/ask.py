@@ -3,6 +3,7 @@ wired to the terminal view (views/display.py), the trace written as it happens, 
 import sys
 
 from agent import TinyReAct
+from results import echoed_error
 from models import Model, ModelConfigError
 from policies import Policy, make_policy
 from tokens import local_counter
@@ -99,6 +100,9 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
         return fail(str(result.error))
     if result.error and (args.json or args.quiet):
         print(f"error: {clean(result.error)}", file=sys.stderr)
+    if result.answer is not None and echoed_error(result.trace):
+        print("warning: the answer only repeats a tool's error: the question was not answered", file=sys.stderr)
+        return EXIT_NO_ANSWER
     return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
 
 

@@ -121,6 +121,15 @@ def test_ttl_without_answer_exits_1(world, capsys):
     assert result["stop_reason"] == "ttl" and result["model_calls"] == 2 and result["answer"] is None
 
 
+def test_an_answer_that_only_repeats_a_tool_error_exits_1_and_says_so(world, capsys):
+    world(["Action: sqrt(16)", "Answer: Error: there is no tool named 'sqrt'."])
+    assert agent.main(["What is the square root of 16?", "-q"]) == 1
+    out, err = capsys.readouterr()
+    assert "only repeats a tool's error" in err
+    world(["Action: add_numbers(2, 2)", "Answer: 4"])
+    assert agent.main(["What is 2 + 2?", "-q"]) == 0
+
+
 def test_finish_flag_asks_once_more(world, capsys):
     world(["Action: add_numbers(1, 1)", "Answer: 2"])
     assert agent.main(["1 + 1?", "--ttl", "1", "--finish", "--json"]) == 0
