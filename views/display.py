@@ -6,6 +6,8 @@ Model, tool and user text is hostile to a terminal. It is always handed to rich 
 markup, and control characters (escape sequences that could set the window title, clear the screen or
 write the clipboard) are removed from it on the way out; the trace keeps it raw. NO_COLOR is honoured by rich.
 """
+import re
+import time
 from contextlib import contextmanager
 from typing import Sequence
 
@@ -369,11 +371,31 @@ def sparkline(values: Sequence[int], top: int) -> str:
     return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0] for v in values)
 
 
+PROGRESS_SECONDS = 10  # between two progress lines of one stage, when stderr is not a terminal
+
+
+def _progress_lines(console: Console):
+    """Progress said in lines, for a stderr that is no terminal: the first update of each stage (its text with
+    the numbers taken out), then one every PROGRESS_SECONDS, so that a first run's minutes of unpacking are seen."""
+    last = {"stage": None, "at": 0.0}
+
+    def update(text: str) -> None:
+        stage, now = re.sub(r"\d+", "#", text), time.monotonic()
+        if stage != last["stage"] or now - last["at"] >= PROGRESS_SECONDS:
+            console.print(plain(text), soft_wrap=True)
+            last.update(stage=stage, at=now)
+    return update
+
+
 @contextmanager
 def spinner(text: str, start: bool = True):
     """A spinner on stderr while something long goes on; yields the function that updates its text (and starts
     it, when `start` is False: a spinner that is never updated never shows)."""
-    status = Console(stderr=True).status(text)
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log or a pipe: no spinner, but a line at each stage and every few seconds
+        yield _progress_lines(console)
+        return
+    status = console.status(text)
     if start:
         status.start()
 
