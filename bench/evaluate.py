@@ -14,8 +14,10 @@ is right when it holds one of the expected values as whole words (experiments.fa
 honest refusal to divide by zero, DECLINE for an honest "could not look it up".
 
 Every answer is printed and kept, with the actions taken and the stop reason; the totals are per kind, with Wilson
-95% intervals. --out saves it all as JSON, and --compare prints several saved runs side by side, one column each,
-so that two prompts are compared on the same questions (scored again from their kept answers, with today's rule).
+95% intervals. --out saves it all as JSON, with the names of the tools offered and a digest of the instructions
+(a run saved before runs named their tools offered FIRST_TOOLS), and --compare prints several saved runs side by
+side, one column each, so that two prompts are compared on the same questions (scored again from their kept
+answers, with today's rule).
 With --llama-python (or LLAMA_PYTHON) the embedded Qwen file is also served by llama.cpp's OpenAI-compatible server
 (llama-cpp-python) and asked the same questions through the `llamacpp:` backend, at temperature 0. The choice of a
 prompt is made on the tuning set; the test set is for reporting the chosen one, once. A benchmark, not a test: a
@@ -42,6 +44,10 @@ MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen
 LAYOUTS = ("transcript", "chat-system", "chat-user")
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 SETS = {name: os.path.join(ROOT, "bench", "questions", f"{name}.json") for name in ("tuning", "test")}
+# The tools of a saved run that names none: every run saved before runs named their tools was made with these,
+# the default tools from the first release until then.
+FIRST_TOOLS = ["add_numbers", "subtract_numbers", "multiply_numbers", "divide_numbers", "get_temperature",
+               "search_wikipedia_page", "wikipedia_coordinates", "wikipedia_summary"]
 # What stands for a right answer where no number is: a refusal to divide by zero, or saying a lookup failed.
 MEANS = {"ERROR": "zero|undefined|not defined|error|impossible|cannot|can't|not possible",
          "DECLINE": "cannot|can't|could not|couldn't|unable|not able|unavailable|not available|no access|"
@@ -63,6 +69,11 @@ def rescored(run: dict) -> dict:
     it are compared on the same rule."""
     answers = [{**answer, "right": scored(answer["answer"], answer["expected"])} for answer in run["answers"]]
     return {**run, "answers": answers, "kinds": per_kind(answers)}
+
+
+def run_tools(run: dict) -> list[str]:
+    """The names of the tools a saved run offered the model, in the order its instructions list them."""
+    return run.get("tools", FIRST_TOOLS)
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -135,6 +146,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
             "layout": layout,
             "instruction_tokens": count_tokens(instructions),
             "instructions_sha256": text_sha256(instructions),  # the text, tools included
+            "tools": [tool.__name__ for tool in DEFAULT_TOOLS],
             "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
 

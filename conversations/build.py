@@ -4,7 +4,9 @@ Each is recorded through the real loop under the `full` policy, so the files are
 the replies are written here (a scripted model plays them), arithmetic runs for real, and the network tools
 answer with the texts below (written for this project) through stand-ins with the real tools' signatures and
 docstrings, so the recorded instructions are the real ones. The header names the planted facts, the probe
-points and the probes. The usage numbers in the files are the scripted model's estimates.
+points and the probes. The usage numbers in the files are the scripted model's estimates. The tools offered are
+the ones TOOLS names, the default tools when the files were made: a tool added to DEFAULT_TOOLS since is not
+offered, and the files stay as they are.
 """
 import functools
 import os
@@ -15,8 +17,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from agent import TinyReAct  # noqa: E402
 from models.scripted import ScriptedModel  # noqa: E402
-from tools import DEFAULT_TOOLS  # noqa: E402
+from tools import tools_named  # noqa: E402
 from traces import Trace  # noqa: E402
+
+TOOLS = ["add_numbers", "subtract_numbers", "multiply_numbers", "divide_numbers", "get_temperature",
+         "search_wikipedia_page", "wikipedia_coordinates", "wikipedia_summary"]
 
 LISBON = (
     "Lisbon is the capital and largest city of Portugal, with about 545,000 people in the city proper and close to "
@@ -338,7 +343,7 @@ SUPER_BOWL_CANNED = {
 
 
 def stand_ins(canned: dict) -> list:
-    """The default tools, with the network ones answering from `canned` (keyed by tool and arguments)."""
+    """The tools TOOLS names, with the network ones answering from `canned` (keyed by tool and arguments)."""
     served = {key: list(value) if isinstance(value, list) else [value] for key, value in canned.items()}
 
     def stand_in(tool):
@@ -348,7 +353,7 @@ def stand_ins(canned: dict) -> list:
             return outputs.pop(0) if len(outputs) > 1 else outputs[0]
         return answer
     network = {"get_temperature", "search_wikipedia_page", "wikipedia_coordinates", "wikipedia_summary"}
-    return [stand_in(tool) if tool.__name__ in network else tool for tool in DEFAULT_TOOLS]
+    return [stand_in(tool) if tool.__name__ in network else tool for tool in tools_named(TOOLS)]
 
 
 def record(path: str, turns: list, canned: dict, meta: dict, probe_turns: list[int]) -> None:

@@ -8,7 +8,9 @@ the real loop: a scripted model writes the replies, and each tool answers with t
 that step, so the trace holds exactly the events a live run would have written (instructions, contexts, usage
 as the scripted model estimates it). A step without a result runs the real tool; tools the project does not
 have are stood in for under their own names. The policy's own tools (pin_note, forget) always run for real, so
-a script can record a session under pinned or forget.
+a script can record a session under pinned or forget. The tools offered are the ones the script's "tools" names,
+or without it today's DEFAULT_TOOLS, then a stand-in for each other tool a step calls: a shipped script names its
+tools, so a tool added to DEFAULT_TOOLS does not change what it records.
 """
 import functools
 from pathlib import Path
@@ -40,7 +42,7 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     replies, results = _replies(turns)
     model = ScriptedModel(replies)
     used = set()
-    tools = _taped_tools(results, model, used, policy)
+    tools = _taped_tools(script.get("tools"), results, model, used, policy)
     with replacing(trace_path) as temporary:  # a good trace already there stays until this one is whole
         calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta))
         unused = sorted(set(results) - used)
@@ -77,6 +79,9 @@ def _script_problem(script) -> str | None:
     """What is wrong with the shape of a conversation script, in a few words; None when nothing is."""
     if not isinstance(script, dict) or not isinstance(script.get("turns"), list) or not script["turns"]:
         return "it needs a \"turns\" list"
+    named = script.get("tools", [])
+    if not isinstance(named, list) or not all(isinstance(name, str) and name.isidentifier() for name in named):
+        return "\"tools\" must be a list of tool names"
     for number, turn in enumerate(script["turns"], 1):
         if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not isinstance(turn.get("answer"), str):
             return f"turn {number} needs \"user\" and \"answer\" as text"
@@ -115,10 +120,12 @@ def _tool_name(reply: str) -> str:
         return ""
 
 
-def _taped_tools(results: dict, model: ScriptedModel, used: set, policy: Policy) -> list:
-    """The default tools and a stand-in for every other tool the script calls, each answering with the result
-    scripted for the model call that asked for it (or running for real when the script gives none)."""
-    known = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+def _taped_tools(named: list[str] | None, results: dict, model: ScriptedModel, used: set, policy: Policy) -> list:
+    """The tools `named` (None: the default tools) and a stand-in for every other tool the script calls, each
+    answering with the result scripted for the model call that asked for it (or running for real when the script
+    gives none)."""
+    registered = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    known = {name: registered.get(name) or _stand_in(name) for name in (registered if named is None else named)}
     policy_tools = {tool.__name__ for tool in policy.tools(Trace())}
     for call, (name, _) in results.items():
         if name in policy_tools:  # they run for real, to write their events: their scripted result is not needed

@@ -9,8 +9,10 @@ elide's choice, changed by pinned's (policies/composed.py). Two hooks have defau
 (compact), and `tools(trace)` lets it add tools while it is active (pinned, forget); `replay_caveat(events)`
 says what a replay cannot show of such a policy (notes the recorded model never pinned). `usage` and
 `trial_arguments` are what the help text and the property tests read from the registry. Policies subclass this
-Protocol explicitly to inherit those defaults; the loop calls them on every policy.
+Protocol explicitly to inherit those defaults; the loop calls them on every policy. The base also gives each policy
+its reader of the trace (`_read`, made on first use), so a policy writes a constructor only to take an argument.
 """
+from functools import cached_property
 from typing import Callable, Protocol, Sequence
 
 from models import Message
@@ -25,7 +27,15 @@ class Policy(Protocol):
     needs_summaries = False  # True when render shows model-written summaries, which a replay must find or write
     ordered = True  # False when the context may show earlier steps out of the order they happened (budget)
     composable = True  # False when the policy cannot be part of A+B (compact lays out its own summary)
-    _read: ConversationReader
+
+    def __init__(self):
+        """A policy that takes no argument (`full`); one that takes one (`window:N`) writes its own constructor."""
+
+    @cached_property
+    def _read(self) -> ConversationReader:
+        """This policy's own reader of the trace, made on its first call: each later call reads only the events
+        added since the one before."""
+        return ConversationReader()
 
     def render(self, events: Sequence[dict]) -> list[Message]:
         """The messages the model is shown on the call made right after `events`."""

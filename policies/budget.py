@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from policies.base import Policy
 from policies.relevance import scores
-from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View, lay_out, question_part, step_parts
+from policies.rendering import NOT_SHOWN, Conversation, View, lay_out, question_part, step_parts
 from tokens import local_counter
 
 ORDER_NOTE = ("earlier steps are chosen for their relevance to the current question and shown most relevant first "
@@ -28,7 +28,6 @@ class Budget(Policy):
         if tokens < 1:
             raise ValueError("budget:T needs T >= 1 tokens")
         self.tokens = self.budget = tokens
-        self._read = ConversationReader()
         self.name = f"budget:{tokens}"
 
     def choose(self, conversation: Conversation, view: View) -> View:

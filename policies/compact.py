@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from models import Message, Part
 from policies.base import Policy
-from policies.rendering import ConversationReader, assemble, pending_parts, question_part, step_parts
+from policies.rendering import assemble, pending_parts, question_part, step_parts
 from prompts import load
 
 KEEP_STEPS = 2  # the most recent steps are never summarised
@@ -27,7 +27,6 @@ class CompactHistory(Policy):
         if tokens < 1:
             raise ValueError("compact:T needs T >= 1 tokens")
         self.tokens = tokens
-        self._read = ConversationReader()
         self.name = f"compact:{tokens}"
 
     def render(self, events: Sequence[dict]) -> list[Message]:

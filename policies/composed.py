@@ -7,7 +7,7 @@ compact cannot be composed: it lays out its own summary.
 from typing import Callable
 
 from policies.base import Policy
-from policies.rendering import Conversation, ConversationReader, View
+from policies.rendering import Conversation, View
 
 
 class Composed(Policy):
@@ -21,7 +21,6 @@ class Composed(Policy):
         self.name = "+".join(part.name for part in parts)
         self.ordered = all(part.ordered for part in parts)
         self.budget = min((part.budget for part in parts if part.budget), default=None)
-        self._read = ConversationReader()
 
     def choose(self, conversation: Conversation, view: View) -> View:
         for part in self.parts:

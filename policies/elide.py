@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 
 from policies.base import Policy
-from policies.rendering import Conversation, ConversationReader, View
+from policies.rendering import Conversation, View
 
 
 ELIDED = re.compile(r"(Observation\d*: )?\[elided: ")  # the marker as a context shows it (see rendering.step_parts)
@@ -23,7 +23,6 @@ class ElideObservations(Policy):
         if keep < 0:
             raise ValueError("elide:K needs K >= 0")
         self.keep = keep
-        self._read = ConversationReader()
         self.name = f"elide:{keep}"
 
     def choose(self, conversation: Conversation, view: View) -> View:

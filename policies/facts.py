@@ -15,7 +15,7 @@ from dataclasses import replace
 from models import Part
 from policies.base import Policy
 from policies.invariants import KEY_FACTS
-from policies.rendering import Conversation, ConversationReader, View
+from policies.rendering import Conversation, View
 
 MAX_FACTS = 60
 SHORT_RESULT = 160  # characters: a tool result this short is a fact; a longer one is a document
@@ -32,7 +32,6 @@ class KeyFacts(Policy):
         if where not in ("top", "end"):
             raise ValueError(f"facts takes top or end, got {where!r}")
         self.where = where
-        self._read = ConversationReader()
         self.name = "facts" if where == "top" else "facts:end"
 
     def choose(self, conversation: Conversation, view: View) -> View:

@@ -10,15 +10,12 @@ from dataclasses import replace
 from typing import Callable
 
 from policies.base import Policy
-from policies.rendering import FORGOTTEN, Conversation, ConversationReader, View
+from policies.rendering import FORGOTTEN, Conversation, View
 
 
 class Forget(Policy):
     name = "forget"
     usage = "forget"
-
-    def __init__(self):
-        self._read = ConversationReader()
 
     def choose(self, conversation: Conversation, view: View) -> View:
         steps = {step.index for step in conversation.steps}

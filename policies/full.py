@@ -6,15 +6,12 @@ from typing import Sequence
 
 from models import Message
 from policies.base import Policy
-from policies.rendering import ConversationReader, assemble, full_pieces
+from policies.rendering import assemble, full_pieces
 
 
 class FullHistory(Policy):
     name = "full"
     usage = "full"
-
-    def __init__(self):
-        self._read = ConversationReader()
 
     def render(self, events: Sequence[dict]) -> list[Message]:
         conversation = self._read(events)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from models import Part
 from policies.base import Policy
-from policies.rendering import Conversation, ConversationReader, View, pinned_notes
+from policies.rendering import Conversation, View, pinned_notes
 from policies.window import hide_all_but_recent
 
 MAX_NOTES = 20
@@ -27,7 +27,6 @@ class PinnedNotes(Policy):
         if where not in ("top", "end"):
             raise ValueError(f"pinned takes top or end, got {where!r}")
         self.where = where
-        self._read = ConversationReader()
         self.name = "pinned" if where == "top" else "pinned:end"
 
     def choose(self, conversation: Conversation, view: View) -> View:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from policies.base import Policy
 from policies.relevance import scores
-from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View
+from policies.rendering import NOT_SHOWN, Conversation, View
 from policies.window import hide_all_but_recent
 
 RECENT_STEPS = 4
@@ -24,7 +24,6 @@ class Retrieve(Policy):
         if k < 0:
             raise ValueError("retrieve:K needs K >= 0")
         self.k = k
-        self._read = ConversationReader()
         self.name = f"retrieve:{k}"
 
     def choose(self, conversation: Conversation, view: View) -> View:

@@ -6,7 +6,7 @@ the user said at the start. Pick it for independent questions where old steps ar
 from dataclasses import replace
 
 from policies.base import Policy
-from policies.rendering import NOT_SHOWN, Conversation, ConversationReader, View
+from policies.rendering import NOT_SHOWN, Conversation, View
 
 
 class SlidingWindow(Policy):
@@ -20,7 +20,6 @@ class SlidingWindow(Policy):
         if steps < 0:
             raise ValueError(f"{kind}:N needs N >= 0")
         self.steps = steps
-        self._read = ConversationReader()
         self.name = f"{kind}:{steps}"
 
     def choose(self, conversation: Conversation, view: View) -> View:

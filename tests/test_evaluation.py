@@ -1,8 +1,9 @@
 """The README's accuracy table is the saved evaluation of today's default prompt, not figures typed once and left.
 
 `bench/evaluate.py --set test` saves every answer in bench/results/test-react-small.json; the README quotes its
-totals per kind. When the prompt, the tools' documentation or the matcher changes, these fail until the evaluation
-is run again and the README pasted from it."""
+totals per kind. When the prompt, the documentation of the tools the run names or the matcher changes, these fail
+until the evaluation is run again and the README pasted from it; a tool added to DEFAULT_TOOLS does not, as the saved
+run says which tools it offered (bench/evaluate.py's run_tools)."""
 import json
 import os
 import re
@@ -28,14 +29,21 @@ def readme() -> str:
         return file.read()
 
 
-def assert_of_todays_prompt(run: dict, model: str) -> None:
-    """The run was made with the instructions `model` is given today, tools included, on the whole test set."""
+def instructions_of(run: dict, model: str) -> str:
+    """The instructions `model` is given today with the tools the run offered."""
     import prompts
+    from evaluate import run_tools
+    from tools import tools_named
+
+    return prompts.render_instructions(tools_named(run_tools(run)), model)
+
+
+def assert_of_todays_prompt(run: dict, model: str) -> None:
+    """The run was made with the instructions `model` is given today, with its tools, on the whole test set."""
     from evaluate import text_sha256
-    from tools import DEFAULT_TOOLS
 
     assert len(run["answers"]) == 39
-    assert run["instructions_sha256"] == text_sha256(prompts.render_instructions(DEFAULT_TOOLS, model))
+    assert run["instructions_sha256"] == text_sha256(instructions_of(run, model))
 
 
 def test_the_readme_quotes_every_kind_of_the_saved_test_run_with_its_interval():
@@ -49,13 +57,12 @@ def test_the_readme_quotes_every_kind_of_the_saved_test_run_with_its_interval():
 def test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today():
     import prompts
     from tokens import count_tokens
-    from tools import DEFAULT_TOOLS
 
     run = saved_run("test-react-small.json", f"local:{DEFAULT}")
     assert os.path.basename(run["prompt"]) == prompts.template_for(DEFAULT)
     assert run.get("layout", "transcript") == "transcript"  # runs saved before --layout existed had only this one
     assert_of_todays_prompt(run, DEFAULT)
-    assert run["instruction_tokens"] == count_tokens(prompts.render_instructions(DEFAULT_TOOLS, DEFAULT))
+    assert run["instruction_tokens"] == count_tokens(instructions_of(run, DEFAULT))
 
 
 def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():

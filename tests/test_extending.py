@@ -65,6 +65,35 @@ def test_the_tool_is_in_the_prompt_and_its_calls_are_checked():
     assert result.answer == "4"
 
 
+def test_the_tool_added_with_its_entry_leaves_every_recording_and_its_checks_as_they_were(tmp_path, capsys):
+    """The page's entry applied to DEFAULT_TOOLS itself, then the fast tests that re-make or check what was recorded
+    with a tool set (the shipped conversations, the golden prompt, the saved evaluation): each names its tools and is
+    made or checked with them, so each still passes. (The slow ones, the README's run and the loop on the golden
+    prompt, run the embedded model with the tools the README and the golden name, in the same way.)"""
+    import test_compare
+    import test_conversations
+    import test_evaluation
+    import test_qwen
+    import test_tools
+
+    word_count = module("tools/text.py").word_count
+    before = list(DEFAULT_TOOLS)
+    [line] = [line for line in ENTRIES if line.startswith("DEFAULT_TOOLS")]
+    exec(line, {"DEFAULT_TOOLS": DEFAULT_TOOLS, "word_count": word_count})  # in place, as the project's file would
+    try:
+        assert DEFAULT_TOOLS == before + [word_count]
+        for name in ["long.jsonl", "superbowl.jsonl"]:
+            test_compare.test_shipped_conversations_are_what_the_builder_records(name, tmp_path)
+        test_conversations.test_the_support_script_records_the_shipped_trace(tmp_path, capsys)
+        test_conversations.test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys)
+        test_qwen.test_the_loops_first_prompt_is_the_golden_one()
+        test_evaluation.test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today()
+        test_evaluation.test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say()
+        test_tools.test_default_tools_have_the_seed_names_and_signatures()
+    finally:
+        DEFAULT_TOOLS[:] = before
+
+
 def test_the_policy_keeps_the_last_turns_whole_and_every_mode_takes_it(monkeypatch, capsys):
     kind = LAST_TURNS
     added = entry("POLICIES", POLICIES, {"LastTurns": kind})
@@ -81,6 +110,7 @@ def test_the_policy_keeps_the_last_turns_whole_and_every_mode_takes_it(monkeypat
     assert any("Question: two plus two?" in text for text in shown)  # the question before: whole
     assert violations(model.calls[-1], agent.trace.events[:-4]) == []
     assert make_policy("turns:1+facts").name == "turns:1+facts"
+    test_policies.test_every_registered_policy_builds_with_defaults()  # the registry test reads the registry
     trace = os.path.join(ROOT, "conversations", "superbowl.jsonl")
     assert cli.main(["--replay", trace, "--policies", "full,turns:0"]) == 0
     assert "turns:0" in capsys.readouterr().out

@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from agent import TinyReAct
 from models import Message, ModelError, ModelReply
 from models.scripted import ScriptedModel
-from policies import POLICIES, POLICY_HELP, make_policy, measure
+from policies import POLICIES, POLICY_HELP, Policy, make_policy, measure
 from policies.invariants import violations
 from tokens import count_tokens
 from policies.budget import ORDER_NOTE
+from policies.window import hide_all_but_recent
 from tools.arithmetic import add_numbers, multiply_numbers
 
 def written(name: str, kind) -> st.SearchStrategy:
@@ -267,10 +268,31 @@ def test_bad_policy_specs_are_clear_errors(spec, message):
 
 
 def test_every_registered_policy_builds_with_defaults():
-    assert sorted(POLICIES) == ["budget", "compact", "elide", "facts", "forget", "full", "pinned", "retrieve", "user-only",
-                                "window"]
-    assert [make_policy(name).name for name in POLICIES] == ["full", "window:4", "user-only:4", "elide:2", "pinned",
-                                                             "compact:8000", "facts", "retrieve:3", "budget:4000", "forget"]
+    built = {name: make_policy(name).name for name in POLICIES}  # every registered one, any added since included
+    assert all(made.split(":")[0] == name for name, made in built.items())
+    shipped = {"full": "full", "window": "window:4", "user-only": "user-only:4", "elide": "elide:2", "pinned": "pinned",
+               "compact": "compact:8000", "facts": "facts", "retrieve": "retrieve:3", "budget": "budget:4000",
+               "forget": "forget"}
+    assert {name: built.get(name) for name in shipped} == shipped
+
+
+class LastStep(Policy):
+    """A policy as a newcomer writes it: a name and a choice, no constructor and no reader of its own."""
+    name = usage = "last-step"
+
+    def choose(self, conversation, view):
+        return hide_all_but_recent(conversation, view, 1)
+
+
+def test_a_policy_registered_without_a_constructor_works_from_its_first_call(monkeypatch):
+    monkeypatch.setitem(POLICIES, "last-step", LastStep)
+    model = ScriptedModel(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Answer: 4", "Answer: 9"])
+    agent = TinyReAct(model, tools=[add_numbers], policy=make_policy("last-step"))
+    assert agent.query("two sums?").answer == "4"
+    assert shown(model)[-2:] == [("reply", "Action: add_numbers(2, 2)"), ("observation", "Observation2: 4")]
+    assert ("reply", "Action: add_numbers(1, 1)") not in shown(model)
+    with pytest.raises(ValueError, match="takes no argument"):
+        make_policy("last-step:2")
 
 
 def test_the_help_lists_each_registered_policy_as_it_is_written():

@@ -16,6 +16,7 @@ from models.embedded.local import LocalModel, StopRule, transcript
 from models.embedded.qwen import QwenModel, load_tokenizer
 from models.embedded.qwen_tokenizer import END_OF_TEXT, IM_END, IM_START
 from models.embedded.transformer import Architecture, silu
+from tools import tools_named
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "tests", "fixtures", "qwen_goldens.json"), encoding="utf-8") as file:
@@ -63,16 +64,18 @@ class Sent(Exception):
 
 
 def test_the_loops_first_prompt_is_the_golden_one():
-    """The golden ReAct continuation was measured on exactly the prompt this project's loop sends first."""
+    """The golden ReAct continuation was measured on exactly the prompt this project's loop sends first, with the
+    tools the golden names."""
     class FirstPrompt:
         name, usage_source, backend, window = "first-prompt", "none", "test", None
 
         def generate(self, messages, stop, **ignored):
             raise Sent(transcript(messages)[0])
 
+    golden = GOLDENS["greedy"][1]
     with pytest.raises(Sent) as sent:
-        TinyReAct(FirstPrompt()).query(QUESTION)
-    assert sent.value.args[0] == GOLDENS["greedy"][1]["prompt"]
+        TinyReAct(FirstPrompt(), tools=tools_named(golden["tools"])).query(QUESTION)
+    assert sent.value.args[0] == golden["prompt"]
 
 
 class ScriptedNetwork:
@@ -142,7 +145,7 @@ def test_react_prompt_continuation_matches_llama_cpp(qwen):
 
 @pytest.mark.slow
 def test_the_loop_answers_the_quick_start_question(qwen):
-    result = TinyReAct(qwen).query(QUESTION)
+    result = TinyReAct(qwen, tools=tools_named(GOLDENS["greedy"][1]["tools"])).query(QUESTION)
     actions = [e["text"] for e in result.trace if e["type"] == "action"]
     assert result.stop_reason.value == "answer" and result.answer.strip() == "47"
     assert actions == ["multiply_numbers(7, 6)", "add_numbers(42, 5)"]  # real tools through the real loop

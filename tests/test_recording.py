@@ -20,6 +20,28 @@ def test_a_step_written_as_a_whole_reply_gets_its_scripted_result(tmp_path, caps
     assert [e["text"] for e in events if e["type"] == "observation"] == ["three, as scripted"]
 
 
+def test_a_script_that_names_its_tools_is_offered_those_in_order_then_a_stand_in_for_any_other(tmp_path, capsys):
+    steps = [{"reply": 'Action1: lookup_order("ZQ-1")', "result": "shipped"},
+             {"reply": 'Action2: track("ZQ-1")', "result": "in transit"}]
+    script = {"tools": ["multiply_numbers", "lookup_order"], "turns": [{"user": "where?", "answer": "on its way",
+                                                                         "steps": steps}]}
+    code, _ = record(tmp_path, script)
+    assert code == 0, capsys.readouterr().err
+    _, events = read_trace_file(str(tmp_path / "t.jsonl"))
+    [docs] = [e["tools"] for e in events if e["type"] == "instructions"]
+    assert [line.split("(")[0] for line in docs.splitlines() if not line.startswith(" ")] == [
+        "multiply_numbers", "lookup_order", "track"]  # not today's DEFAULT_TOOLS
+    assert [e["text"] for e in events if e["type"] == "observation"] == ["shipped", "in transit"]
+
+
+@pytest.mark.parametrize("tools", ["add_numbers", [1], ["add numbers"]])
+def test_a_script_whose_tools_are_not_a_list_of_names_is_refused(tmp_path, capsys, tools):
+    code, path = record(tmp_path, {"tools": tools, "turns": [{"user": "hi", "answer": "ok"}]})
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f'{path} is not a conversation script: "tools" must be a list of tool names' in err
+
+
 def test_an_empty_reply_is_recorded_as_the_empty_reply_it_is(tmp_path, capsys):
     code, _ = record(tmp_path, {"turns": [{"user": "hi", "answer": "ok", "steps": [{"reply": ""}]}]})
     assert code == 0, capsys.readouterr().err

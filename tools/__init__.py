@@ -4,13 +4,15 @@ To add a tool, write a typed function with an honest docstring and pass it in th
 `describe` renders it for the prompt and `bind_arguments` checks a model's call against its signature.
 A tool that calls a web API makes its requests with `tools.web.get` and is marked `@web.call_deadline`, so that
 each request and the whole call have a deadline and every answer a size cap.
+What was recorded with a tool set (a shipped conversation, a golden prompt, a saved evaluation) names its tools,
+and is made again or checked with `tools_named(those names)`, so a tool added to DEFAULT_TOOLS changes none of it.
 """
 import inspect
 import math
 import re
 import sys
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Iterable
 
 from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
 from tools.weather import get_temperature
@@ -26,6 +28,15 @@ DEFAULT_TOOLS: list[Callable] = [
     wikipedia_coordinates,
     wikipedia_summary,
 ]
+
+
+def tools_named(names: Iterable[str]) -> list[Callable]:
+    """The tools of DEFAULT_TOOLS with these names, in this order; KeyError naming one it does not hold."""
+    registered = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    try:
+        return [registered[name] for name in names]
+    except KeyError as missing:
+        raise KeyError(f"no tool named {missing} in DEFAULT_TOOLS") from None
 
 
 @lru_cache(maxsize=1024)  # a tool's signature does not change; reading it is most of a step's cost otherwise
