@@ -100,6 +100,11 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
         return fail(str(result.error))
     if result.error and (args.json or args.quiet):
         print(f"error: {clean(result.error)}", file=sys.stderr)
+    return _exit_code(result)
+
+
+def _exit_code(result) -> int:
+    """Answered, or not: no answer, or an answer that only repeats a tool's error (said on stderr)."""
     if result.answer is not None and echoed_error(result.trace):
         print("warning: the answer only repeats a tool's error: the question was not answered", file=sys.stderr)
         return EXIT_NO_ANSWER

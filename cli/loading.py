@@ -48,7 +48,7 @@ def model_named(name: str | None) -> Model:
     """load_model with its notice on stderr and a spinner there while a local model loads."""
     from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
-    with spinner("loading…", start=False) as update:
+    with spinner("loading…", start=False, lines=True) as update:
         return load_model(name, progress=lambda text: update(text + "…"),
                           notice=lambda text: print(text, file=sys.stderr))
 

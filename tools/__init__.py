@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
+from tools.calculator import calculate
 from tools.weather import get_temperature
 from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
 
@@ -30,13 +31,19 @@ DEFAULT_TOOLS: list[Callable] = [
 ]
 
 
+# Every tool the project ships, offered by default or not: what a recording names is looked up among these too, so
+# a recording still replays with its tools after one of them leaves the defaults.
+SHIPPED: list[Callable] = [*DEFAULT_TOOLS, calculate]
+
+
 def tools_named(names: Iterable[str]) -> list[Callable]:
-    """The tools of DEFAULT_TOOLS with these names, in this order; KeyError naming one it does not hold."""
-    registered = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    """The tools with these names, in this order, from DEFAULT_TOOLS and SHIPPED; KeyError naming one that is in
+    neither."""
+    registered = {tool.__name__: tool for tool in [*SHIPPED, *DEFAULT_TOOLS]}
     try:
         return [registered[name] for name in names]
     except KeyError as missing:
-        raise KeyError(f"no tool named {missing} in DEFAULT_TOOLS") from None
+        raise KeyError(f"no tool named {missing} in DEFAULT_TOOLS or SHIPPED") from None
 
 
 @lru_cache(maxsize=1024)  # a tool's signature does not change; reading it is most of a step's cost otherwise

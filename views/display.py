@@ -388,11 +388,12 @@ def _progress_lines(console: Console):
 
 
 @contextmanager
-def spinner(text: str, start: bool = True):
+def spinner(text: str, start: bool = True, lines: bool = False):
     """A spinner on stderr while something long goes on; yields the function that updates its text (and starts
-    it, when `start` is False: a spinner that is never updated never shows)."""
+    it, when `start` is False: a spinner that is never updated never shows). With `lines`, a stderr that is no
+    terminal gets the progress as lines instead (_progress_lines): for a wait of minutes, such as a first run."""
     console = Console(stderr=True)
-    if not console.is_terminal:  # a log or a pipe: no spinner, but a line at each stage and every few seconds
+    if lines and not console.is_terminal:  # a log or a pipe: no spinner, but a line a stage and every few seconds
         yield _progress_lines(console)
         return
     status = console.status(text)
