@@ -107,15 +107,18 @@ def chat_layout(model, layout: str) -> None:
     model.prompt_ids = prompt_ids  # the rest of generate (window, saved starts, stop rule, reply) is the model's own
 
 
-def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript") -> dict:
-    """Every question through the loop with the model `spec`: each answer, and the totals per kind."""
+def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript",
+             offered: list | None = None) -> dict:
+    """Every question through the loop with the model `spec` and the tools `offered` (by default DEFAULT_TOOLS):
+    each answer, and the totals per kind."""
     import prompts
     from agent import TinyReAct
     from models import load_model
     from replies import ActionError, parse_action
     from tools import DEFAULT_TOOLS, bind_arguments
 
-    tools = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    offered = offered or DEFAULT_TOOLS
+    tools = {tool.__name__: tool for tool in offered}
     model = load_model(spec)
     if layout != "transcript":
         chat_layout(model, layout)
@@ -124,7 +127,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     started, answers = time.perf_counter(), []
     for kind, question, expected in questions:
         began = time.perf_counter()
-        result = TinyReAct(model).query(question)
+        result = TinyReAct(model, tools=offered).query(question)
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
         unrunnable = 0
         for action in actions:  # the loop could not run it as written
@@ -141,12 +144,12 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         print(f"  {'right' if right else 'wrong'}  {question} expected {expected}: {result.answer!r} "
               f"({result.stop_reason.value}) {actions}", flush=True)
     from tokens import count_tokens
-    instructions = prompts.render_instructions(DEFAULT_TOOLS, model.name)
+    instructions = prompts.render_instructions(offered, model.name)
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
             "layout": layout,
             "instruction_tokens": count_tokens(instructions),
             "instructions_sha256": text_sha256(instructions),  # the text, tools included
-            "tools": [tool.__name__ for tool in DEFAULT_TOOLS],
+            "tools": [tool.__name__ for tool in offered],
             "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
 
@@ -244,15 +247,19 @@ def main() -> None:
     parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's, "
                                        "under the Qwen model's name, so with its prompt unless --prompt says "
                                        "otherwise (add --models none to ask llama.cpp alone)")
+    parser.add_argument("--tools", help="the tools offered, comma-separated names (default: DEFAULT_TOOLS); any "
+                                        "tool the project ships (tools.SHIPPED)")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()
     if args.gguf and not args.llama_python:
         parser.error("--gguf is served by llama.cpp: give --llama-python (or LLAMA_PYTHON) too")
     if args.compare:
-        results = [rescored(run) for path in args.compare for run in json.load(open(path, encoding="utf-8"))["runs"]]
-        print(table(results))
+        print(table([rescored(run) for path in args.compare for run in saved_runs(path)]))
         return
+    offered = offered_tools(args.tools)
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:
         questions = json.load(file)["questions"][:args.limit]
     # The network tools fail at once, as offline: nothing here may depend on the internet.
@@ -262,7 +269,8 @@ def main() -> None:
     runs = []
     for name in names:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
-        runs.append(evaluate(MODELS[name], questions, args.prompt, label, args.layout if name != "gemma" else "transcript"))
+        runs.append(evaluate(MODELS[name], questions, args.prompt, label,
+                             args.layout if name != "gemma" else "transcript", offered))
     if args.llama_python:
         from models.embedded.cache import ModelCache
         from models.embedded.qwen import LARGER, SMALL
@@ -278,7 +286,8 @@ def main() -> None:
                 os.environ["LLAMACPP_BASE_URL"] = url
                 print(f"llamacpp:{qwen.name} (llama.cpp's server{served}), {args.set} set, prompt {label}:",
                       flush=True)
-                runs.append(evaluate(f"llamacpp:{qwen.name}", questions, args.prompt, label + " · llama.cpp" + served))
+                runs.append(evaluate(f"llamacpp:{qwen.name}", questions, args.prompt, label + " · llama.cpp" + served,
+                                     offered=offered))
                 runs[-1]["model"] = gguf_name(args.gguf) if args.gguf else qwen.name
             finally:
                 server.terminate()
@@ -287,9 +296,41 @@ def main() -> None:
         print(f"\n{run['label']} ({run['model']}), wrong answers:\n{wrong_answers(run) or '- none'}")
     print("\n" + table(runs))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as file:
-            json.dump({"set": args.set, "created": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}, file,
-                      ensure_ascii=False, indent=1)
+        from traces import write_whole
+
+        saved = {"set": args.set, "created": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}
+        try:
+            write_whole(args.out, json.dumps(saved, ensure_ascii=False, indent=1).encode("utf-8"))
+        except OSError as problem:
+            raise SystemExit(f"error: cannot write {args.out}: {problem.strerror or problem} (the table above "
+                             "holds the results)") from None
+
+
+def offered_tools(names: str | None) -> list | None:
+    """The tools --tools names, or None for the defaults; SystemExit, one line, for a name no shipped tool has."""
+    from tools import tools_named
+
+    if not names:
+        return None
+    try:
+        return tools_named(name.strip() for name in names.split(",") if name.strip())
+    except KeyError as missing:
+        raise SystemExit(f"error: --tools: {missing.args[0]}") from None
+
+
+def saved_runs(path: str) -> list[dict]:
+    """The runs of a results file --out wrote; SystemExit, one line, for a file that is missing or not one."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            runs = json.load(file)["runs"]
+        if not isinstance(runs, list) or not all(isinstance(run, dict) and "answers" in run for run in runs):
+            raise ValueError("its runs are not runs")
+        return runs
+    except OSError as problem:
+        raise SystemExit(f"error: cannot read {path}: {problem.strerror or problem}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as problem:
+        why = "not JSON" if isinstance(problem, json.JSONDecodeError) else str(problem) or type(problem).__name__
+        raise SystemExit(f"error: {path} is not a results file of bench/evaluate.py --out ({why[:80]})") from None
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ run says which tools it offered (bench/evaluate.py's run_tools)."""
 import json
 import os
 import re
+import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -75,3 +78,24 @@ def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():
     assert_of_todays_prompt(larger, "qwen2.5-coder-1.5b")
     said = re.search(r"--model local:qwen2\.5-coder-1\.5b +# (\d+)/(\d+) right", text)
     assert said and (int(said[1]), int(said[2])) == (larger["kinds"]["all"]["k"], larger["kinds"]["all"]["n"])
+
+
+@pytest.mark.parametrize("content, says", [(None, "cannot read"), ("not json", "(not JSON)"),
+                                           ('{"runs": 5}', "its runs are not runs"), ('{"set": "test"}', "'runs'")])
+def test_a_results_file_that_is_missing_or_no_results_file_is_one_line(tmp_path, content, says):
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content)
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--compare", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and says in line
+
+
+def test_an_unknown_tool_or_an_out_folder_that_does_not_exist_is_said_before_any_question(tmp_path):
+    for arguments, says in ((["--tools", "add_numbers,nope"], "no tool named 'nope'"),
+                            (["--out", str(tmp_path / "no" / "x.json")], "its folder does not exist")):
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), *arguments],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and says in done.stderr and "Traceback" not in done.stderr
