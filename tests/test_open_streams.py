@@ -56,3 +56,34 @@ def test_a_gemini_stream_kept_open_after_its_finish_reason_gives_its_answer(monk
     event = f"data: {json.dumps(gemini_response('Answer: 4'))}\r\n\r\n".encode()
     text, seconds = answered(monkeypatch, "gemini-3.8-flash", OpenStream([event], b""))
     assert text == "Answer: 4" and seconds < 6
+
+
+class CutThenWhole(Loopback):
+    """Cuts its stream in the middle of an event (of a line, or of a UTF-8 character); answers a request made
+    without streaming whole, as a server that could not keep its stream going would."""
+
+    def __init__(self, cut_at_character: bool):
+        super().__init__()
+        self.cut_at_character = cut_at_character
+
+    def handle(self, request):
+        if not request["body"].get("stream"):
+            return Answer.json(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                     "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                          "content": "Answer: café au lait"},
+                                                  "finish_reason": "stop"}],
+                                     "usage": {"prompt_tokens": 5, "completion_tokens": 5}})
+        whole = b"".join(openai_events()).replace(b"Answer: 4", "Answer: café".encode())
+        end = whole.index("é".encode()) + 1 if self.cut_at_character else len(whole) - 20
+        return Answer(200, [whole[:end]], {"Content-Type": "text/event-stream"})
+
+
+def test_a_stream_cut_in_the_middle_of_an_event_is_asked_again_whole(monkeypatch):
+    for cut_at_character in (False, True):
+        with CutThenWhole(cut_at_character) as server:
+            monkeypatch.setenv("LLAMACPP_BASE_URL", server.url + "/v1")
+            events = []
+            reply = load_model("llamacpp:m").generate(MESSAGES, [], on_text=lambda text: None,
+                                                      on_event=lambda type, **fields: events.append(fields))
+        assert reply.text == "Answer: café au lait"
+        assert any("ended in the middle of an event" in event.get("message", "") for event in events)

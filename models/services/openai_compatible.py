@@ -371,8 +371,11 @@ class OpenAICompatibleModel:
             complete = any(self._event(data, state, cut, channel, reasoned) for data in events.feed(chunk))
             if complete:
                 break
-        if not complete:  # the stream ended: an event it left unfinished is read too
-            any(self._event(data, state, cut, channel, reasoned) for data in events.end())
+        if not complete:  # the stream ended: an event it left unfinished is read too, if it is whole JSON
+            for data in events.end():
+                if data.strip() != "[DONE]" and not wire.is_json(data):  # cut mid-line or mid-character
+                    raise StreamEndedEarly("the stream ended in the middle of an event")
+                self._event(data, state, cut, channel, reasoned)
         if not cut.done and state["finish"] is None and not state.get("ended"):
             raise StreamEndedEarly("the stream ended before the reply was complete")
         counts, problem = wire.usage_counts(state["usage"])

@@ -57,6 +57,15 @@ def json_value(data: bytes | str):
         raise Malformed("something that is not JSON") from None
 
 
+def is_json(data: bytes | str) -> bool:
+    """Whether `data` is whole JSON (json_value would read it)."""
+    try:
+        json_value(data)
+    except Malformed:
+        return False
+    return True
+
+
 def text_of(value, name: str) -> str:
     """A text field: a string, null (no text), or a list of parts whose text parts are joined."""
     if value is None:
