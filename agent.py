@@ -26,8 +26,10 @@ from traces import Trace
 
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
-REPLY_LIMIT = MAX_REPLY_CHARS  # characters of a reply kept: a runaway reply must not fill every later context and the trace
-FINISH_REQUEST = "You have no steps left. Using only the Observations above, write your best final Answer now, as: Answer: <answer>"
+# characters of a reply kept: a runaway reply must not fill every later context and the trace
+REPLY_LIMIT = MAX_REPLY_CHARS
+FINISH_REQUEST = ("You have no steps left. Using only the Observations above, write your best final Answer now, as: "
+                  "Answer: <answer>")
 
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
@@ -47,7 +49,8 @@ class Stop(Exception):
 
 
 class Refused(Exception):
-    """An action that will not run (unreadable, unknown tool, bad arguments, a repeat); the message is the observation."""
+    """An action that will not run (unreadable, unknown tool, bad arguments, a repeat); the message is the
+    observation."""
 
     def __init__(self, message: str, call: str | None = None):
         super().__init__(message)
@@ -94,14 +97,16 @@ class TinyReAct:
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))  # unless the service cut it
                 try:
-                    tool, args, kwargs, call = self._prepare(parsed.action, reply)  # the tool named, its arguments checked
+                    # the tool named, its arguments checked
+                    tool, args, kwargs, call = self._prepare(parsed.action, reply)
                 except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
                     self._observe(step, str(refusal), call=refusal.call)
                     continue
                 try:
                     observation = str(tool(*args, **kwargs))  # <- the tool runs here
                 except Exception as failure:  # a tool's failure is news for the model, not a crash
-                    observation = f"Error: {tool.__name__} failed: {type(failure).__name__}: {failure}".replace("\n", " ")
+                    observation = (f"Error: {tool.__name__} failed: {type(failure).__name__}: "
+                                   f"{failure}").replace("\n", " ")
                 self._observe(step, observation, call=call)
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
@@ -132,15 +137,16 @@ class TinyReAct:
         if window and total > window and not self._over_window:  # said once a query; a local model refuses on its own
             self._over_window = True
             self.trace.add("warning", message=f"the context is about {total:,} tokens ({self.counter.name}), "
-                                              f"more than {self.model.name}'s window of {window:,}: the model may refuse "
-                                              "it or lose its start; a policy that keeps less would fit")
+                                              f"more than {self.model.name}'s window of {window:,}: the model may "
+                                              "refuse it or lose its start; a policy that keeps less would fit")
         return messages
 
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
         """Record the reply (cut at any Observation the model wrote itself) and its parts; return them parsed."""
         self._count(reply, "step", messages)
         text = cap(cut_at_observation(reply.text), REPLY_LIMIT)
-        recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT), blocked=reply.blocked)
+        recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
+                                  blocked=reply.blocked)
         parsed = parse_reply(recorded["text"])  # as recorded: the trace makes any lone surrogate U+FFFD
         for kind in ("thought", "action", "answer"):  # an Answer the service cut is no answer (see _taken)
             if getattr(parsed, kind) is not None and not (kind == "answer" and reply.finish in CUT_SHORT):
@@ -270,10 +276,12 @@ def _format_error(reply: ModelReply) -> str:
         return (f"Error: your reply was cut at the output limit ({reply.output_tokens:,} tokens{thinking}) before an "
                 "Action or Answer. Think less; write a short Thought, then an Action or an Answer.")
     if reply.blocked:
-        return f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a Thought and an Action or an Answer."
+        return (f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a Thought and an Action or an "
+                "Answer.")
     if not reply.text.strip():
         return "Error: your reply was empty. Write a Thought, then an Action like add_numbers(2, 3) or an Answer."
-    return "Error: your reply had no Action or Answer line. Write a Thought, then either Action: tool(args) or Answer: <answer>."
+    return ("Error: your reply had no Action or Answer line. Write a Thought, then either Action: tool(args) or "
+            "Answer: <answer>.")
 
 
 if __name__ == "__main__":

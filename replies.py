@@ -16,7 +16,8 @@ STOP_SEQUENCES = ["\nObservation"]
 _LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ \t]*:\**[ \t]*(.*)$", re.MULTILINE)
 # Where the model starts writing an observation of its own: a line that starts with `Observation`, or `ObservationN:`
 # anywhere after other text, as in `Action2: add_numbers(42, 42) Observation2: 84`; bold markers included.
-_OBSERVATION = re.compile(r"^[ \t]*\**[ \t]*Observation|(?:\*+[ \t]*)?\bObservation[ \t]*\d*[ \t]*\**[ \t]*:", re.MULTILINE)
+_OBSERVATION = re.compile(r"^[ \t]*\**[ \t]*Observation|(?:\*+[ \t]*)?\bObservation[ \t]*\d*[ \t]*\**[ \t]*:",
+                          re.MULTILINE)
 # The end of a text that could still become one, as a reply streams in: `… Observ`, `… Observation2`.
 _OBSERVATION_BEGUN = re.compile(r"(?:^[ \t]*\**[ \t]*|(?:\*+[ \t]*)?\b)(?:Observation[ \t]*\d*[ \t]*\**[ \t]*|"
                                 + "|".join("Observation"[:n] for n in range(10, 0, -1)) + r")$"

@@ -43,10 +43,12 @@ class TokenCounter:
 def local_counter() -> TokenCounter:
     """The process's counter: the Gemma 3 tokenizer, or the estimate without it (said once, on stderr)."""
     try:
-        from models.embedded.gemma import load_tokenizer  # numpy and the vocabulary: loaded only when counting is wanted
+        # numpy and the vocabulary: loaded only when counting is wanted
+        from models.embedded.gemma import load_tokenizer
         tokenizer = load_tokenizer()
     except Exception as problem:  # no package, no disk, a damaged cache: counting must still work, and say how
-        message = f"token counts are estimates (4 characters a token): the Gemma 3 vocabulary could not be loaded: {problem}"
+        message = ("token counts are estimates (4 characters a token): "
+                   f"the Gemma 3 vocabulary could not be loaded: {problem}")
         print(f"warning: {message}", file=sys.stderr)
         return TokenCounter(_estimate, ESTIMATE)
     return TokenCounter(tokenizer.count, GEMMA)
@@ -64,7 +66,8 @@ def read_vocabulary_elsewhere() -> subprocess.Popen | None:
         if cache.has("tokenizer"):
             return None
         project = os.path.dirname(os.path.abspath(__file__))
-        command = f"import sys; sys.path.insert(0, {project!r}); from models.embedded.gemma import ensure_tokenizer; ensure_tokenizer()"
+        command = (f"import sys; sys.path.insert(0, {project!r}); "
+                   "from models.embedded.gemma import ensure_tokenizer; ensure_tokenizer()")
         helper = subprocess.Popen([sys.executable, "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, cwd=project,  # not the user's folder: `-c` imports from it
                                   env={**os.environ, "TINYREACT_CACHE_DIR": str(cache.folder.parent.absolute())})

@@ -35,8 +35,8 @@ HISTORY = {
     2: "an observation's text is the tool's whole result (up to 100 kB, with original_chars when that cap cut it); "
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
-       "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the header; a stop event "
-       "ending each query (reason, answer)",
+       "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the "
+       "header; a stop event ending each query (reason, answer)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -48,10 +48,12 @@ TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "
 MAX_WHOLE = 10 ** 15  # no count, step or position of a trace is larger; past it a number is damage, not data
 MAX_SECONDS = 10 ** 9  # about 31 years: no session lasts longer
 NUMBER = "a number from 0 to 2"
-FACTS, PROBES, CALLS = "a list of {id, text}", "a list of {id, fact, answer, questions}", "a list of call numbers from 1"
+FACTS, PROBES, CALLS = ("a list of {id, text}", "a list of {id, fact, answer, questions}",
+                        "a list of call numbers from 1")
 INDEXES = "a list of event positions from 0"
 # The header fields a reader uses (replay's planted facts, probe questions and the calls to probe at), if present.
-HEADER_FIELDS = {"title": TEXT, "created": TEXT, "recorded": TEXT, "facts": FACTS, "probes": PROBES, "probe_points": CALLS}
+HEADER_FIELDS = {"title": TEXT, "created": TEXT, "recorded": TEXT, "facts": FACTS, "probes": PROBES,
+                 "probe_points": CALLS}
 # Every event type a reader knows: the fields it must have and their kinds, then the ones it may have.
 EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "instructions": ({"text": TEXT}, {"tools": TEXT}),
@@ -77,7 +79,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "reset": ({}, {}),
 }
 # What an optional field a reader relies on holds when a file (hand-made, or from another writer) leaves it out.
-DEFAULTS: dict[str, dict] = {"context": {"policy": "unnamed", "counter": "an unnamed counter"}, "usage": {"purpose": "step"}}
+DEFAULTS: dict[str, dict] = {"context": {"policy": "unnamed", "counter": "an unnamed counter"},
+                             "usage": {"purpose": "step"}}
 # A JSON or Python escape like \ud800 (in a server's reply, or in a string the model passes to a tool) makes a lone
 # surrogate, which UTF-8 cannot encode. The trace records each as U+FFFD, and a file holding one is refused.
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -147,8 +150,8 @@ def write_whole(path: str, data: bytes) -> None:
 
 
 class Trace:
-    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None, meta: dict | None = None,
-                 on_error: Callable[[str], None] | None = None):
+    def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None,
+                 meta: dict | None = None, on_error: Callable[[str], None] | None = None):
         """With a path, write every event to it as JSON Lines (opening it may raise OSError). If a write fails,
         now or later, `on_error` is called once with a one-line message, which `write_error` keeps too."""
         self._events: list[dict] = []
@@ -215,7 +218,8 @@ class Trace:
 
     def _failed(self, error: Exception) -> None:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
-        self.write_error = f"could not write the trace file {self.path} ({reason}); the file ends there, and the run goes on"
+        self.write_error = (f"could not write the trace file {self.path} ({reason}); "
+                            "the file ends there, and the run goes on")
         if self._on_error:
             self._on_error(self.write_error)
 
@@ -265,9 +269,11 @@ def load_trace(path: str) -> TraceFile:
         raise ValueError(f"{path} is not a TinyReAct trace (its first line names no {FORMAT!r} format)")
     version = header.get("version")
     if type(version) is not int or version < 1:
-        raise ValueError(f"{path}, line {records[0][0]}: header: version must be a whole number from 1, got {_show(version)}")
+        raise ValueError(f"{path}, line {records[0][0]}: header: version must be a whole number from 1, "
+                         f"got {_show(version)}")
     if version > VERSION:
-        raise ValueError(f"{path} is trace version {version}, from a newer TinyReAct; this one reads versions 1 to {VERSION}")
+        raise ValueError(f"{path} is trace version {version}, from a newer TinyReAct; "
+                         f"this one reads versions 1 to {VERSION}")
     for older in range(version, VERSION):
         records = [(number, UPGRADES[older](record)) for number, record in records]
     _check_header(path, records[0][0], records[0][1])
@@ -276,7 +282,8 @@ def load_trace(path: str) -> TraceFile:
 
 
 def _texts(fields: dict) -> dict:
-    """`fields` with each text value made `as_text`, in place; returned too. A lone surrogate is no text a file holds."""
+    """`fields` with each text value made `as_text`, in place; returned too. A lone surrogate is no text a file
+    holds."""
     for name, value in fields.items():
         if value.__class__ is str and not value.isascii():
             fields[name] = as_text(value)
@@ -387,7 +394,8 @@ def _is(value, kind: str) -> bool:
         return _is_list_of(value, lambda fact: _is(fact.get("id"), TEXT) and _is(fact.get("text"), TEXT))
     if kind == PROBES:
         return _is_list_of(value, lambda probe: all(_is(probe.get(key), TEXT) for key in ("id", "fact", "answer"))
-                           and isinstance(probe.get("questions"), list) and all(_is(q, TEXT) for q in probe["questions"]))
+                           and isinstance(probe.get("questions"), list)
+                           and all(_is(q, TEXT) for q in probe["questions"]))
     if kind == CALLS:
         return isinstance(value, list) and all(_is(call, WHOLE) and call >= 1 for call in value)
     if kind == INDEXES:

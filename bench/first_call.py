@@ -49,7 +49,8 @@ def main() -> None:
         warm.append(seconds_to_first_request(warm_dir))
     shutil.rmtree(warm_dir)
     print(f"first request after start, {runs} runs each, medians: cold cache {statistics.median(cold):.2f} s, "
-          f"warm {statistics.median(warm):.2f} s: the first run waits {statistics.median(cold) - statistics.median(warm):+.2f} s")
+          f"warm {statistics.median(warm):.2f} s: the first run waits "
+          f"{statistics.median(cold) - statistics.median(warm):+.2f} s")
     print("  cold: " + ", ".join(f"{s:.2f}" for s in sorted(cold)))
     print("  warm: " + ", ".join(f"{s:.2f}" for s in sorted(warm)))
 

@@ -143,13 +143,15 @@ def run_llama(name: str, ours: dict, runs: int) -> dict | None:
 
 
 def medians(result: dict) -> list[float]:
-    return [statistics.median(run["steps"][i] for run in result["runs"]) for i in range(len(result["runs"][0]["steps"]))]
+    return [statistics.median(run["steps"][i] for run in result["runs"])
+            for i in range(len(result["runs"][0]["steps"]))]
 
 
 def report(name: str, ours: dict, llama: dict | None, cold: float | None) -> None:
     steps = medians(ours)
     print(f"\n{name} (numpy), median of {len(ours['runs'])} runs, prompts of {ours['prompt_tokens']} tokens:")
-    print(f"  load            {ours['load']:.2f} s{f'; first use (join, check, unpack, load) {cold:.1f} s' if cold else ''}")
+    print(f"  load            {ours['load']:.2f} s"
+          f"{f'; first use (join, check, unpack, load) {cold:.1f} s' if cold else ''}")
     print(f"  decode          {statistics.median(r['decode'] for r in ours['runs']):.1f} tokens/s")
     print(f"  ReAct steps     {', '.join(f'{s:.2f}' for s in steps)} s; whole loop {sum(steps):.2f} s")
     print(f"  peak RSS        {ours['peak_mb']:.0f} MiB")

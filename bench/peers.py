@@ -136,7 +136,8 @@ def langchain_side() -> dict:
 
     result = timed(run_once)
     question = "Add one twenty times, starting from 1."
-    return {**result, "version": f"langchain-classic {version('langchain-classic')}, langchain-core {version('langchain-core')}",
+    return {**result, "version": f"langchain-classic {version('langchain-classic')}, "
+                                 f"langchain-core {version('langchain-core')}",
             "agent": "classic ReAct (create_react_agent + AgentExecutor)",
             "instructions": seen["first"].split(f"Question: {question}")[0], "first_call": seen["first"]}
 

@@ -6,8 +6,8 @@ Each round runs the real command, `python agent.py -q QUESTION` with no key (the
 commit (a git worktree of REV, by default the last commit before the evaluation work began) and in this checkout,
 one after the other, and times it from start to exit, loading included. Two cases each:
 
-- first run: no saved prompt start, as on a user's first question (models/embedded/prefixes.py saves the instructions' keys
-  and values after it);
+- first run: no saved prompt start, as on a user's first question (models/embedded/prefixes.py saves the
+  instructions' keys and values after it);
 - later run: the next run of the same command, which loads the saved start where the checkout saves one.
 
 Each checkout gets a cache folder of its own in a temporary directory: the model folders of the real cache

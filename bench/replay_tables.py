@@ -33,7 +33,8 @@ def caching(reports) -> str:
 
     price = price_of(PRICED)
     full = next(report for report in reports if report.policy == "full")
-    lines = ["| policy | input repeating the call before | no cache | with the cache | saved | with the cache, vs full |",
+    lines = ["| policy | input repeating the call before | no cache | with the cache | saved | "
+             "with the cache, vs full |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for report in reports:
         if not report.measured:

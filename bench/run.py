@@ -96,7 +96,8 @@ def tinyreact_run():
     replies = [ModelReply(text) for text in REPLIES]
 
     def run_once():
-        result = TinyReAct(Instant(replies), tools=DEFAULT_TOOLS, ttl=STEPS + 5).query("Add one twenty times, starting from 1.")
+        result = TinyReAct(Instant(replies), tools=DEFAULT_TOOLS,
+                           ttl=STEPS + 5).query("Add one twenty times, starting from 1.")
         assert result.answer == "done" and result.steps == STEPS
 
     return run_once
@@ -109,11 +110,12 @@ def inlined_run(check: bool = False):  # noqa: C901
     we could: the same trace events (a clock read for each), the same messages to the model, the same token counts,
     the same checks on each step that this task's calls meet (the action's length and shape, a known tool, every
     parameter given, the arguments' types, the repeat and unreadable-reply counts read back from the trace, the
-    caps, the window); where TinyReAct would refuse or convert, it stops instead. Only the structure is gone: no policy object, no general rendering (each
-    message is appended as its event is recorded), no helper functions but the reply parser and the query's
-    counts. It shows what the work itself costs, so that TinyReAct's ratio to the bare step splits into the work
-    and the structure. With `check`, it first runs TinyReAct once and stops unless the two traces (less their
-    timestamps) and every context are equal: on this task's path only (no repeats, no refusals happen here)."""
+    caps, the window); where TinyReAct would refuse or convert, it stops instead. Only the structure is gone: no
+    policy object, no general rendering (each message is appended as its event is recorded), no helper functions but
+    the reply parser and the query's counts. It shows what the work itself costs, so that TinyReAct's ratio to the
+    bare step splits into the work and the structure. With `check`, it first runs TinyReAct once and stops unless
+    the two traces (less their timestamps) and every context are equal: on this task's path only (no repeats, no
+    refusals happen here)."""
     import ast
     import inspect
     import sys
@@ -138,7 +140,8 @@ def inlined_run(check: bool = False):  # noqa: C901
 
     def run_once():  # noqa: C901
         started = clock()
-        events = [{"type": "instructions", "text": instructions, "tools": docs, "t": (clock() - started) // 1_000_000 / 1000},
+        events = [{"type": "instructions", "text": instructions, "tools": docs,
+                   "t": (clock() - started) // 1_000_000 / 1000},
                   {"type": "question", "text": question, "t": (clock() - started) // 1_000_000 / 1000}]
         messages = [Message("system", (Part("instructions", instructions),)),
                     Message("user", (Part("question", f"Question: {question}"),))]
@@ -153,7 +156,8 @@ def inlined_run(check: bool = False):  # noqa: C901
                                "model": model_tokens, "observations": observations_tokens, "notes": 0, "markers": 0},
                     "counter": name_of_counter, "t": (clock() - started) // 1_000_000 / 1000})
             window = model.window if model.backend != "local" else None
-            if window and instructions_tokens + tools_tokens + user_tokens + model_tokens + observations_tokens > window:
+            if window and (instructions_tokens + tools_tokens + user_tokens + model_tokens
+                           + observations_tokens) > window:
                 raise SystemExit("the context fits the window on this task")
             if check:
                 contexts.append(list(messages))
@@ -180,7 +184,8 @@ def inlined_run(check: bool = False):  # noqa: C901
             if len(action) > MAX_ACTION_CHARS:
                 raise SystemExit("every action is short on this task")
             call = ast.parse(action.strip(), mode="eval").body
-            if type(call) is not ast.Call or type(call.func) is not ast.Name or call.keywords or call.func.id not in tools:
+            if (type(call) is not ast.Call or type(call.func) is not ast.Name or call.keywords
+                    or call.func.id not in tools):
                 raise SystemExit("every action calls a tool by position on this task")
             arguments, tool = {}, call.func.id
             if len(call.args) != len(annotations[tool]):
@@ -297,10 +302,12 @@ def context_growth() -> list[tuple]:
         formula = sum(measured[0] + min(k, kept) * step for k in range(calls))
         rows.append((spec, len(measured), sum(measured), round(formula),
                      f"Σ P + min(k, {kept})·s with P={measured[0]}: linear once k > {kept}"))
-    rows.append(("elide:2", calls, sum(sizes("elide:2")), rows[0][3], "as full: every observation here is shorter than its placeholder"))
+    rows.append(("elide:2", calls, sum(sizes("elide:2")), rows[0][3],
+                 "as full: every observation here is shorter than its placeholder"))
     compact = sizes("compact:1200")  # full history's context passes 1,200 tokens at about step 12
     rows.append(("compact:1200", len(compact), sum(compact), None,
-                 f"summarised when over T=1,200: peak {max(compact):,}, last call {compact[-1]:,} (summary calls not included)"))
+                 f"summarised when over T=1,200: peak {max(compact):,}, last call {compact[-1]:,} "
+                 "(summary calls not included)"))
     return rows
 
 
@@ -326,7 +333,8 @@ def main() -> None:
           + ", ".join(line for line in peers_versions.splitlines() if line.split("==")[0] in
                       ("smolagents", "langchain-classic", "langchain-core")))
 
-    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs, the three timed in turn, in a new order each round", flush=True)
+    print(f"\n1. Loop overhead: {STEPS}-step task, instant fake model, median of {RUNS * 5} runs, the three timed in "
+          "turn, in a new order each round", flush=True)
     inlined_run(check=True)  # fails unless it gives TinyReAct's trace and contexts exactly
     bare, inlined, ours = per_step_ms(bare_run(), inlined_run(), tinyreact_run())
     print(f"   {'bare text ReAct step (ast-parse the Action, literal_eval, call)':<64} {bare:8.3f} ms/step")
@@ -359,13 +367,16 @@ def main() -> None:
     print(f"   target: --help under 1/3 of the lightest peer's import ({lightest / 3 * 1000:.0f} ms): "
           f"{'met' if ours_help < lightest / 3 else 'MISSED'}")
 
-    print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {local_counter().name}", flush=True)
+    print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {local_counter().name}",
+          flush=True)
     ours_text = render_instructions(DEFAULT_TOOLS)
     prompts = {
         "TinyReAct": (ours_text, f"Question: {QUESTION}"),
-        "smolagents (system prompt + tool schemas)": (peers["smolagents"]["instructions"] + peers["smolagents"]["tool_schemas"],
+        "smolagents (system prompt + tool schemas)": (peers["smolagents"]["instructions"]
+                                                      + peers["smolagents"]["tool_schemas"],
                                                       f"New task:\n{QUESTION}"),
-        "LangChain (ReAct prompt before the question)": (peers["langchain"]["instructions"], f"Question: {QUESTION}\nThought:"),
+        "LangChain (ReAct prompt before the question)": (peers["langchain"]["instructions"],
+                                                         f"Question: {QUESTION}\nThought:"),
     }
     ours_tokens = count_tokens(ours_text)
     smol_tokens = count_tokens(prompts["smolagents (system prompt + tool schemas)"][0])
@@ -373,9 +384,11 @@ def main() -> None:
         tokens = count_tokens(instructions)
         share = tokens / (tokens + count_tokens(question))
         print(f"   {name:<64} {tokens:8,} tokens  {tokens / ours_tokens:6.1f}×   {share:.0%} of a first call")
-    print(f"   target: at most half of smolagents' ({smol_tokens // 2:,}): {'met' if ours_tokens <= smol_tokens / 2 else 'MISSED'}")
+    print(f"   target: at most half of smolagents' ({smol_tokens // 2:,}): "
+          f"{'met' if ours_tokens <= smol_tokens / 2 else 'MISSED'}")
 
-    print(f"\n4. Context growth over the {STEPS}-step run (input tokens of every call, {local_counter().name})", flush=True)
+    print(f"\n4. Context growth over the {STEPS}-step run (input tokens of every call, {local_counter().name})",
+          flush=True)
     for spec, calls, measured, formula, how in context_growth():
         against = f"formula {formula:9,} ({measured / formula:.2f}×)" if formula else f"{'':27}"
         print(f"   {spec:<12} {calls:3} calls {measured:9,} tokens   {against}   {how}")

@@ -28,7 +28,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "OLLAMA_HOST (http://localhost:11434); LLAMACPP_BASE_URL (http://localhost:8080/v1); "
                "TINYREACT_CALL_DEADLINE (seconds for a whole model call, retries included: 120); "
                "TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; NO_COLOR. "
-               "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 74 stdout not writable, 130 interrupted.")
+               "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 74 stdout not writable, "
+               "130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
     parser.add_argument("--model", type=_given, metavar="SPEC",
                         help="gemini:NAME (or a bare gemini-… name), openai:NAME, ollama:NAME, llamacpp:NAME, or "

@@ -64,7 +64,8 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
     for number, (spec, attempt) in enumerate([(s, a) for s in specs for a in range(repeat)], 1):
-        progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · {number} of {len(specs) * repeat}")
+        progress(f"{spec}{f' (run {attempt + 1} of {repeat})' if repeat > 1 else ''} · "
+                 f"{number} of {len(specs) * repeat}")
         before = tape.live_calls
         policy = make_policy(spec)
         # Named by the policy's own name, not the spec as typed: window:٢ and window:٣ are window:2 and window:3.
@@ -98,7 +99,8 @@ def summarise_runs(runs: list[LiveRun]) -> list[dict]:
         group = [run for run in runs if run.policy == policy]
         row = {"policy": policy, "runs": len(group), "answers": sorted({str(run.answer) for run in group}),
                "stop_reasons": sorted({run.stop_reason for run in group})}
-        for name in ("steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds", "live_tool_calls"):
+        for name in ("steps", "model_calls", "input_tokens", "peak_context", "output_tokens", "seconds",
+                     "live_tool_calls"):
             values = [getattr(run, name) for run in group]
             row[name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
         if group[0].correct is not None:

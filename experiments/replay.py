@@ -108,7 +108,8 @@ class Summaries:
         """(the summary, "cached" or "written by MODEL"); (None, "") when there is no model and no cached one."""
         digest = hashlib.sha256("\n".join(m.text for m in request).encode()).hexdigest()[:16]
         for entry in self.cache.values():  # the same request: from this model if there is one, else from any
-            if entry["policy"] == policy and entry["digest"] == digest and (not self.model or entry["model"] == self.model.name):
+            if (entry["policy"] == policy and entry["digest"] == digest
+                    and (not self.model or entry["model"] == self.model.name)):
                 return entry["text"], f"cached, by {entry['model']}"
         if self.model is None:
             return None, ""
@@ -256,7 +257,8 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             prefix = session[:position[point.index]]
             for fact in facts:
                 asked = fact.phrasings or [None]
-                contexts = ["\n".join(m.text for m in policy.render(prefix if q is None else [*prefix, question_event(q)]))
+                contexts = ["\n".join(m.text for m in policy.render(prefix if q is None
+                                                                    else [*prefix, question_event(q)]))
                             for q in asked]
                 report.facts.setdefault(fact.id, {})[point.label] = fact_state(fact, prefix, contexts)
         reports.append(report)

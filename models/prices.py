@@ -22,7 +22,8 @@ MAX_FILE_BYTES = 1_000_000  # a price table of thousands of models is a few hund
 # Dollars per million tokens: the dearest listed price is some hundreds; past this a figure is a typo, and a run's
 # cost (tokens times price) could overflow to infinity.
 MAX_DOLLARS = 100_000
-FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama", "llamacpp": "a model on your own llama.cpp"}
+FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama",
+        "llamacpp": "a model on your own llama.cpp"}
 
 
 @dataclass(frozen=True)

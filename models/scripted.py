@@ -32,7 +32,8 @@ class ScriptedModel:
         self.calls.append(list(messages))
         self.stops.append(list(stop))
         if len(self.calls) > len(self.replies):
-            raise ScriptExhausted(f"scripted model called {len(self.calls)} times, but it has {len(self.replies)} replies")
+            raise ScriptExhausted(f"scripted model called {len(self.calls)} times, but it has "
+                                  f"{len(self.replies)} replies")
         reply = self.replies[len(self.calls) - 1]
         if on_text is not None:
             reply = self._stream(reply, stop, on_text)

@@ -121,7 +121,8 @@ class LiveDisplay:
             self.console.rule(plain(title, "bold magenta"))
         for role, part in parts:
             mark = "+ " if changes and previous is not None else ""
-            self.console.print(Text(f"{mark}[{role} · {part.kind} · {counter.count(part.text):,} tokens]", style="magenta"))
+            self.console.print(Text(f"{mark}[{role} · {part.kind} · {counter.count(part.text):,} tokens]",
+                                    style="magenta"))
             self.console.print(plain(part.text))
         self.console.rule(style="magenta")
 
@@ -202,7 +203,8 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
         cells = [row["policy"], answers[:80] + ("…" if len(answers) > 80 else "")]
         if expect:
             cells.append(f"{row['correct']}/{row['runs']}")
-        cells += [", ".join(row["stop_reasons"])] + [spread(row[name]) for name in ("steps", "model_calls", "input_tokens")]
+        cells += ([", ".join(row["stop_reasons"])]
+                  + [spread(row[name]) for name in ("steps", "model_calls", "input_tokens")])
         cells += [spread(row["cached_input_tokens"])] if cached else []
         cells += [spread(row[name]) for name in ("peak_context", "output_tokens")]
         cells += [dollars(row["cost"]["median"]) if "cost" in row else "–"] if costs else []
@@ -225,7 +227,8 @@ def caching_table(console: Console, measured, name: str, price) -> None:
     """What each policy's session would cost in input at a model's list price, with and without an implicit prefix
     cache: windows and summaries break the prefix, full history keeps it."""
     table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching (a cache serving "
-                              "what repeats the call before from the start, 1,024 tokens and up)"), title_justify="left")
+                              "what repeats the call before from the start, 1,024 tokens and up)"),
+                  title_justify="left")
     for column in ["policy", "input repeating the call before", "no cache", "with the cache", "saved"]:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
@@ -344,7 +347,8 @@ def probe_tables(console: Console, answers, model: str | None, counter: str) -> 
             table.add_column(plain(key), justify="center")
         for condition, row in cells.items():
             table.add_row(*map(plain, [condition, *[
-                f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]" if k in row else "–" for k in keys]]))
+                f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]" if k in row else "–"
+                for k in keys]]))
         console.print(table)
     verdicts = Table(title="Every answer, classified by its Answer line (correct holds the gold value; distractor and "
                            "stale hold a known wrong one; refusal says it does not know; no answer: the reply had no "
@@ -357,8 +361,8 @@ def probe_tables(console: Console, answers, model: str | None, counter: str) -> 
         verdicts.add_row(*map(plain, [condition, *[cell[v] for v in VERDICTS]]))
     console.print(verdicts)
     console.print(plain(f"closed book: no history (a lower bound); facts only: a short prompt holding just the facts "
-                        f"stated so far (an upper bound). Contexts counted with {counter}. Every answer is in --answers "
-                        "FILE.csv and --json.", "dim"))
+                        f"stated so far (an upper bound). Contexts counted with {counter}. Every answer is in "
+                        "--answers FILE.csv and --json.", "dim"))
 
 
 def _first_line(text: str, limit: int = 70) -> str:
@@ -368,7 +372,8 @@ def _first_line(text: str, limit: int = 70) -> str:
 
 def sparkline(values: Sequence[int], top: int) -> str:
     blocks = "▁▂▃▄▅▆▇█"
-    return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0] for v in values)
+    return "".join(blocks[min(int(v / top * (len(blocks) - 1) + 0.5), len(blocks) - 1)] if top else blocks[0]
+                   for v in values)
 
 
 PROGRESS_SECONDS = 10  # between two progress lines of one stage, when stderr is not a terminal

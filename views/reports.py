@@ -57,13 +57,16 @@ def context_multiples(reports: list[PolicyReplay], counter_name: str, points: li
     full = next((report for report in reports if report.policy == "full"), None)
     at_call = {label: number for label, number in (at_call or {}).items() if number <= calls}
     if title:
-        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+               f'viewBox="0 0 {width} {height}" '
                'font-family="sans-serif" font-size="11">', '<rect width="100%" height="100%" fill="white"/>',
                f'<text x="20" y="20" font-size="15">{_xml(title)}</text>']
     else:
-        out = [f'<svg class="plot multiples" viewBox="0 0 {width} {height}" role="img" aria-label="context size per call">']
-    out.append(f'<text x="20" y="{height - 8}">each: a policy · its input tokens in all; model call 1 to {calls} left to '
-               f'right, context tokens 0 to {peak:,} ({_xml(counter_name)}); grey: full history; dashed: probe points</text>')
+        out = [f'<svg class="plot multiples" viewBox="0 0 {width} {height}" role="img" '
+               'aria-label="context size per call">']
+    out.append(f'<text x="20" y="{height - 8}">each: a policy · its input tokens in all; model call 1 to {calls} '
+               f'left to right, context tokens 0 to {peak:,} ({_xml(counter_name)}); grey: full history; '
+               'dashed: probe points</text>')
     for number, report in enumerate(reports):
         left, base = 20 + (number % columns) * cell, top + (number // columns) * (plot_height + 50) + 20 + plot_height
 
@@ -77,8 +80,8 @@ def context_multiples(reports: list[PolicyReplay], counter_name: str, points: li
         out.append(f'<rect x="{left}" y="{base - plot_height}" width="{cell - 30}" height="{plot_height}" fill="none" '
                    f'stroke="#ccc"/>')
         for label, call in at_call.items():
-            out.append(f'<line x1="{x(call):.1f}" y1="{base}" x2="{x(call):.1f}" y2="{base - plot_height}" stroke="#999" '
-                       f'stroke-dasharray="3 3"><title>probe point: {_xml(label)}</title></line>')
+            out.append(f'<line x1="{x(call):.1f}" y1="{base}" x2="{x(call):.1f}" y2="{base - plot_height}" '
+                       f'stroke="#999" stroke-dasharray="3 3"><title>probe point: {_xml(label)}</title></line>')
         if full is not None and full is not report:
             line = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(full.sizes, 1))
             out.append(f'<polyline fill="none" stroke="#ccc" stroke-width="2" points="{line}"/>')
@@ -92,10 +95,11 @@ def context_multiples(reports: list[PolicyReplay], counter_name: str, points: li
 def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[ProbePoint] = (),
                   at_call: dict | None = None, title: str | None = None) -> str:
     """Context size per call, one line per policy, as SVG; the probe points, when given, marked on every line (at_call:
-    a point's label -> the call it comes before; a point after the last call has no call to mark). Lines that coincide stay visible: each is drawn thinner than the one before it
-    and with its own dash pattern, so a line on top of another shows as a stripe within it. With a title, a standalone
-    file (its own size, font and background); without, a chart for a page, which gives those. More than MANY
-    policies are drawn as small multiples instead (context_multiples)."""
+    a point's label -> the call it comes before; a point after the last call has no call to mark). Lines that coincide
+    stay visible: each is drawn thinner than the one before it and with its own dash pattern, so a line on top of
+    another shows as a stripe within it. With a title, a standalone file (its own size, font and background); without,
+    a chart for a page, which gives those. More than MANY policies are drawn as small multiples instead
+    (context_multiples)."""
     if len(reports) > MANY:
         return context_multiples(reports, counter_name, points, at_call, title)
     width, height, left, right, bottom = 900, 380, 70, 170, 45
@@ -110,7 +114,8 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
         return height - bottom - (height - bottom - top) * value / peak
 
     if title:
-        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+               f'viewBox="0 0 {width} {height}" '
                'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>',
                f'<text x="{left}" y="20" font-size="15">{_xml(title)}</text>']
     else:
@@ -133,7 +138,8 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
         if number:
             out.append(f'<line class="probe" x1="{x(number):.1f}" y1="{y(0)}" x2="{x(number):.1f}" y2="{y(peak)}" '
                        f'stroke="#888" stroke-dasharray="3 3"><title>probe point: {_xml(point.label)}</title></line>'
-                       f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">probe {number}</text>')
+                       f'<text x="{x(number):.1f}" y="{top - 6}" text-anchor="middle" font-size="10">'
+                       f'probe {number}</text>')
     widths = [2 + 1.5 * (len(reports) - n - 1) for n in range(len(reports))]
     for n, report in enumerate(reports):
         colour, dash = LINE_COLOURS[n % len(LINE_COLOURS)], DASHES[n % len(DASHES)]
@@ -143,8 +149,9 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
                    f'<title>{_xml(report.policy)}: peak {report.peak:,}, total {report.total:,}</title></polyline>')
         for number in marked:
             if number <= len(report.sizes):
-                out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" fill="{colour}">'
-                           f'<title>{_xml(report.policy)} at call {number}: {report.sizes[number - 1]:,} tokens</title></circle>')
+                out.append(f'<circle cx="{x(number):.1f}" cy="{y(report.sizes[number - 1]):.1f}" r="3.5" '
+                           f'fill="{colour}"><title>{_xml(report.policy)} at call {number}: '
+                           f'{report.sizes[number - 1]:,} tokens</title></circle>')
         legend_y = top + 20 * n + 10
         out.append(f'<line x1="{width - right + 12}" y1="{legend_y}" x2="{width - right + 40}" y2="{legend_y}" '
                    f'stroke="{colour}" stroke-width="3" stroke-dasharray="{dash}"/>'
@@ -184,13 +191,15 @@ def frontier_sentence(on: list[tuple[str, float, float]], x_words: str, y_words:
             "as much, or as much for more.")
 
 
-def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], object]], title: str | None = None) -> str:
+def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], object]],
+                   title: str | None = None) -> str:
     """Small scatter plots side by side, one point a policy: each panel (its x words, y words, points as (policy, x,
     y from 0 to 1), a format for x), the Pareto frontier drawn through the points no other beats on both counts."""
     size, gap, top = 300, 40, 45 if title else 20
     width, height = len(panels) * (size + gap) + gap, size + top + 55
     if title:
-        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+               f'viewBox="0 0 {width} {height}" '
                'font-family="sans-serif" font-size="11">', '<rect width="100%" height="100%" fill="white"/>',
                f'<text x="{gap}" y="20" font-size="15">{_xml(title)}</text>']
     else:
@@ -211,7 +220,8 @@ def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], 
         out += [f'<line x1="{left}" y1="{y(0)}" x2="{x(most)}" y2="{y(0)}" stroke="#333"/>',
                 f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(1)}" stroke="#333"/>',
                 f'<text x="{(left + x(most)) / 2}" y="{y(0) + 32}" text-anchor="middle">{_xml(x_words)}</text>',
-                f'<text x="{left - 28}" y="{(y(0) + y(1)) / 2}" transform="rotate(-90 {left - 28} {(y(0) + y(1)) / 2})" '
+                f'<text x="{left - 28}" y="{(y(0) + y(1)) / 2}" '
+                f'transform="rotate(-90 {left - 28} {(y(0) + y(1)) / 2})" '
                 f'text-anchor="middle">{_xml(y_words)}</text>',
                 f'<text x="{left - 4}" y="{y(1) + 4}" text-anchor="end">100%</text>',
                 f'<text x="{left - 4}" y="{y(0) + 4}" text-anchor="end">0%</text>',
@@ -262,7 +272,8 @@ def _xml(text: str) -> str:
 
 def caching_cells(report: PolicyReplay, price) -> list[str]:
     """A policy's row of the caching table, as the terminal, the page and the docs show it: the share of its input
-    that repeats the call before, its input cost at `price` without and with a prefix cache, and what the cache saves."""
+    that repeats the call before, its input cost at `price` without and with a prefix cache, and what the cache
+    saves."""
     plain, cached = report.input_cost(price, False), report.input_cost(price, True)
     return [f"{report.cacheable / report.total:.0%}" if report.total else "", dollars(plain), dollars(cached),
             f"{1 - cached / plain:.0%}" if plain else ""]
@@ -321,6 +332,7 @@ def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], po
         "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
         "policies": [{**asdict(r), "total": r.total, "peak": r.peak, "cacheable": r.cacheable, **costs(r)}
                      for r in reports],
-        "probe": {"model": model_name, "answers": [asdict(a) for a in answers],
-                  "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")} if answers is not None else None,
+        "probe": ({"model": model_name, "answers": [asdict(a) for a in answers],
+                   "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")}
+                  if answers is not None else None),
     }

@@ -8,8 +8,8 @@ import re
 from redaction import redacted
 
 # Terminal commands, removed whole: OSC strings (window title, clipboard, hyperlinks) up to BEL or ST, CSI
-# sequences (cursor, colours, clearing), other escapes (character sets, modes); then any C0 or C1 control character left,
-# except newline and tab.
+# sequences (cursor, colours, clearing), other escapes (character sets, modes); then any C0 or C1 control character
+# left, except newline and tab.
 ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
                      r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
                      r"|\x1b[ -/]*[0-~]?"

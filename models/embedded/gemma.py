@@ -89,7 +89,8 @@ class GemmaModel(LocalModel):
         progress("loading Gemma 3 270M")
         network = load_network(progress)
         super().__init__(NAME, load_tokenizer(progress), network, start=[BOS],
-                         end_tokens=frozenset({EOS, END_OF_TURN}), prefixes=PrefixStore(model_cache().folder / "prefixes"))
+                         end_tokens=frozenset({EOS, END_OF_TURN}),
+                         prefixes=PrefixStore(model_cache().folder / "prefixes"))
 
     @staticmethod
     def cache() -> ModelCache:

@@ -27,7 +27,8 @@ class GemmaTokenizer:
         readable = ((types == NORMAL) | (types == USER_DEFINED)).tolist()
         self.ids = dict(zip(compress(tokens, readable), compress(range(len(tokens)), readable)))
         self.byte_ids = {int(tokens[i][3:5], 16): i for i in np.flatnonzero(types == BYTE).tolist()}
-        user_defined = sorted((tokens[i] for i in np.flatnonzero(types == USER_DEFINED).tolist()), key=len, reverse=True)
+        user_defined = sorted((tokens[i] for i in np.flatnonzero(types == USER_DEFINED).tolist()),
+                              key=len, reverse=True)
         self._split = re.compile("(" + "|".join(map(re.escape, user_defined)) + ")")
         self._cached = lru_cache(maxsize=65536)(self._encode)
 

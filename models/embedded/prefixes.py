@@ -63,7 +63,8 @@ class PrefixStore:
             name = _digest_ids(ids)[:24]
             with replacing(str(self.folder / f"{name}.npz")) as temporary:
                 with open(temporary, "wb") as file:
-                    np.savez(file, **{f"k{n}": k for n, k in enumerate(keys)}, **{f"v{n}": v for n, v in enumerate(values)})
+                    np.savez(file, **{f"k{n}": k for n, k in enumerate(keys)},
+                             **{f"v{n}": v for n, v in enumerate(values)})
                 record = {"length": len(ids), "digest_ids": _digest_ids(ids), "sha256": sha256_of(Path(temporary)),
                           "layers": len(keys), "shape": list(keys[0].shape[1:])}
             write_whole(str(self.folder / f"{name}.json"), json.dumps(record).encode("utf-8"))
@@ -79,7 +80,8 @@ class PrefixStore:
             except (OSError, ValueError):
                 self._remove(path.stem)
                 continue
-            if isinstance(record, dict) and type(record.get("length")) is int and isinstance(record.get("digest_ids"), str):
+            if (isinstance(record, dict) and type(record.get("length")) is int
+                    and isinstance(record.get("digest_ids"), str)):
                 records.append({**record, "name": path.stem})
         return records
 

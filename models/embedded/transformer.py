@@ -214,7 +214,8 @@ class Transformer:
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             attended = scores.reshape(a.kv_heads, group * rows, end - low) @ values
-            out[first:first + rows] = attended.reshape(a.kv_heads, group, rows, a.head_size).transpose(2, 0, 1, 3).reshape(rows, -1)
+            out[first:first + rows] = (attended.reshape(a.kv_heads, group, rows, a.head_size)
+                                       .transpose(2, 0, 1, 3).reshape(rows, -1))
         return out
 
     def greedy(self, prompt: list[int], end_tokens: frozenset[int], limit: int) -> Iterator[int]:

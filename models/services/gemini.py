@@ -140,7 +140,8 @@ class GeminiModel:
         self.name = name or os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL
         raw_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or ""
         if not raw_key.strip():
-            raise ModelConfigError("no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)")
+            raise ModelConfigError("no Gemini API key: set GEMINI_API_KEY in the environment or in .env "
+                                   "(see .env.example)")
         from_google = not api_key and not os.environ.get("GEMINI_API_KEY")
         self._api_key = check_key(raw_key, "GOOGLE_API_KEY" if from_google else "GEMINI_API_KEY")
         base = (os.environ.get("GOOGLE_GEMINI_BASE_URL") or "").strip() or PUBLIC_URL
@@ -167,7 +168,8 @@ class GeminiModel:
         return f"GeminiModel({self.name!r})"
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
-        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/services/retry.py."""
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
+        models/services/retry.py."""
         from google.genai import types
 
         if self._notice and on_event is not None:
@@ -181,7 +183,8 @@ class GeminiModel:
                 config = self._config(system, stop)
                 try:
                     if on_text is None:
-                        response = self._connect().models.generate_content(model=self.name, contents=contents, config=config)
+                        response = self._connect().models.generate_content(model=self.name, contents=contents,
+                                                                           config=config)
                         reply = self._reply(response)
                     else:
                         reply = self._stream(contents, config, stop, channel)
@@ -203,7 +206,8 @@ class GeminiModel:
         thinking = None
         if self.thinking and "thinking" not in self.dropped:
             kind, value = self.thinking
-            thinking = types.ThinkingConfig(thinking_level=value) if kind == "level" else types.ThinkingConfig(thinking_budget=value)
+            thinking = (types.ThinkingConfig(thinking_level=value) if kind == "level"
+                        else types.ThinkingConfig(thinking_budget=value))
         return types.GenerateContentConfig(
             system_instruction=system,
             temperature=None if "temperature" in self.dropped else self.temperature,
@@ -240,7 +244,8 @@ class GeminiModel:
         text = cut.finish()
         counts = _counts(last.usage_metadata if last else None)
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
-        blocked = None if text or finish_word in (None, "stop", "length") else f"finish reason {getattr(finish, 'value', finish)}"
+        blocked = (None if text or finish_word in (None, "stop", "length")
+                   else f"finish reason {getattr(finish, 'value', finish)}")
         return ModelReply(text, finish=cut.ending(finish_word), blocked=blocked,
                           model=last.model_version if last else None, **counts)
 
@@ -250,7 +255,8 @@ class GeminiModel:
             from google.genai import types
 
             # A finishReason newer than the SDK warns, naming a file in site-packages; the reply is read as finished.
-            warnings.filterwarnings("ignore", message=r".* is not a valid ", category=UserWarning, module=r"google\.genai")
+            warnings.filterwarnings("ignore", message=r".* is not a valid ", category=UserWarning,
+                                    module=r"google\.genai")
             options = types.HttpOptions(
                 base_url=self._request_url, api_version=API_VERSION,
                 headers={"Accept-Encoding": "gzip, deflate"},  # the encodings _read_until_abandoned decodes
@@ -285,7 +291,8 @@ class GeminiModel:
         return shortened(redact(str(getattr(error, "message", None) or error), self._api_key))
 
     def _explain(self, error: Exception) -> Exception:
-        """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for models/services/retry.py."""
+        """The failure as the user should read it: ModelConfigError, ModelError, or Retryable for
+        models/services/retry.py."""
         import httpx2
         import pydantic
         from google.genai import errors
@@ -304,11 +311,13 @@ class GeminiModel:
             message, code, status = self._message(error), error.code, error.status or ""
             headers = error.response.headers if error.response is not None else {}
             if 300 <= code < 400:
-                return ModelConfigError(f"Gemini at {self.url} answered {code}, redirecting to "
-                                        f"{shortened(redact(headers.get('location', 'an unnamed place'), self._api_key))}: not followed, "
-                                        "so the key stays with the configured host; check GOOGLE_GEMINI_BASE_URL")
+                return ModelConfigError(
+                    f"Gemini at {self.url} answered {code}, redirecting to "
+                    f"{shortened(redact(headers.get('location', 'an unnamed place'), self._api_key))}: not followed, "
+                    "so the key stays with the configured host; check GOOGLE_GEMINI_BASE_URL")
             if code in (401, 403) or (code == 400 and "api key" in message.lower()):
-                return ModelConfigError(f"Gemini rejected the API key ({code} at {self.url}): check GEMINI_API_KEY. {message}")
+                return ModelConfigError(f"Gemini rejected the API key ({code} at {self.url}): check GEMINI_API_KEY. "
+                                        f"{message}")
             if code == 404:
                 return ModelConfigError(f"Gemini has no model {self.name!r} at {self.url} ({message}): "
                                         "check --model, TINYREACT_MODEL or GEMINI_MODEL")
@@ -404,7 +413,8 @@ def _read_until_abandoned(response) -> None:
 
 
 def _daily_quota(details) -> str | None:
-    """The quota id of a per-day quota in a 429's QuotaFailure detail, e.g. GenerateRequestsPerDayPerProjectPerModel-FreeTier.
+    """The quota id of a per-day quota in a 429's QuotaFailure detail,
+    e.g. GenerateRequestsPerDayPerProjectPerModel-FreeTier.
     Such a quota comes back the next day, not in seconds: https://ai.google.dev/gemini-api/docs/rate-limits"""
     for detail in _details(details):
         if detail.get("@type", "").endswith("google.rpc.QuotaFailure"):

@@ -65,7 +65,8 @@ def endpoint(backend: str) -> tuple[str, str | None]:
 
 
 def _ollama_base(host: str) -> str:
-    """OLLAMA_HOST as Ollama itself reads it: `host`, `host:port` or a URL; port 11434 unless a scheme says otherwise."""
+    """OLLAMA_HOST as Ollama itself reads it: `host`, `host:port` or a URL; port 11434 unless a scheme says
+    otherwise."""
     scheme, found, rest = host.partition("://")
     if not found:
         scheme, rest = "http", host
@@ -75,7 +76,8 @@ def _ollama_base(host: str) -> str:
     return f"{scheme}://{hostport}"
 
 
-def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None, api_key: str | None = None) -> list[str]:
+def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
+                api_key: str | None = None) -> list[str]:
     """The model ids a server lists at GET {base}/models; ModelError when it cannot be asked."""
     import requests
 
@@ -230,7 +232,8 @@ class OpenAICompatibleModel:
         return OLLAMA_DEFAULT_CONTEXT
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
-        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline: models/services/retry.py.
+        """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
+        models/services/retry.py.
         Two failures are asked again once, differently, so that the server's own answer reaches the user: a stream
         that ends early is asked for whole (a server that cannot take the context closes the stream, but answers a
         whole request with its error), and a reply that is empty but for its reasoning is asked for without the stop
@@ -291,7 +294,8 @@ class OpenAICompatibleModel:
         try:
             return self._session.post(self._request_url + "/chat/completions", json=body, headers=headers, stream=True,
                                       allow_redirects=False,
-                                      timeout=(retry.read_timeout(CONNECT_SECONDS), retry.read_timeout(retry.DEFAULT_DEADLINE)))
+                                      timeout=(retry.read_timeout(CONNECT_SECONDS),
+                                               retry.read_timeout(retry.DEFAULT_DEADLINE)))
         except requests.ConnectionError as error:
             if _refused(error):
                 raise ModelConfigError(f"no server at {self.url} — {ENDPOINTS[self.backend][3]}") from None
@@ -324,10 +328,12 @@ class OpenAICompatibleModel:
             yield chunk
 
     def _malformed(self, what: str) -> ModelError:
-        return ModelError(f"{self._where()} sent {redact(what, self._api_key)}: not an OpenAI-compatible chat completion")
+        return ModelError(f"{self._where()} sent {redact(what, self._api_key)}: "
+                          "not an OpenAI-compatible chat completion")
 
     def _whole(self, response, data: bytes | None = None) -> tuple[ModelReply, bool, str | None]:
-        """The reply of a request made without streaming, whether it held reasoning, and what was wrong with its usage."""
+        """The reply of a request made without streaming, whether it held reasoning, and what was wrong with its
+        usage."""
         data = b"".join(self._chunks(response)) if data is None else data
         try:
             answer = wire.json_value(data)
@@ -432,7 +438,8 @@ class OpenAICompatibleModel:
                                     f"key stays with the configured host; set {ENDPOINTS[self.backend][0]} to the "
                                     "final URL")
         if code in (401, 403):
-            return ModelConfigError(f"{self._where()} rejected the API key ({code}): check {self._key_variable}. {message}")
+            return ModelConfigError(f"{self._where()} rejected the API key ({code}): check {self._key_variable}. "
+                                    f"{message}")
         if code == 404:
             return ModelConfigError(self._unknown_model(message))
         error = _error_object(response)
@@ -440,7 +447,8 @@ class OpenAICompatibleModel:
             # Not a rate limit: the account is out of credit, https://platform.openai.com/docs/guides/error-codes
             return ModelError(f"{self._where()}: {message} (insufficient_quota; not retried)")
         if code in retry.RETRY_STATUSES:
-            return retry.Retryable(code, response.reason or "", message, retry.retry_after(response.headers.get("retry-after")))
+            return retry.Retryable(code, response.reason or "", message,
+                                   retry.retry_after(response.headers.get("retry-after")))
         return ModelError(f"{self._where()} answered {code} {response.reason or ''}: {message}")
 
     def _unknown_model(self, message: str) -> str:

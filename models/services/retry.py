@@ -31,7 +31,8 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_SERVER_WAIT = 60.0  # seconds: a longer wait asked by the server fails at once instead
 DEFAULT_DEADLINE = 120.0
 MAX_DEADLINE = 86_400  # seconds; far longer would overflow the waits (threading.TIMEOUT_MAX, time_t)
-BACKEND_NAMES = {"gemini": "Gemini", "openai": "OpenAI-compatible server", "ollama": "Ollama", "llamacpp": "llama.cpp server"}
+BACKEND_NAMES = {"gemini": "Gemini", "openai": "OpenAI-compatible server", "ollama": "Ollama",
+                 "llamacpp": "llama.cpp server"}
 
 sleep = time.sleep
 clock = time.monotonic

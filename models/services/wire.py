@@ -42,11 +42,13 @@ def kind(value) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(type(value), "a value")
+    return {dict: "an object", list: "a list", str: "text", int: "a number",
+            float: "a number"}.get(type(value), "a value")
 
 
 def json_value(data: bytes | str):
-    """The JSON value of `data`; Malformed when it is not JSON, or uses NaN or Infinity, or nests past Python's limit."""
+    """The JSON value of `data`; Malformed when it is not JSON, or uses NaN or Infinity, or nests past Python's
+    limit."""
     def refuse(constant: str):
         raise Malformed(f"{constant} where JSON allows only numbers")
     try:
@@ -109,7 +111,8 @@ def _choice(choice, field: str) -> Choice:
     if finish is not None and not isinstance(finish, str):
         raise Malformed(f"a finish_reason that is {kind(finish)}, not text")
     # llama.cpp and vLLM send reasoning as reasoning_content, Ollama and OpenRouter as reasoning
-    reasoning = text_of(part.get("reasoning_content"), "reasoning_content") or text_of(part.get("reasoning"), "reasoning")
+    reasoning = (text_of(part.get("reasoning_content"), "reasoning_content")
+                 or text_of(part.get("reasoning"), "reasoning"))
     return Choice(text_of(part.get("content"), "content"), reasoning, finish)
 
 
