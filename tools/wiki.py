@@ -65,7 +65,7 @@ def wikipedia_coordinates(page_title: str) -> str:
 
     Example: wikipedia_coordinates("Caesars Superdome") returns "latitude 29.9511, longitude -90.0812 (Caesars Superdome)".
     Pages that are not about a place have no coordinates, and say so.
-    """
+    """  # noqa: E501 (the docstring is the tool's description in the prompt, and recordings hold it as it is)
     wikipedia = _wikipedia()
     try:
         try:
