@@ -9,7 +9,8 @@ import cli
 from agent import TinyReAct
 from models import Message, ModelConfigError, ModelError, load_model
 from models.services import retry
-from models.services.openai_compatible import COUNTED_LOCALLY, temperature_for
+from models.services.endpoints import temperature_for
+from models.services.openai_compatible import COUNTED_LOCALLY
 from tokens import local_counter
 from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_error,
                            openai_error, sse)

@@ -23,125 +23,22 @@ from urllib.parse import urlsplit
 
 from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
                     within_limit)
-from models.services import checked_url, retry
+from models.services import endpoints, retry, wire
+from models.services.endpoints import ENDPOINTS, TEMPERATURE_VARIABLE, available, list_models, temperature_for
 from models.services.keys import check_key, redact
-from redaction import shown_url
-from models.services import wire
 from models.streaming import StreamCut, split_reasoning
+from redaction import shown_url
 
-# backend: (variable naming the base URL, its default, variable naming the key or None, hint when no server answers)
-ENDPOINTS = {
-    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY", "check OPENAI_BASE_URL"),
-    "ollama": ("OLLAMA_HOST", "http://localhost:11434", None, "is Ollama running? `ollama serve`"),
-    "llamacpp": ("LLAMACPP_BASE_URL", "http://localhost:8080/v1", None,
-                 "is llama-server running? `llama-server -m MODEL.gguf --port 8080`"),
-}
-# A local or self-hosted server samples when a request names no temperature: llama.cpp's server at 0.8 ("temperature:
-# ... Default: `0.8`", llama.cpp tools/server/README.md), Ollama's /v1 at its own default whatever the Modelfile says
-# ("PARAMETER temperature from the Modelfile is ignored on /v1/chat/completions", ollama issue #17744). A ReAct step
-# wants the most likely text, so they are sent 0 unless TINYREACT_TEMPERATURE says otherwise; OpenAI's own API is sent
-# none, as its reasoning models take only their default ("Unsupported value: 'temperature' does not support 0.5 with
-# this model. Only the default (1) value is supported.", param "temperature").
-TEMPERATURE_VARIABLE = "TINYREACT_TEMPERATURE"
+__all__ = ["OpenAICompatibleModel", "make", "available"]  # make and available: what models.BACKENDS asks for
+
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
 MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
-MAX_LIST_BYTES = 4_000_000  # a model list larger than this (some 40,000 models) is no list to read
-MAX_SIDE_BYTES = 1_000_000  # of Ollama's /api/ps and /api/show: a few models' details, a Modelfile
 CONNECT_SECONDS = 10
 FINISHED_GRACE = 2.0  # seconds a stream whose reply is complete is given to send its usage and end
 ROLES = {"system": "system", "user": "user", "model": "assistant"}
 # finish_reason values: stop, length, content_filter, tool_calls (https://platform.openai.com/docs/api-reference/chat/object)
 FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
-
-
-def endpoint(backend: str) -> tuple[str, str | None]:
-    """(base URL, key variable) for a backend, from the environment or the defaults; ModelConfigError, naming the
-    variable, for a URL that cannot be used."""
-    variable, default, key_variable, _ = ENDPOINTS[backend]
-    given = (os.environ.get(variable) or "").strip() or default
-    url = _ollama_base(given) + "/v1" if backend == "ollama" else given
-    return checked_url(variable, url, given).rstrip("/"), key_variable
-
-
-def _ollama_base(host: str) -> str:
-    """OLLAMA_HOST as Ollama itself reads it: `host`, `host:port` or a URL; port 11434 unless a scheme says
-    otherwise."""
-    scheme, found, rest = host.partition("://")
-    if not found:
-        scheme, rest = "http", host
-    hostport = rest.split("/")[0]
-    if ":" not in hostport.rsplit("]", 1)[-1]:
-        hostport += ":11434" if not found else (":443" if scheme == "https" else ":80")
-    return f"{scheme}://{hostport}"
-
-
-def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
-                api_key: str | None = None) -> list[str]:
-    """The model ids a server lists at GET {base}/models; ModelError when it cannot be asked."""
-    import requests
-
-    import urllib3.exceptions
-
-    url, key_variable = endpoint(backend)
-    url = (base_url or url).rstrip("/")
-    shown = shown_url(url)
-    key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
-    headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
-    hint = ENDPOINTS[backend][3]
-    try:
-        data = read_small(requests.get, url + "/models", headers, timeout, MAX_LIST_BYTES)
-    except requests.ConnectionError:
-        raise ModelError(f"no server at {shown} — {hint}") from None
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
-        raise ModelError(f"{shown} did not answer in {timeout:g} s ({type(error).__name__})") from None
-    except _Unread as problem:
-        raise ModelError(f"{shown}/models {problem}") from None
-    try:
-        listed = wire.json_value(data).get("data") or []
-        return sorted({item["id"] for item in listed if isinstance(item, dict) and _named(item.get("id"))})
-    except (wire.Malformed, AttributeError, TypeError):
-        raise ModelError(f"{shown}/models answered with something other than a model list") from None
-
-
-class _Unread(Exception):
-    """A small answer not read: a status other than 200, too many bytes, or not all of it before the deadline."""
-
-
-def read_small(send, url: str, headers: dict, seconds: float, limit: int, **request) -> bytes:
-    """The body of a short answer (a model list, Ollama's /api/ps and /api/show), read as it arrives and decoded as
-    its Content-Encoding says: at most `limit` bytes and `seconds` in all, a drip included; requests' own timeout
-    bounds only each read. Raises _Unread, or requests' and urllib3's errors."""
-    started = time.monotonic()
-    with send(url, headers=headers, timeout=seconds, allow_redirects=False, stream=True, **request) as response:
-        if response.status_code != 200:
-            raise _Unread(f"answered {response.status_code}")
-        data = b""
-        while chunk := response.raw.read1(65536, decode_content=True):
-            data += chunk
-            if len(data) > limit:
-                raise _Unread(f"sent more than {limit:,} bytes: stopped reading")
-            if time.monotonic() - started > seconds:
-                raise _Unread(f"did not finish its answer in {seconds:g} s")
-    return data
-
-
-def temperature_for(backend: str, url: str) -> float | None:
-    """The temperature to send: TINYREACT_TEMPERATURE (0 to 2, or `server` for none), else 0 for a local or
-    self-hosted server and none for OpenAI's own API (see TEMPERATURE_VARIABLE)."""
-    value = os.environ.get(TEMPERATURE_VARIABLE, "").strip()
-    if value.lower() in ("server", "none", "default"):
-        return None
-    if not value:
-        return None if backend == "openai" and url == ENDPOINTS["openai"][1] else 0.0
-    try:
-        temperature = float(value)
-    except ValueError:
-        temperature = -1.0
-    if not 0 <= temperature <= 2:  # NaN fails both comparisons
-        raise ModelConfigError(f"{TEMPERATURE_VARIABLE} must be a number from 0 to 2, or `server` to send none; "
-                               f"got {value[:40]!r}")
-    return temperature
 
 
 class StreamEndedEarly(ModelError):
@@ -151,12 +48,6 @@ class StreamEndedEarly(ModelError):
 def make(backend: str, name: str, progress=None) -> "OpenAICompatibleModel":
     """The model of `openai:`, `ollama:` or `llamacpp:` (see models.BACKENDS), as the environment configures it."""
     return OpenAICompatibleModel.for_backend(backend, name)
-
-
-# Ollama's context, unless a model or the server sets another: "< 24 GiB VRAM: 4k context" (ollama
-# docs/context-length.mdx). Its OpenAI-compatible /v1 takes no num_ctx, and a longer prompt is cut from the start,
-# the instructions first, with no error (ollama issues #10980, #17427).
-OLLAMA_DEFAULT_CONTEXT = 4096
 
 
 class OpenAICompatibleModel:
@@ -182,7 +73,7 @@ class OpenAICompatibleModel:
     @classmethod
     def for_backend(cls, backend: str, name: str) -> "OpenAICompatibleModel":
         """The model for `openai:`, `ollama:` or `llamacpp:` as the environment configures it."""
-        url, key_variable = endpoint(backend)
+        url, key_variable = endpoints.endpoint(backend)
         key = os.environ.get(key_variable, "") if key_variable else ""
         if key_variable and not key.strip():
             raise ModelConfigError(f"no {key_variable}: set it in the environment or in .env for {backend}:{name} "
@@ -200,36 +91,8 @@ class OpenAICompatibleModel:
         if self.backend != "ollama":
             return None
         if self._window is None:
-            self._window = self._ollama_context()
+            self._window = endpoints.ollama_context(self._request_url, self.name)
         return self._window
-
-    def _ollama_context(self) -> int:
-        """The loaded model's context_length (GET /api/ps, the CONTEXT column of `ollama ps`), else the num_ctx its
-        Modelfile sets (POST /api/show, its parameters), else Ollama's default (OLLAMA_DEFAULT_CONTEXT)."""
-        import requests
-
-        import urllib3.exceptions
-
-        base = self._request_url.removesuffix("/v1")
-        try:
-            running = wire.json_value(read_small(requests.get, base + "/api/ps", {}, 2, MAX_SIDE_BYTES)).get("models")
-            for model in running if isinstance(running, list) else []:
-                if isinstance(model, dict) and self.name in (model.get("name"), model.get("model"),
-                                                              str(model.get("name", "")).removesuffix(":latest")):
-                    if type(model.get("context_length")) is int and model["context_length"] > 0:
-                        return model["context_length"]
-            shown = wire.json_value(read_small(requests.post, base + "/api/show", {}, 2, MAX_SIDE_BYTES,
-                                               json={"model": self.name}))
-            parameters = shown.get("parameters")
-            for line in parameters.splitlines() if isinstance(parameters, str) else []:
-                name, _, value = line.strip().partition(" ")
-                value = value.strip()
-                if name == "num_ctx" and value.isdigit() and len(value) <= 9 and int(value) > 0:
-                    return int(value)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, _Unread, wire.Malformed,
-                AttributeError):
-            pass  # an older Ollama, or none at the URL: the call itself will say so
-        return OLLAMA_DEFAULT_CONTEXT
 
     def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
@@ -348,7 +211,7 @@ class OpenAICompatibleModel:
         reasoning, text = split_reasoning(choice.content)
         counts, problem = wire.usage_counts(answer.get("usage"))
         reply = _reply(text, choice.finish, counts)
-        return replace(reply, model=_named(answer.get("model"))), bool(reasoning or choice.reasoning), problem
+        return replace(reply, model=wire.model_name(answer.get("model"))), bool(reasoning or choice.reasoning), problem
 
     def _error_in_200(self, error) -> Exception:
         """An error sent with HTTP 200, as OpenRouter does once the model has started ("Otherwise, the returned HTTP
@@ -387,7 +250,7 @@ class OpenAICompatibleModel:
         counts, problem = wire.usage_counts(state["usage"])
         text = cut.finish()
         reply = _reply(text, cut.ending(state["finish"]), counts)
-        return replace(reply, model=_named(state["model"])), bool(reasoned), problem
+        return replace(reply, model=wire.model_name(state["model"])), bool(reasoned), problem
 
     def _event(self, data: str, state: dict, cut: StreamCut, channel: retry.Channel, reasoned: list) -> bool:
         """Read one stream event into `state`; True when the reply is complete: [DONE], or the cut reached."""
@@ -497,11 +360,6 @@ def _hurry(response) -> None:
             pass
 
 
-def _named(model) -> str | None:
-    """The model a server says answered, when it says so in a short plain name."""
-    return model if isinstance(model, str) and 0 < len(model) <= 200 and model.isprintable() else None
-
-
 def _error_body(response) -> bytes:
     """The start of an error's body (at most MAX_ERROR_BYTES, as decoded), read once: an error is a few lines."""
     if not hasattr(response, "error_body"):
@@ -540,31 +398,3 @@ def _refused(error: Exception) -> bool:
     requests wraps urllib3's MaxRetryError, whose `reason` was raised from the socket's ConnectionRefusedError."""
     reason = getattr(error.args[0], "reason", None) if error.args else None
     return isinstance(getattr(reason, "__cause__", None), ConnectionRefusedError)
-
-
-MAX_LISTED = 50  # models shown per server by --models; the rest are counted
-
-
-def available(backend: str, probe_seconds: float) -> list[dict]:
-    """The rows `--models` shows for one server: each model it lists (asked with a deadline of `probe_seconds`),
-    or why none can run. The public OpenAI API is not asked: listing costs nothing, but a key is all it needs."""
-    try:
-        url, key_variable = endpoint(backend)
-    except ModelConfigError as problem:
-        return [dict(spec=f"{backend}:MODEL", backend=backend, ready=False, why=str(problem))]
-    row = dict(spec=f"{backend}:MODEL", backend=backend, url=shown_url(url))
-    if key_variable and not os.environ.get(key_variable, "").strip():
-        return [row | dict(ready=False, why=f"no {key_variable} set")]
-    if backend == "openai" and not os.environ.get("OPENAI_BASE_URL"):
-        return [row | dict(ready=True, why="")]
-    try:
-        names = list_models(backend, timeout=probe_seconds)
-    except ModelError as problem:
-        return [row | dict(ready=False, why=str(problem))]
-    if not names:
-        return [row | dict(ready=False, why="the server lists no models")]
-    rows = [row | dict(spec=f"{backend}:{name}", ready=True, why="") for name in names[:MAX_LISTED]]
-    if len(names) > MAX_LISTED:
-        rows.append(row | dict(spec=f"{backend}:…", ready=True,
-                               why=f"{len(names) - MAX_LISTED:,} more: the server lists {len(names):,} models"))
-    return rows

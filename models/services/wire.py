@@ -205,3 +205,8 @@ class EventStream:
         if field == "data":
             self._data.append(value[1:] if colon and value.startswith(" ") else value)
         return None  # event, id and retry change nothing here
+
+
+def model_name(model) -> str | None:
+    """The model a server says answered, when it says so in a short plain name."""
+    return model if isinstance(model, str) and 0 < len(model) <= 200 and model.isprintable() else None
