@@ -34,6 +34,10 @@ class Refused(Exception):
     """What the expression holds that the calculator will not compute; the message is for the model."""
 
 
+class Unbalanced(Refused):
+    """Parentheses that do not pair up: the message says which, and how a whole expression is written."""
+
+
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression and return its value.
 
@@ -46,6 +50,8 @@ def calculate(expression: str) -> str:
     """
     try:
         return written(evaluate(expression))
+    except Unbalanced as refusal:
+        return f"Error: {refusal}."
     except Refused as refusal:
         return f"Error: {refusal}. The calculator takes {ALLOWED}."
     except ZeroDivisionError:
@@ -73,7 +79,21 @@ def _parsed(expression) -> ast.expr:
     try:
         return ast.parse(text, mode="eval").body
     except SyntaxError as problem:
-        raise Refused(f"it is not an expression ({problem.msg})") from None
+        brackets = _bracket_problem(text)
+        raise Unbalanced(brackets) if brackets else Refused(f"it is not an expression ({problem.msg})") from None
+
+
+def _bracket_problem(text: str) -> str | None:
+    """What is wrong with the parentheses of `text`, said so that the fix is plain; None when they pair up."""
+    depth = 0
+    for character in text:
+        depth += (character == "(") - (character == ")")
+        if depth < 0:
+            return (f"in {text[:60]!r} a ')' closes a '(' that was never opened: write the '(' where the bracket "
+                    "begins, as in (1 + 2) * 5")
+    if depth > 0:
+        return f"in {text[:60]!r} {depth} '(' {'is' if depth == 1 else 'are'} never closed: add the ')'"
+    return None
 
 
 def _nesting(text: str) -> int:
