@@ -82,17 +82,25 @@ def wait_for(condition, seconds=30):
     assert condition()
 
 
+class FirstCallThinks(FakeGemini):
+    """A Gemini whose first call "thinks" until the test ends; the later ones answer at once. (Setting `delay` back
+    to 0 once the first request is seen would race its handler, which may not have read it yet.)"""
+
+    def handle(self, request):
+        if len(self.requests) == 1:
+            self.closing.wait(30)
+        return super().handle(request)
+
+
 def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path):
-    with FakeGemini(["Answer: 4", "Answer: 4"], key=KEY) as gemini:
+    with FirstCallThinks(["Answer: 4", "Answer: 4"], key=KEY) as gemini:
         trace = tmp_path / "chat.jsonl"
         process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", "--trace", str(trace)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    env=environment(gemini), cwd=tmp_path)
-        gemini.delay = 30  # the first question "thinks" until it is interrupted
         process.stdin.write("a slow question\n")
         process.stdin.flush()
         wait_for(lambda: gemini.requests)
-        gemini.delay = 0
         process.send_signal(signal.SIGINT)
         out, err = process.communicate("2 + 2?\n", timeout=60)
     assert process.returncode == 0 and "Traceback" not in err

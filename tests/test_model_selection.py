@@ -109,7 +109,8 @@ def test_the_listing_says_what_runs_here_and_why_not(monkeypatch, tmp_path):
     monkeypatch.setenv("LLAMACPP_BASE_URL", f"http://127.0.0.1:{closed_port}/v1")
     with OpenAIStandIn([], models=("qwen3:8b", "llama3.2")) as ollama:
         monkeypatch.setenv("OLLAMA_HOST", ollama.url)
-        rows = available_models(["/home/me/project/.env"], probe_seconds=0.5)
+        # what is listed, not how fast: the stand-in answers at once, and nothing listens at the closed port
+        rows = available_models(["/home/me/project/.env"], probe_seconds=30)
     by_spec = {row["spec"]: row for row in rows}
     assert not by_spec["gemini:gemini-flash-latest"]["ready"] and "GEMINI_API_KEY" in by_spec["gemini:gemini-flash-latest"]["why"]
     assert "no OPENAI_API_KEY" in by_spec["openai:MODEL"]["why"]

@@ -187,9 +187,10 @@ def test_a_slow_drip_hands_control_back_by_the_deadline(server, monkeypatch, wai
     body = sse([{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}] * 200)
     stand_in = server([Answer(200, body, pause=0.1)] * 2)
     monkeypatch.setenv("TINYREACT_CALL_DEADLINE", "0.8")
+    model = openai_model(monkeypatch, stand_in)  # before the clock: the deadline is the call's, not the loading's
     started = time.monotonic()
     with pytest.raises(retry.DeadlineExceeded):
-        openai_model(monkeypatch, stand_in).generate(MESSAGES, STOP, on_text=[].append)
+        model.generate(MESSAGES, STOP, on_text=[].append)
     assert time.monotonic() - started < 1.3 and len(stand_in.requests) == 1
 
 

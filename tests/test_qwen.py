@@ -1,8 +1,9 @@
 """The embedded Qwen2.5-Coder-0.5B-Instruct: tokenizer and forward pass checked against llama.cpp, and the loop.
 
 The expected values (tests/fixtures/qwen_goldens.json) were measured with llama.cpp through llama-cpp-python
-0.3.36 on the same GGUF file, greedy, no BOS. The tokenizer tests always run; the ones that run the network
-are marked slow. The loop test's first prompt is the golden's, so it reuses that test's key/value cache.
+0.3.36 on the same GGUF file, greedy, no BOS. The tokenizer tests always run; the ones that load the weights
+(which unpacks them, about a minute, on a fresh cache) or run the network are marked slow. The loop test's first
+prompt is the golden's, so it reuses that test's key/value cache.
 """
 import json
 import os
@@ -153,6 +154,7 @@ def test_the_loop_answers_the_quick_start_question(qwen):
     assert result.usage.input_tokens > 3 * 869 and result.usage.output_tokens > 20  # its own tokenizer's counts
 
 
+@pytest.mark.slow  # loads the 0.5B and 270M weights; the choice alone is tested fast in test_model_selection.py
 def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
     from models import load_model
 

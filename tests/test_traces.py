@@ -51,34 +51,77 @@ def test_a_full_disk_is_reported_once_and_the_run_still_answers():
 
 
 WRITER = """
-import resource, sys
+import json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from traces import Trace
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))  # as `ulimit -f` does, in bytes
 trace = Trace(sys.argv[2], on_error=lambda message: print(message, file=sys.stderr))
 trace.add("instructions", text="Answer the questions.")
-trace.add("question", text="What is the sum, step by step?")
+trace.add("question", text="What is the sum (Σ), step by step?")  # Σ is two bytes: a cut can fall inside it
 for step in range(1, 41):
     trace.add("reply", step=step, text=f"Thought: step {step} of a long run\\nAction: add_numbers({step}, 1)")
-print(len(trace))
+print(json.dumps(trace.events))  # every event the run kept, written to the file or not
 """
+
+
+def lines_with_ends(data: bytes) -> list[tuple[int, int, dict]]:
+    """Each line of a trace file (one JSON object a line) as (where it starts, just after its closing brace, its
+    record)."""
+    lines, start = [], 0
+    for line in data.split(b"\n")[:-1]:
+        lines.append((start, start + len(line), json.loads(line)))
+        start += len(line) + 1
+    return lines
+
+
+def expected_at_cut(lines: list[tuple[int, int, dict]], cut: int) -> tuple[dict | None, list[dict], str | None]:
+    """What the trace loader promises for a file of `lines` cut after `cut` bytes: the header and the events of the
+    lines whose closing brace is in (None for the header when not even it is), and the warning naming the line cut
+    in the middle, if one is."""
+    records = [record for _, end, record in lines if end <= cut]
+    cut_line = next((number for number, (start, end, _) in enumerate(lines, 1) if start < cut < end), None)
+    warning = f"line {cut_line} was cut off and skipped" if cut_line else None
+    return (records[0] if records else None), records[1:], warning
 
 
 def test_a_file_size_limit_cuts_the_file_and_replay_loads_its_complete_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     done = subprocess.run([sys.executable, "-c", WRITER, ROOT, str(path)], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stdout) == (0, "42\n")
+    assert done.returncode == 0
     assert done.stderr == f"could not write the trace file {path} (File too large); the file ends there, and the run goes on\n"
+    kept = json.loads(done.stdout)
+    assert [e["type"] for e in kept] == ["instructions", "question"] + ["reply"] * 40  # the run went on
     data = path.read_bytes()
     assert len(data) == 3000
-    loaded = load_trace(str(path))
-    complete = data.count(b"\n")
-    if data.endswith(b"\n"):  # the limit fell exactly at the end of a line (each line's time varies): nothing cut
-        assert loaded.warning is None
-    else:
-        assert loaded.warning == f"line {complete + 1} was cut off and skipped"
-    assert [e["step"] for e in loaded.events[2:]] == list(range(1, complete - 2))
-    assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == complete - 3  # one context per reply
+    header = data[:data.index(b"\n") + 1]
+    whole = header + b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in kept)
+    assert whole.startswith(data)  # the file is what the run wrote, up to the limit, one event a line
+    lines, replayed = lines_with_ends(whole), {}
+
+    def loads_its_whole_lines(cut_file, cut: int) -> None:
+        header_record, events, warning = expected_at_cut(lines, cut)
+        if header_record is None:
+            with pytest.raises(ValueError) as refused:
+                load_trace(str(cut_file))
+            assert str(refused.value) == f"{cut_file} is empty" + (f" ({warning})" if warning else ""), cut
+            return
+        loaded = load_trace(str(cut_file))
+        assert (loaded.header, loaded.events, loaded.warning) == (header_record, events, warning), cut
+        if len(events) not in replayed:  # the same events replay the same: once for each number of whole lines
+            replayed[len(events)] = len(replay(loaded.header, loaded.events, ["full"])[0].sizes)
+            assert replayed[len(events)] == max(0, len(events) - 2), cut  # one context per reply
+
+    loads_its_whole_lines(path, len(data))
+    # Where the limit falls depends on how long each line's time is, and the promise holds at any byte: so the whole
+    # file is written a byte at a time, as a writer stopped anywhere leaves it, and loaded at every length: inside
+    # the header, mid-line, inside the two-byte Σ, right after a closing brace, right after a newline.
+    growing = tmp_path / "growing.jsonl"
+    with open(growing, "wb") as writer:
+        for cut in range(len(whole) + 1):
+            writer.write(whole[cut - 1:cut] if cut else b"")
+            writer.flush()
+            loads_its_whole_lines(growing, cut)
+    assert sorted(replayed) == list(range(len(kept) + 1))  # every number of whole lines was met, none to all
 
 
 # ---------------------------------------------------------------- reading
