@@ -243,7 +243,7 @@ def models_listed(monkeypatch, capsys, stand_in) -> tuple[int, list[str]]:
 
 
 def test_models_lists_a_long_list_in_part_and_refuses_a_flood(monkeypatch):
-    from cli import available_models, describe_models
+    from cli.models import available_models, describe_models
 
     def listed(stand_in) -> list[str]:
         llamacpp_at(monkeypatch, stand_in)
