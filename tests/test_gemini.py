@@ -47,7 +47,8 @@ def thinking(body) -> dict:
 
 
 def test_default_request_follows_the_family_rule_and_reads_usage(gemini):
-    server = gemini([gemini_response("Thought: done\nAnswer: 4", prompt_tokens=321, output_tokens=12, thoughts_tokens=5)])
+    server = gemini([gemini_response("Thought: done\nAnswer: 4", prompt_tokens=321, output_tokens=12,
+                                     thoughts_tokens=5)])
     reply = GeminiModel().generate(MESSAGES, STOP)
     assert reply.text == "Thought: done\nAnswer: 4" and reply.finish == "stop"
     assert (reply.input_tokens, reply.output_tokens, reply.thoughts_tokens) == (321, 17, 5)
@@ -164,7 +165,8 @@ def test_429_asking_for_minutes_fails_at_once_saying_how_long(gemini, waits):
 
 def test_a_spent_daily_quota_is_not_retried(gemini, waits):
     server = gemini([gemini_error(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota",
-                                  quota_failure("GenerateRequestsPerDayPerProjectPerModel-FreeTier"), retry_info("36s"))])
+                                  quota_failure("GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+                                  retry_info("36s"))])
     with pytest.raises(ModelError, match="daily quota is used up .*PerDay"):
         GeminiModel().generate(MESSAGES, STOP)
     assert waits == [] and len(server.requests) == 1
@@ -211,7 +213,8 @@ def test_a_redirect_is_not_followed_so_the_key_stays_home(gemini):
     elsewhere = GeminiStandIn(["Answer: 4"], key="anything").__enter__()
     try:
         gemini([Answer(307, [], {"Location": elsewhere.url + "/v1beta/models/gemini-flash-latest:generateContent"})])
-        with pytest.raises(ModelConfigError, match=f"answered 307, redirecting to {elsewhere.url}/v1beta.*not followed"):
+        redirected = f"answered 307, redirecting to {elsewhere.url}/v1beta.*not followed"
+        with pytest.raises(ModelConfigError, match=redirected):
             GeminiModel().generate(MESSAGES, STOP)
         assert elsewhere.requests == []
     finally:
@@ -232,9 +235,11 @@ def test_a_body_that_is_not_json_is_reported_as_such(gemini):
 
 
 def test_a_blocked_prompt_is_a_blocked_reply(gemini):
-    gemini([{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 50, "totalTokenCount": 50}}])
+    gemini([{"promptFeedback": {"blockReason": "SAFETY"},
+             "usageMetadata": {"promptTokenCount": 50, "totalTokenCount": 50}}])
     reply = GeminiModel().generate(MESSAGES, STOP)
-    assert (reply.text, reply.blocked, reply.finish, reply.input_tokens) == ("", "prompt blocked: SAFETY", "blocked", 50)
+    assert (reply.text, reply.blocked, reply.finish, reply.input_tokens) == ("", "prompt blocked: SAFETY", "blocked",
+                                                                              50)
 
 
 def test_a_reply_cut_at_the_output_limit_says_so_with_its_thinking(gemini):

@@ -54,8 +54,10 @@ WRONG_EVENTS = [  # (the event, what the message says was wrong)
     (chunk(choices=["abc"]), "a choice that is text, not an object"),
     (chunk(choices=[{"index": 0, "delta": "Answer: 4"}]), "a choice whose delta is text, not an object"),
     (chunk(choices=[{"index": 0, "delta": {"content": 4}}]), "content that is a number, not text"),
-    (chunk(choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": ["stop"]}]), "a finish_reason that is a list"),
-    (chunk(choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": {"a": 1}}]), "a finish_reason that is an object"),
+    (chunk(choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": ["stop"]}]),
+     "a finish_reason that is a list"),
+    (chunk(choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": {"a": 1}}]),
+     "a finish_reason that is an object"),
 ]
 
 
@@ -89,9 +91,11 @@ def test_a_completion_of_the_wrong_shape_is_one_line_naming_the_server(served, a
 
 
 def test_content_as_a_list_of_parts_is_read_as_its_text(served):
-    parts = [{"type": "text", "text": "Answer: "}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "4"}]
+    parts = [{"type": "text", "text": "Answer: "}, {"type": "image_url", "image_url": {"url": "x"}},
+             {"type": "text", "text": "4"}]
     model, _ = served([Answer.json(200, {"choices": [{"message": {"content": parts}, "finish_reason": "stop"}]}),
-                       Answer(200, sse([chunk(choices=[{"delta": {"content": parts}, "finish_reason": "stop"}]), "[DONE]"]),
+                       Answer(200, sse([chunk(choices=[{"delta": {"content": parts}, "finish_reason": "stop"}]),
+                                        "[DONE]"]),
                               STREAM)])
     assert model.generate(MESSAGES, STOP).text == "Answer: 4"
     assert model.generate(MESSAGES, STOP, on_text=lambda text: None).text == "Answer: 4"
@@ -168,7 +172,8 @@ def test_a_finished_reply_from_a_server_that_never_closes_is_answered_at_once(mo
     monkeypatch.setattr(openai_compatible, "FINISHED_GRACE", 0.3)
     monkeypatch.setenv("TINYREACT_CALL_DEADLINE", "3")  # without the grace, each call would wait this long
     usage = chunk(choices=[], usage={"prompt_tokens": 50, "completion_tokens": 3})
-    bodies = [b"".join(sse([delta("Answer: 4"), delta("", "stop"), usage])), b"".join(sse([delta("Answer: 4", "stop")]))]
+    bodies = [b"".join(sse([delta("Answer: 4"), delta("", "stop"), usage])),
+              b"".join(sse([delta("Answer: 4", "stop")]))]
     with Lingering(bodies) as server:
         monkeypatch.setenv("LLAMACPP_BASE_URL", server.url + "/v1")
         model = load_model("llamacpp:m")

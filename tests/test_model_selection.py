@@ -24,7 +24,8 @@ class TinyLocal:
 
 @pytest.fixture
 def tiny_local(monkeypatch):
-    monkeypatch.setitem(models.LOCAL_MODELS, models.parse_spec(models.OFFLINE_MODEL)[1], Embedded(__name__, "TinyLocal", "json"))
+    monkeypatch.setitem(models.LOCAL_MODELS, models.parse_spec(models.OFFLINE_MODEL)[1],
+                        Embedded(__name__, "TinyLocal", "json"))
 
 
 @pytest.mark.parametrize("spec, parsed", [
@@ -41,7 +42,8 @@ def test_specs(spec, parsed):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("olama:qwen3", "unknown backend 'olama'"), ("ollama:", "names no model"), ("local:gpt-5", "no embedded model 'gpt-5'"),
+    ("olama:qwen3", "unknown backend 'olama'"), ("ollama:", "names no model"),
+    ("local:gpt-5", "no embedded model 'gpt-5'"),
     ("qwen3:8b", r"unknown backend 'qwen3' in 'qwen3:8b': .*; for a model of that name, did you mean ollama:qwen3:8b "
                  r"or openai:qwen3:8b\?"),
     ("llama3.2", r"'llama3.2' is not a Gemini model name: did you mean ollama:llama3.2 or openai:llama3.2\?"),
@@ -112,7 +114,8 @@ def test_the_listing_says_what_runs_here_and_why_not(monkeypatch, tmp_path):
         # what is listed, not how fast: the stand-in answers at once, and nothing listens at the closed port
         rows = available_models(["/home/me/project/.env"], probe_seconds=30)
     by_spec = {row["spec"]: row for row in rows}
-    assert not by_spec["gemini:gemini-flash-latest"]["ready"] and "GEMINI_API_KEY" in by_spec["gemini:gemini-flash-latest"]["why"]
+    gemini_row = by_spec["gemini:gemini-flash-latest"]
+    assert not gemini_row["ready"] and "GEMINI_API_KEY" in gemini_row["why"]
     assert "no OPENAI_API_KEY" in by_spec["openai:MODEL"]["why"]
     assert by_spec["ollama:qwen3:8b"]["ready"] and by_spec["ollama:llama3.2"]["ready"]
     assert not by_spec["llamacpp:MODEL"]["ready"] and "no server at" in by_spec["llamacpp:MODEL"]["why"]

@@ -160,7 +160,8 @@ def test_no_server_at_the_url_says_how_to_start_one(monkeypatch, waits):
 
 
 def test_retry_after_is_honoured_and_a_spent_account_is_not_retried(server, monkeypatch, waits):
-    stand_in = server([openai_error(429, "Rate limit reached", code="rate_limit_exceeded", headers={"Retry-After": "2"}),
+    stand_in = server([openai_error(429, "Rate limit reached", code="rate_limit_exceeded",
+                                    headers={"Retry-After": "2"}),
                        openai_error(503, "overloaded", type="server_error"), "Answer: 4",
                        openai_error(429, "You exceeded your current quota", code="insufficient_quota")])
     model = openai_model(monkeypatch, stand_in)
@@ -197,7 +198,8 @@ def test_a_slow_drip_hands_control_back_by_the_deadline(server, monkeypatch, wai
 def test_a_redirect_is_not_followed(server, monkeypatch):
     elsewhere = server(["Answer: 4"])
     stand_in = server([Answer(307, [], {"Location": elsewhere.url + "/v1/chat/completions"})])
-    with pytest.raises(ModelConfigError, match=f"307, redirecting to {elsewhere.url}/v1/chat/completions: not followed"):
+    redirected = f"307, redirecting to {elsewhere.url}/v1/chat/completions: not followed"
+    with pytest.raises(ModelConfigError, match=redirected):
         openai_model(monkeypatch, stand_in).generate(MESSAGES, STOP)
     assert elsewhere.requests == []
 
@@ -336,7 +338,8 @@ def test_cached_tokens_of_a_wrong_type_count_as_none(details):
 def test_a_stream_that_ends_early_is_asked_once_whole_so_the_server_s_own_error_is_said(server, monkeypatch, waits):
     # llama.cpp's server, past its context: the stream is closed with no finish reason; a whole request gets a 400
     # saying why (seen against llama-cpp-python 0.3.36's server).
-    cut = Answer(200, sse([{"choices": [{"index": 0, "delta": {"content": "Thought: hm"}, "finish_reason": None}]}])[:1],
+    unfinished = {"choices": [{"index": 0, "delta": {"content": "Thought: hm"}, "finish_reason": None}]}
+    cut = Answer(200, sse([unfinished])[:1],
                  {"Content-Type": "text/event-stream"})
     too_long = openai_error(400, "the request exceeds the available context size, try increasing it",
                             type="exceed_context_size_error")
@@ -376,7 +379,8 @@ def test_a_reply_empty_but_for_its_reasoning_is_asked_again_without_the_stop_seq
     stand_in = server(["", "Thought: so\nAction: add_numbers(2, 2)"], models=("m",), reasoning="Observation is 4?")
     model = openai_model(monkeypatch, stand_in, name="m")
     recorded = []
-    reply = model.generate(MESSAGES, STOP, on_text=(lambda text: None) if stream else None, on_event=events_of(recorded))
+    reply = model.generate(MESSAGES, STOP, on_text=(lambda text: None) if stream else None,
+                           on_event=events_of(recorded))
     assert reply.text == "Thought: so\nAction: add_numbers(2, 2)"
     assert [e["type"] for e in recorded if e["type"] != "reasoning"] == ["config_fallback"]
     assert "stop" in stand_in.bodies[0] and "stop" not in stand_in.bodies[1]

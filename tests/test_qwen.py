@@ -41,7 +41,8 @@ def test_tokenizer_matches_llama_cpp(tokenizer, case):
 
 
 def test_tokenizer_prompt_lengths_match_llama_cpp(tokenizer):
-    assert [len(tokenizer.encode(g["prompt"])) for g in GOLDENS["greedy"]] == [g["prompt_ids"] for g in GOLDENS["greedy"]]
+    greedy = GOLDENS["greedy"]
+    assert [len(tokenizer.encode(g["prompt"])) for g in greedy] == [g["prompt_ids"] for g in greedy]
 
 
 def test_special_tokens_are_read_only_when_asked_for(tokenizer):
@@ -133,14 +134,16 @@ def test_a_context_past_the_window_stops_the_run_and_a_chat_goes_on(tokenizer):
 @pytest.mark.slow
 def test_greedy_continuation_matches_llama_cpp(qwen):
     golden = GOLDENS["greedy"][0]
-    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]),
+                                   max_new_tokens=golden["tokens"])
     assert (text, count) == (golden["continuation"], golden["tokens"])
 
 
 @pytest.mark.slow
 def test_react_prompt_continuation_matches_llama_cpp(qwen):
     golden = GOLDENS["greedy"][1]
-    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]), max_new_tokens=golden["tokens"])
+    text, count, _ = qwen.complete(qwen.tokenizer.encode(golden["prompt"]), StopRule([]),
+                                   max_new_tokens=golden["tokens"])
     assert (text, count) == (golden["continuation"], golden["tokens"])
 
 

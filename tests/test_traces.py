@@ -88,7 +88,8 @@ def test_a_file_size_limit_cuts_the_file_and_replay_loads_its_complete_lines(tmp
     path = tmp_path / "t.jsonl"
     done = subprocess.run([sys.executable, "-c", WRITER, ROOT, str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
-    assert done.stderr == f"could not write the trace file {path} (File too large); the file ends there, and the run goes on\n"
+    assert done.stderr == (f"could not write the trace file {path} (File too large); the file ends there, and the run "
+                           "goes on\n")
     kept = json.loads(done.stdout)
     assert [e["type"] for e in kept] == ["instructions", "question"] + ["reply"] * 40  # the run went on
     data = path.read_bytes()
@@ -136,7 +137,8 @@ def test_a_last_line_cut_mid_write_is_skipped_and_said(tmp_path):
         loaded = load_trace(str(path))
         assert loaded.events == events[:-1] and loaded.header == header
         assert loaded.warning == f"line {len(events) + 1} was cut off and skipped"
-        assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == [e["type"] for e in events].count("reply")
+        replies = [e["type"] for e in events].count("reply")
+        assert len(replay(loaded.header, loaded.events, ["full"])[0].sizes) == replies
     assert load_trace(SUPER_BOWL).warning is None
 
 
@@ -184,10 +186,12 @@ def mutated(line: int, change) -> list[dict]:
     (lines_of(SUPER_BOWL, 3) + [{"type": "note", "op": "unpin", "index": 1}],
      "line 4: note event: an unpin needs the index of a pinned note (1 to 0), got 1"),
     (lines_of(SUPER_BOWL, 3) + [{"type": "note", "op": "pin"}], "line 4: note event: a pin needs its text, got None"),
-    (lines_of(SUPER_BOWL, 3) + [{"type": "note", "op": "move"}], "line 4: note event: op must be pin or unpin, got 'move'"),
+    (lines_of(SUPER_BOWL, 3) + [{"type": "note", "op": "move"}],
+     "line 4: note event: op must be pin or unpin, got 'move'"),
     (mutated(2, lambda e: e.update(type="reset")), "line 6: reply event: no instructions event comes before it"),
     (lines_of(SUPER_BOWL, 3) + [{"type": "summary", "text": "so far"}], "line 4: summary event: upto ("),
-    (lines_of(SUPER_BOWL, 3) + [{"type": "error", "message": {"code": 1}}], "line 4: error event: message must be text"),
+    (lines_of(SUPER_BOWL, 3) + [{"type": "error", "message": {"code": 1}}],
+     "line 4: error event: message must be text"),
 ])
 def test_a_known_event_of_the_wrong_shape_is_refused_in_one_line(tmp_path, records, message):
     with pytest.raises(ValueError) as refused:
@@ -197,19 +201,23 @@ def test_a_known_event_of_the_wrong_shape_is_refused_in_one_line(tmp_path, recor
 
 
 def records_of(*events: dict) -> list[dict]:
-    return [{"format": "tinyreact-trace", "version": 2}, {"type": "instructions", "text": "You answer", "t": 0}, *events]
+    return [{"format": "tinyreact-trace", "version": 2}, {"type": "instructions", "text": "You answer", "t": 0},
+            *events]
 
 
 DAMAGED = [  # (the trace, what --from, --replay and --html say of it; None: it is read)
     (records_of({"type": "reply", "step": 1, "text": 'Action1: pin_note("x")', "t": 1},
-                {"type": "note", "op": "pin", "text": "x", "t": 1}), "line 3: reply event: no question event comes before it"),
+                {"type": "note", "op": "pin", "text": "x", "t": 1}),
+     "line 3: reply event: no question event comes before it"),
     (records_of(), None),  # no question at all: an empty session
     (mutated(4, lambda e: e.pop("policy")), None),
     (mutated(4, lambda e: e.pop("counter")), None),
     (mutated(5, lambda e: e.pop("purpose")), None),
     (mutated(6, lambda e: e.update(t=int("9" * 400))), "line 6: reply event: t must be a number of seconds from 0"),
-    (mutated(5, lambda e: e.update(input_tokens=int("9" * 4300))), "line 5: usage event: input_tokens must be a whole number, got a number of 4,300 digits"),
-    (mutated(4, lambda e: e.update(tokens={"user": 10 ** 16})), "line 4: context event: tokens must be a table of whole"),
+    (mutated(5, lambda e: e.update(input_tokens=int("9" * 4300))),
+     "line 5: usage event: input_tokens must be a whole number, got a number of 4,300 digits"),
+    (mutated(4, lambda e: e.update(tokens={"user": 10 ** 16})),
+     "line 4: context event: tokens must be a table of whole"),
     (mutated(6, lambda e: e.update(step=-1)), "line 6: reply event: step must be a whole number, got -1"),
 ]
 
@@ -264,7 +272,8 @@ def test_after_a_version_bump_older_files_still_load(monkeypatch):
 
     current = traces.VERSION
     monkeypatch.setattr(traces, "VERSION", current + 1)
-    monkeypatch.setitem(HISTORY, current + 1, "usage events hold input, output and thoughts tokens in one `tokens` table")
+    monkeypatch.setitem(HISTORY, current + 1,
+                        "usage events hold input, output and thoughts tokens in one `tokens` table")
     monkeypatch.setitem(UPGRADES, current, usage_in_one_table)
     monkeypatch.setitem(EVENT_FIELDS, "usage", ({"tokens": "a table of whole numbers"}, {"purpose": "text"}))
     test_every_version_is_described_and_every_older_one_has_an_upgrade()
@@ -285,7 +294,8 @@ CHANGES = st.one_of(
     st.tuples(st.just("drop"), LINE, FIELD),
     st.tuples(st.just("retype"), LINE, FIELD, JUNK),
     st.tuples(st.just("insert"), LINE, st.one_of(st.sampled_from(sorted(EVENT_FIELDS)), st.text(max_size=6)),
-              st.dictionaries(st.sampled_from(["step", "text", "op", "index", "upto", "tokens", "message"]), JUNK, max_size=3)),
+              st.dictionaries(st.sampled_from(["step", "text", "op", "index", "upto", "tokens", "message"]), JUNK,
+                              max_size=3)),
     st.tuples(st.just("truncate"), LINE),
 )
 
