@@ -101,7 +101,8 @@ def chat_layout(model, layout: str) -> None:
             ids = turn("system", instructions) + turn("user", question)
         else:
             ids = turn("system", QWEN_SYSTEM) + turn("user", f"{instructions}\n{question}")
-        ids += marker("<|im_start|>") + model.tokenizer.encode("assistant\n" + "".join(t + "\n" for t in after) + opening)
+        ids += marker("<|im_start|>") + model.tokenizer.encode("assistant\n" + "".join(t + "\n" for t in after)
+                                                               + opening)
         return ids, opening
 
     model.prompt_ids = prompt_ids  # the rest of generate (window, saved starts, stop rule, reply) is the model's own

@@ -27,8 +27,8 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     """Play the script into a trace file under `policy`; returns the number of model calls. Raises ValueError naming
     what is wrong with the script, or what went differently from it."""
     if policy.needs_summaries:
-        raise ValueError(f"--record plays the script's replies, and {policy.name} would ask the model for summaries the "
-                         "script does not hold: record under another policy, then replay it under this one")
+        raise ValueError(f"--record plays the script's replies, and {policy.name} would ask the model for summaries "
+                         "the script does not hold: record under another policy, then replay it under this one")
     script = read_json(script_path, "a conversation script")
     problem = _script_problem(script)
     if not problem:  # and nothing in the header that replay would refuse
@@ -83,13 +83,15 @@ def _script_problem(script) -> str | None:
     if not isinstance(named, list) or not all(isinstance(name, str) and name.isidentifier() for name in named):
         return "\"tools\" must be a list of tool names"
     for number, turn in enumerate(script["turns"], 1):
-        if not isinstance(turn, dict) or not isinstance(turn.get("user"), str) or not isinstance(turn.get("answer"), str):
+        if (not isinstance(turn, dict) or not isinstance(turn.get("user"), str)
+                or not isinstance(turn.get("answer"), str)):
             return f"turn {number} needs \"user\" and \"answer\" as text"
         if not isinstance(turn.get("thought", ""), str) or not isinstance(turn.get("steps", []), list):
             return f"turn {number}: \"thought\" must be text and \"steps\" a list"
         for step in turn.get("steps", []):
             whole = isinstance(step, dict) and isinstance(step.get("reply"), str)
-            parts = isinstance(step, dict) and isinstance(step.get("thought"), str) and isinstance(step.get("action"), str)
+            parts = (isinstance(step, dict) and isinstance(step.get("thought"), str)
+                     and isinstance(step.get("action"), str))
             if not (whole or parts):
                 return f"turn {number}: each step needs a \"reply\", or a \"thought\" and an \"action\", as text"
     return None

@@ -23,7 +23,8 @@ class Policy(Protocol):
     name: str
     usage = ""  # how it is written on the command line, as the help lists it: window:N
     trial_arguments = ()  # arguments worth trying in the property tests, beside the bare name: range(0, 7)
-    budget: int | None = None  # the most tokens it means to show, when it promises a size (budget:T); a replay checks it
+    # the most tokens it means to show, when it promises a size (budget:T); a replay checks it
+    budget: int | None = None
     needs_summaries = False  # True when render shows model-written summaries, which a replay must find or write
     ordered = True  # False when the context may show earlier steps out of the order they happened (budget)
     composable = True  # False when the policy cannot be part of A+B (compact lays out its own summary)

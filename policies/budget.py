@@ -64,7 +64,8 @@ class Budget(Policy):
             ranked = sorted(best, key=lambda t: (-best[t], -t))
             arrangement = ranked[0::2] + ranked[1::2][::-1]  # most relevant at both edges, the least in the middle
             hidden = view.hidden | {index: NOT_SHOWN for index in turn_of if index not in kept}
-            chosen_view = replace(view, hidden=hidden, arrangement=arrangement, note=ORDER_NOTE if arrangement else view.note)
+            chosen_view = replace(view, hidden=hidden, arrangement=arrangement,
+                                  note=ORDER_NOTE if arrangement else view.note)
             shown_size = count(conversation.instructions["text"]) + cost(lay_out(conversation, chosen_view))
             if shown_size <= self.tokens or not by_relevance:
                 return chosen_view

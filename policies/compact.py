@@ -58,7 +58,8 @@ class CompactHistory(Policy):
         """The summary so far, then every question and step from `covered` on (and before `before`)."""
         pieces = []
         if conversation.summary:
-            pieces.append(("user", Part("summary", "Summary of the earlier conversation:\n" + conversation.summary["text"])))
+            pieces.append(("user", Part("summary",
+                                        "Summary of the earlier conversation:\n" + conversation.summary["text"])))
         for number, turn in enumerate(conversation.turns):
             if before is not None and turn.index >= before:
                 break

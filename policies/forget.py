@@ -19,7 +19,8 @@ class Forget(Policy):
 
     def choose(self, conversation: Conversation, view: View) -> View:
         steps = {step.index for step in conversation.steps}
-        return replace(view, hidden=view.hidden | {index: FORGOTTEN for index in conversation.forgotten if index in steps})
+        return replace(view,
+                       hidden=view.hidden | {index: FORGOTTEN for index in conversation.forgotten if index in steps})
 
     def tools(self, trace) -> list[Callable]:
         """forget, writing its forget events into this trace."""

@@ -53,7 +53,8 @@ def _unpaired(parts: list) -> list[str]:
     for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
         if _answers_a_step(part) and (before is None or before.kind != "reply"):
             problems.append(f"an observation without its action: {part.text[:60]!r}")
-        if part.kind == "reply" and parse_reply(part.text).action is not None and not (after and _answers_a_step(after)):
+        if (part.kind == "reply" and parse_reply(part.text).action is not None
+                and not (after and _answers_a_step(after))):
             problems.append(f"an action without its observation: {part.text[:60]!r}")
     return problems
 
@@ -118,7 +119,8 @@ def _notes_held(text: str, live: Sequence[dict]) -> bool:
         said = [e["text"] for e in live if e["type"] == "question"]
         results = {f"{e['call']} returned {' '.join(e['text'].split())}"  # a result of several lines is shown on one
                    for e in live if e["type"] == "observation" and e.get("call")}
-        return all(line.startswith("- ") and (line[2:] in results or any(line[2:] in s for s in said)) for line in lines)
+        return all(line.startswith("- ") and (line[2:] in results or any(line[2:] in s for s in said))
+                   for line in lines)
     return False
 
 

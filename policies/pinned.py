@@ -70,5 +70,5 @@ class PinnedNotes(Policy):
     def replay_caveat(self, events) -> str:
         if any(event["type"] == "note" for event in events):
             return ""
-        return (f"the recorded replies never pin a note, so here it keeps only the last {RECENT_STEPS} steps; its notes "
-                "need a session recorded under pinned (--record)")
+        return (f"the recorded replies never pin a note, so here it keeps only the last {RECENT_STEPS} steps; its "
+                "notes need a session recorded under pinned (--record)")

@@ -238,7 +238,8 @@ class View:
     retrieved: set[int] = field(default_factory=set)  # steps brought back for the current question, marked as such
     all_questions: bool = False  # every question is shown, even of turns whose steps are all hidden (user-only)
     blocks: list[tuple[str, Part]] = field(default_factory=list)  # (where: "top" or "end", a block of notes)
-    arrangement: list[int] | None = None  # the order of the earlier turns (their question's index), when not as it happened
+    # the order of the earlier turns (their question's index), when not as it happened
+    arrangement: list[int] | None = None
     note: str | None = None  # a marker shown first, saying how the view was made (budget's order)
     limit: int = OBSERVATION_LIMIT  # characters of each observation shown
 
@@ -263,7 +264,8 @@ def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
     if view.arrangement is not None and turns:  # turns left out of the arrangement are all hidden: said first
         arranged = set(view.arrangement)
         by_index = {turn.index: turn for turn in turns[:-1]}
-        turns = [t for t in turns[:-1] if t.index not in arranged] + [by_index[i] for i in view.arrangement] + [turns[-1]]
+        turns = ([t for t in turns[:-1] if t.index not in arranged] + [by_index[i] for i in view.arrangement]
+                 + [turns[-1]])
     if view.note:
         show([placeholder(view.note)])
     for number, turn in enumerate(turns):
@@ -291,5 +293,6 @@ def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
 def _left_out(questions: int, steps: int, why: str = NOT_SHOWN) -> str:
     if why == FORGOTTEN:
         return f"{steps} earlier step{'s' if steps != 1 else ''} forgotten at the model's request"
-    counts = [f"{n} earlier {word}{'s' if n != 1 else ''}" for n, word in ((questions, "question"), (steps, "step")) if n]
+    counts = [f"{n} earlier {word}{'s' if n != 1 else ''}"
+              for n, word in ((questions, "question"), (steps, "step")) if n]
     return " and ".join(counts) + " not shown"

@@ -94,9 +94,10 @@ def chat_events() -> list[dict]:
 
     replies = superbowl_replies("It is 59.9 °F (15.5 °C) at the Caesars Superdome.")
     replies += ["Thought1: 59.9 °F minus 32, then divided by 1.8.\nAction1: subtract_numbers(59.9, 32)",
-                "Thought2: Now divide.\nAction2: divide_numbers(27.9, 1.8)", "Thought3: Back where we began.\nAnswer: 15.5 °C"]
-    agent = TinyReAct(ScriptedModel(replies), tools=build.stand_ins(build.SUPER_BOWL_CANNED), policy=make_policy("elide:1"),
-                      counter=local_counter())
+                "Thought2: Now divide.\nAction2: divide_numbers(27.9, 1.8)",
+                "Thought3: Back where we began.\nAnswer: 15.5 °C"]
+    agent = TinyReAct(ScriptedModel(replies), tools=build.stand_ins(build.SUPER_BOWL_CANNED),
+                      policy=make_policy("elide:1"), counter=local_counter())
     agent.query(build.SUPER_BOWL_QUESTION)
     agent.use_policy(make_policy("window:1"))
     agent.query("And converted back to Celsius?")

@@ -153,7 +153,8 @@ class GeminiStandIn(Loopback):
                   for piece in pieces(text)]
         last = json.loads(json.dumps(reply))
         if "candidates" in last:
-            events[-1] = {**last, "candidates": [{**last["candidates"][0], "content": events[-1]["candidates"][0]["content"]}]}
+            events[-1] = {**last, "candidates": [{**last["candidates"][0],
+                                                  "content": events[-1]["candidates"][0]["content"]}]}
         else:
             events = [last]
         return Answer(200, sse(events), {"Content-Type": "text/event-stream"}, self.pause)
@@ -161,7 +162,8 @@ class GeminiStandIn(Loopback):
 
 # ------------------------------------------------------------------ OpenAI-compatible
 
-def completion(text: str, finish: str = "stop", usage: bool = True, reasoning: str | None = None, model: str = "m") -> dict:
+def completion(text: str, finish: str = "stop", usage: bool = True, reasoning: str | None = None,
+               model: str = "m") -> dict:
     """A chat.completion object, https://platform.openai.com/docs/api-reference/chat/object"""
     message = {"role": "assistant", "content": text}
     if reasoning:
@@ -210,7 +212,8 @@ class OpenAIStandIn(Loopback):
             shown = sent_key if self.echo_key else sent_key[:3] + "****"
             return openai_error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
         if request["method"] == "GET" and request["path"] == "/api/ps" and self.ollama_context:
-            return Answer.json(200, {"models": [{"name": m, "model": m, "size": 1, "context_length": self.ollama_context}
+            return Answer.json(200, {"models": [{"name": m, "model": m, "size": 1,
+                                                 "context_length": self.ollama_context}
                                                 for m in self.models]})
         if request["method"] == "GET" and request["path"] == "/v1/models":
             return Answer.json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,

@@ -114,7 +114,8 @@ def gemini_text(text: str, prompt_tokens: int = 100, output_tokens: int = 10, th
 def gemini_error(code: int, status: str, message: str, reason: str | None = None) -> tuple[int, dict]:
     error = {"code": code, "message": message, "status": status}
     if reason:
-        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com"}]
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
+                             "domain": "googleapis.com"}]
     return code, {"error": error}
 
 
@@ -126,7 +127,8 @@ SERVED = {"gemini-flash-latest": "gemini-3.8-flash", "gemini-2.5-pro": "gemini-3
           "gemini-2.5-flash": "gemini-3.5-flash-lite"}
 
 
-REJECTED_KEY = gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
+REJECTED_KEY = gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
+                            "API_KEY_INVALID")
 
 
 class FakeGemini(Loopback):
@@ -175,7 +177,8 @@ def gemini_events(reply: dict, size: int = 5) -> bytes:
     candidate = reply["candidates"][0]
     text = "".join(part.get("text", "") for part in candidate["content"]["parts"])
     texts = [text[i:i + size] for i in range(0, len(text), size)] or [""]
-    events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]} for piece in texts]
+    events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]}
+              for piece in texts]
     events[-1] = {**reply, "candidates": [{**candidate, "content": events[-1]["candidates"][0]["content"]}]}
     return b"".join(f"data: {json.dumps(event)}\r\n\r\n".encode() for event in events)
 
@@ -204,7 +207,8 @@ class FakeWikipedia(Loopback):
             text = {t: f"{t} {self.pages[t].get('extract', '')}".lower() for t in self.pages}
             hits = [t for t in self.pages if all(w in text[t] for w in words)]
             hits.sort(key=lambda t: q["srsearch"].lower() not in t.lower())
-            return 200, {"batchcomplete": "", "query": {"search": [{"ns": 0, "title": t} for t in hits[: int(q.get("srlimit", 10))]]}}
+            return 200, {"batchcomplete": "",
+                         "query": {"search": [{"ns": 0, "title": t} for t in hits[: int(q.get("srlimit", 10))]]}}
         title = q.get("titles", "")
         answer = {"batchcomplete": "", "query": {}}
         if title in self.redirects and "redirects" in q:
@@ -252,7 +256,8 @@ class FakeOpenMeteo(Loopback):
         try:
             lat, lon = float(q["latitude"]), float(q["longitude"])
         except (KeyError, ValueError):
-            return 400, {"error": True, "reason": "Parameter 'latitude' and 'longitude' must have the same number of elements"}
+            return 400, {"error": True,
+                         "reason": "Parameter 'latitude' and 'longitude' must have the same number of elements"}
         if not -90 <= lat <= 90:
             return 400, {"error": True, "reason": f"Latitude must be in range of -90 to 90°. Given: {lat}."}
         temperature = self.temperatures.get((round(lat, 2), round(lon, 2)), self.default)

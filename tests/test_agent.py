@@ -51,7 +51,8 @@ def test_model_written_observation_never_reaches_the_context():
 
 
 def test_ttl_counts_every_model_call_including_unparseable_ones():
-    result, model = run(["Thought: hmm", "Action: add_numbers(1, 1)", "Thought: hmm", "Action: add_numbers(2, 2)"], ttl=4)
+    result, model = run(["Thought: hmm", "Action: add_numbers(1, 1)", "Thought: hmm", "Action: add_numbers(2, 2)"],
+                        ttl=4)
     assert result.stop_reason is StopReason.TTL and result.answer is None
     assert result.model_calls == 4 and result.steps == 2 and len(model.calls) == 4
 
@@ -79,7 +80,8 @@ def test_tool_problems_become_one_line_error_observations():
         "Answer: gave up",
     ], tools=_tools_with_explode())
     obs = observations(result)
-    assert obs[0] == "Error: there is no tool named 'fly_to_moon'. Available tools: add_numbers, divide_numbers, explode."
+    assert obs[0] == ("Error: there is no tool named 'fly_to_moon'. "
+                      "Available tools: add_numbers, divide_numbers, explode.")
     assert obs[1].startswith("Error: add_numbers(): missing a required argument: y")
     assert obs[2].startswith("Error: add_numbers(): arguments must be literal values")
     assert obs[3] == "Error: cannot divide by zero."
@@ -109,7 +111,9 @@ def test_long_observations_are_recorded_whole_and_cut_when_shown():
     assert observations(result)[0] == "HEAD" + "x" * 10_000 + "TAIL"  # the trace keeps every character
     shown = model.calls[1][-1].parts[-1].text
     assert len(shown) <= OBSERVATION_LIMIT + len("Observation1: ")
-    assert shown.startswith("Observation1: HEAD") and shown.endswith("TAIL") and "[... 8,050 characters cut ...]" in shown  # 2 kept for the tail's indent
+    # 2 kept for the tail's indent
+    assert (shown.startswith("Observation1: HEAD") and shown.endswith("TAIL")
+            and "[... 8,050 characters cut ...]" in shown)
     assert cap("short", 10) == "short"
 
 

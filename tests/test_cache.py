@@ -69,7 +69,8 @@ def test_a_damaged_chunk_package_is_one_line_saying_what_to_reinstall(site, tmp_
     cache = ModelCache(tmp_path / "cache" / "model")
     with pytest.raises(CacheError) as failure:
         cache.join(chunked)
-    assert "does not match its sha256" in str(failure.value) and "fake_weights-part1 fake_weights-part2" in str(failure.value)
+    assert ("does not match its sha256" in str(failure.value)
+            and "fake_weights-part1 fake_weights-part2" in str(failure.value))
     assert "\n" not in str(failure.value)
     assert not (cache.folder / chunked.name).exists() and leftovers(cache.folder) == []
     data.write_bytes(b"short")
@@ -92,7 +93,8 @@ def test_an_interrupted_part_is_not_trusted_and_is_made_again(tmp_path):
     assert not cache.has("weights") and (cache.folder / "a.npy").exists()
     with pytest.raises(CacheError, match="a.npy is not in the manifest"):
         cache.load("a.npy")
-    cache.ensure("weights", lambda cache: (cache.write_array("a.npy", np.arange(4)), cache.write_array("b.npy", np.ones(2))))
+    cache.ensure("weights", lambda cache: (cache.write_array("a.npy", np.arange(4)),
+                                           cache.write_array("b.npy", np.ones(2))))
     assert cache.load("a.npy").tolist() == [0, 1, 2, 3] and cache.names("weights") == ["a.npy", "b.npy"]
 
 
@@ -117,8 +119,10 @@ SLOW_FIRST_RUN = textwrap.dedent("""
 
 def first_run(site, chunked, folder, log, delay: float) -> subprocess.Popen:
     """A process making the `weights` part of `folder` from `chunked`, sleeping `delay` before each chunk."""
-    spec = json.dumps({"name": chunked.name, "packages": chunked.packages, "size": chunked.size, "sha256": chunked.sha256})
-    return subprocess.Popen([sys.executable, "-c", SLOW_FIRST_RUN, ROOT, str(site), str(folder), str(log), str(delay), spec],
+    spec = json.dumps({"name": chunked.name, "packages": chunked.packages, "size": chunked.size,
+                       "sha256": chunked.sha256})
+    return subprocess.Popen([sys.executable, "-c", SLOW_FIRST_RUN,
+                             ROOT, str(site), str(folder), str(log), str(delay), spec],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -246,7 +250,8 @@ def test_a_gguf_file_unpacks_as_the_gguf_package_reads_it(site, tmp_path):
     cache = ModelCache(tmp_path / "model")
     cache.ensure("tokenizer", lambda cache: unpack_vocabulary(cache, chunked, "tiny"))
     assert load_strings(cache, "tokens") == TINY_TOKENS  # an empty one too
-    assert load_strings(cache, "merges") == ["a b"] and cache.load("token_types.npy").tolist() == [1, 1, 1, 1, 3, 1, 1, 1]
+    assert (load_strings(cache, "merges") == ["a b"]
+            and cache.load("token_types.npy").tolist() == [1, 1, 1, 1, 3, 1, 1, 1])
     cache.ensure("weights", lambda cache: unpack_weights(cache, cache.join(chunked)))
     weights = load_weights(cache)
     reference = {t.name: dequantize(t.data, t.tensor_type).reshape(weights[t.name].shape)
@@ -271,7 +276,8 @@ def test_unpacking_records_each_arrays_dtype_and_shape(site, tmp_path):
     parts = json.loads((cache.folder / "manifest.json").read_text())["parts"]
     assert {name: (entry["dtype"], entry["shape"]) for name, entry in parts["weights"].items()} == {
         "token_embd.weight.npy": ("<f4", [6, 64]), "output_norm.weight.npy": ("<f4", [64])}
-    assert (parts["tokenizer"]["token_types.npy"]["dtype"], parts["tokenizer"]["token_types.npy"]["shape"]) == ("|i1", [8])
+    assert (parts["tokenizer"]["token_types.npy"]["dtype"],
+            parts["tokenizer"]["token_types.npy"]["shape"]) == ("|i1", [8])
     assert "dtype" not in parts["tokenizer"]["config.json"]
 
 
@@ -304,7 +310,8 @@ def test_the_header_reads_the_same_whatever_the_block_it_is_read_in(tmp_path, mo
     with open(tmp_path / "tiny.gguf", "rb") as stream:
         metadata, tensors = read_metadata(stream, tensors=True)
     assert metadata["tokenizer.ggml.tokens"] == TINY_TOKENS and metadata["tokenizer.ggml.merges"] == ["a b"]
-    assert metadata["tiny.block_count"] == 2 and metadata["tokenizer.ggml.token_type"].tolist() == [1, 1, 1, 1, 3, 1, 1, 1]
+    assert (metadata["tiny.block_count"] == 2
+            and metadata["tokenizer.ggml.token_type"].tolist() == [1, 1, 1, 1, 3, 1, 1, 1])
     reader = GGUFReader(tmp_path / "tiny.gguf")
     assert {t.name: t.offset for t in tensors} == {t.name: int(t.data_offset) for t in reader.tensors}
     encoded = b"".join(len(text.encode()).to_bytes(8, "little") + text.encode() for text in TINY_TOKENS)

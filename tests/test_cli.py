@@ -24,7 +24,8 @@ SUPER_BOWL_QUESTION = ("What is the current temperature, in degrees Fahrenheit, 
 SUPER_BOWL_REPLIES = [
     'Thought1: I need to find out where Super Bowl LIX was played.\nAction1: search_wikipedia_page("Super Bowl LIX")',
     'Thought2: The page exists; its summary should name the stadium.\nAction2: wikipedia_summary("Super Bowl LIX", 2)',
-    'Thought3: It was played at the Caesars Superdome. I need its coordinates.\nAction3: wikipedia_coordinates("Caesars Superdome")',
+    ('Thought3: It was played at the Caesars Superdome. I need its coordinates.\n'
+     'Action3: wikipedia_coordinates("Caesars Superdome")'),
     "Thought4: Now the current temperature there.\nAction4: get_temperature(29.9508, -90.0811)",
     "Thought5: 15.5 °C; to convert to Fahrenheit, multiply by 1.8 first.\nAction5: multiply_numbers(15.5, 1.8)",
     "Thought6: Then add 32.\nAction6: add_numbers(27.9, 32)\nObservation6: 60 (the model must not write this)",
@@ -156,7 +157,8 @@ def test_help_is_fast_and_imports_no_sdk():
     assert time.monotonic() - started < 5
     probe = subprocess.run([sys.executable, "-c", "import sys; sys.argv=['agent.py','--help']; import cli as agent\n"
                             "try:\n    agent.main()\nexcept SystemExit: pass\n"
-                            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('google', 'wikipedia', 'rich', 'requests')))"],
+                            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                            "('google', 'wikipedia', 'rich', 'requests')))"],
                            capture_output=True, text=True, cwd=ROOT)
     assert probe.stdout.strip().endswith("[]")
 
@@ -172,7 +174,8 @@ def test_show_prompt_prints_the_instructions_without_a_key(tmp_path):
 def test_missing_key_for_a_gemini_model_is_one_line_exit_2(tmp_path):
     done = cli("What is 7 * 6 + 5?", "--model", "gemini-flash-latest", cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "error: no Gemini API key: set GEMINI_API_KEY in the environment or in .env (see .env.example)\n"
+    assert done.stderr == ("error: no Gemini API key: set GEMINI_API_KEY in the environment or in .env "
+                           "(see .env.example)\n")
 
 
 def test_key_is_read_from_dotenv_in_the_working_folder(tmp_path, world):
@@ -201,7 +204,8 @@ def test_bad_usage_exits_2_without_traceback(args, message, tmp_path):
 
 
 def test_unwritable_trace_file_exits_2(tmp_path):
-    done = cli("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"), env={"GEMINI_API_KEY": KEY}, cwd=tmp_path)
+    done = cli("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"), env={"GEMINI_API_KEY": KEY},
+               cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.startswith("error: cannot write the trace file")
 
 
@@ -233,7 +237,8 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     trace_file = tmp_path / "t.jsonl"
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
     environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "1 + 1?", "-q", "--trace", str(trace_file)],
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"),
+                                "1 + 1?", "-q", "--trace", str(trace_file)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=tmp_path)
     deadline = time.monotonic() + 60  # the command line starts in a second, or in many on a busy machine
     while not gemini.requests and time.monotonic() < deadline:
@@ -251,12 +256,14 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
 def chat(gemini, lines, *args, tmp_path):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
     environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
-    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", *args], input="\n".join(lines) + "\n",
+    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", *args],
+                          input="\n".join(lines) + "\n",
                           capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
 
 
 def test_chat_keeps_one_conversation_and_its_commands_work(world, tmp_path):
-    gemini = world(["Answer: Hello Ada.", "Thought: add\nAction: add_numbers(2, 2)", "Answer: 4", "Answer: I do not know."])
+    gemini = world(["Answer: Hello Ada.", "Thought: add\nAction: add_numbers(2, 2)", "Answer: 4",
+                    "Answer: I do not know."])
     trace_file = tmp_path / "chat.jsonl"
     done = chat(gemini, ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus",
                          "/reset", "/frobnicate", "What is my name?"], "--trace", str(trace_file), tmp_path=tmp_path)
@@ -323,7 +330,8 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["--replay", "t.jsonl", "--trace", "t2.jsonl"], "--replay does not go with --trace"),
     (["--replay", "t.jsonl", "--policies", "full", "--model", "gemma-3-270m"], "--model with --replay is for --probe"),
     (["--replay", "t.jsonl", "--jobs", "2"], "--jobs only works with --probe"),
-    (["--replay", "t.jsonl", "--probe", "--jobs", "2", "--model", "gemma-3-270m"], "an embedded model answers one at a time"),
+    (["--replay", "t.jsonl", "--probe", "--jobs", "2", "--model", "gemma-3-270m"],
+     "an embedded model answers one at a time"),
     (["hi", "--repeat", "2"], "--repeat only works with --compare or --probe"),
     (["hi", "--facts", "f.json"], "--facts only works with --replay"),
     (["hi", "--record", "s.json"], "--record does not go with a question"),
@@ -337,9 +345,11 @@ def test_every_policy_answers_from_the_command_line(world, capsys, policy):
     (["--record", "s.json", "--html", "s.html"], "--record does not go with --html"),
     (["--html", "p.html", "--from", "t.jsonl", "--model", "x:y"], "--from does not go with --model"),
     (["hi", "-q", "--json"], "--json does not go with -q"),
-    (["--record", "s.json", "--trace", "./s.json"], "--record and --trace name the same file: --trace would overwrite it"),
+    (["--record", "s.json", "--trace", "./s.json"],
+     "--record and --trace name the same file: --trace would overwrite it"),
     (["--replay", "t.jsonl", "--csv", "t.jsonl"], "--replay and --csv name the same file: --csv would overwrite it"),
-    (["hi", "--trace", "t.html", "--html", "t.html"], "--trace and --html name the same file: --html would overwrite it"),
+    (["hi", "--trace", "t.html", "--html", "t.html"],
+     "--trace and --html name the same file: --html would overwrite it"),
     (["hi", "--compare", "full", "--trace", "runs/"], "--trace names a file, not a folder"),
     (["hi", "--compare", "full,window:1", "--trace", "runs.jsonl", "--html", "runs.full.jsonl"],
      "--html names one of the trace files --compare writes"),
@@ -379,7 +389,8 @@ def test_a_usage_error_is_one_line_pointing_to_help(capsys):
 def test_compare_with_trace_writes_one_replayable_file_per_run(world, tmp_path, capsys):
     world(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"])
     trace = tmp_path / "t.jsonl"
-    code = agent.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--json", "--trace", str(trace)])
+    code = agent.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--json",
+                       "--trace", str(trace)])
     assert code == 0
     files = sorted(path.name for path in tmp_path.glob("t.*.jsonl"))
     assert files == ["t.full.run1.jsonl", "t.full.run2.jsonl", "t.window-2.run1.jsonl", "t.window-2.run2.jsonl"]
@@ -414,7 +425,8 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
     assert agent.main(["40 + 2?", "-q", "--html", str(run), "--trace", str(trace)]) == 0
     assert "Observation1: 42" in run.read_text() and "<html" in run.read_text()
     compared = tmp_path / "compare.html"
-    assert agent.main(["40 + 2?", "--compare", "full,window:1", "--expect", "42", "--json", "--html", str(compared)]) == 0
+    assert agent.main(["40 + 2?", "--compare", "full,window:1", "--expect", "42", "--json",
+                       "--html", str(compared)]) == 0
     assert compared.read_text().count("window:1") >= 1 and "full" in compared.read_text()
     replayed = tmp_path / "replay.html"
     assert agent.main(["--replay", str(trace), "--policies", "full,window:1", "--json", "--html", str(replayed)]) == 0
@@ -424,7 +436,8 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
     assert agent.main(["--html", str(again), "--from", str(trace)]) == 0
     assert "Observation1: 42" in again.read_text()
     out, err = capsys.readouterr()
-    assert (out, err) == ("", f"wrote {again} ({again.stat().st_size:,} bytes)\n")  # said, on stderr: stdout stays clean
+    # said, on stderr: stdout stays clean
+    assert (out, err) == ("", f"wrote {again} ({again.stat().st_size:,} bytes)\n")
     titled = tmp_path / "titled.html"
     shipped = os.path.join(ROOT, "conversations", "superbowl.jsonl")
     assert agent.main(["--html", str(titled), "--from", shipped]) == 0

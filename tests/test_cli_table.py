@@ -17,7 +17,8 @@ with open(os.path.join(ROOT, "tests", "fixtures", "cli_refusals.json"), encoding
 
 # One value for each option, as a user would type it; two options stand for a second value of --model and --policies.
 ARGUMENTS = {
-    "question": ["q?"], "model": ["--model", "gemini-flash-latest"], "model_local": ["--model", "local:qwen2.5-coder-0.5b"],
+    "question": ["q?"], "model": ["--model", "gemini-flash-latest"],
+    "model_local": ["--model", "local:qwen2.5-coder-0.5b"],
     "models": ["--models"], "verify_cache": ["--verify-cache"], "no_stream": ["--no-stream"], "ttl": ["--ttl", "3"],
     "policy": ["--policy", "window:2"], "chat": ["--chat"], "trace": ["--trace", "t.jsonl"], "json": ["--json"],
     "show_prompt": ["--show-prompt"], "show_context": ["--show-context"], "quiet": ["-q"], "finish": ["--finish"],
@@ -61,8 +62,9 @@ def test_every_triple_is_refused_or_allowed_as_before(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv, mode", [
     (["q?"], "run"), (["--chat"], "chat"), (["q?", "--compare", "full"], "compare"), (["--replay", "r"], "replay"),
-    (["--replay", "r", "--probe"], "probe"), (["--record", "s.json"], "record"), (["--html", "p", "--from", "t"], "page"),
-    (["--models"], "models"), (["--show-prompt", "--policy", "pinned"], "show_prompt"), (["--verify-cache"], "verify_cache"),
+    (["--replay", "r", "--probe"], "probe"), (["--record", "s.json"], "record"),
+    (["--html", "p", "--from", "t"], "page"), (["--models"], "models"),
+    (["--show-prompt", "--policy", "pinned"], "show_prompt"), (["--verify-cache"], "verify_cache"),
 ])
 def test_each_mode_has_its_handler(argv, mode):
     args = parse_args(argv)

@@ -93,7 +93,8 @@ def test_compact_with_recorded_summaries_is_measured(tmp_path):
     def fetch(page: str) -> str:
         """Long text."""
         return page * 400
-    replies = ['Action: fetch("a")', 'Action: fetch("b")', 'Action: fetch("c")', "Summary: fetched a and b.", "Answer: ok"]
+    replies = ['Action: fetch("a")', 'Action: fetch("b")', 'Action: fetch("c")', "Summary: fetched a and b.",
+               "Answer: ok"]
     run = agent.TinyReAct(ScriptedModel(replies), tools=[add_numbers, fetch], policy=make_policy("compact:300"),
                           trace=Trace(path))
     run.query("fetch three")
@@ -161,7 +162,8 @@ def test_a_probe_is_scored_on_its_answer_alone_and_a_reply_without_one_is_no_ans
 def test_a_probe_answer_the_service_cut_is_no_answer():
     header, events = read_trace_file(SUPER_BOWL)
     facts, declared = load_facts(header)
-    model = ScriptedModel([ModelReply("Answer: 15.5 °C", finish="length"), ModelReply("Answer: 15.5 °C", finish="stop")] * 12)
+    model = ScriptedModel([ModelReply("Answer: 15.5 °C", finish="length"),
+                           ModelReply("Answer: 15.5 °C", finish="stop")] * 12)
     answers = probe(events, ["full"], model, facts, probe_points(declared, events))
     verdicts = [a.verdict for a in answers]
     assert verdicts.count("no answer") == verdicts.count("correct") == len(answers) // 2
@@ -182,8 +184,8 @@ def test_probe_mode_asks_only_after_the_fact_was_stated():
 def test_a_facts_file_classifies_every_answer_and_tallies_with_wilson_intervals(tmp_path):
     facts_file = tmp_path / "facts.json"
     facts_file.write_text(json.dumps({"probe_turns": [20, 33], "facts": [
-        {"id": "booking", "text": "KX-4471-B", "gold": "KX-4471-B", "distractors": ["KX-4417-B"], "stale": ["KX-1111-A"],
-         "phrasings": ["What is my booking reference?", "Which reference is mine?"]}]}))
+        {"id": "booking", "text": "KX-4471-B", "gold": "KX-4471-B", "distractors": ["KX-4417-B"],
+         "stale": ["KX-1111-A"], "phrasings": ["What is my booking reference?", "Which reference is mine?"]}]}))
     header, events = read_trace_file(LONG)
     facts, declared = load_facts(header, str(facts_file))
     points = probe_points(declared, events)
@@ -238,7 +240,8 @@ def test_a_fact_past_the_observation_cap_is_reported_cut_not_unstated(tmp_path):
 def test_matching_is_on_whole_words():
     assert matches("Your reference is kx-4471-b.", "KX-4471-B")
     assert not matches("KX-4417-B", "KX-4471-B") and not matches("470", "47") and matches("It is 47.", "47")
-    assert not matches("-34", "34") and not matches("It is -47.", "47") and matches("It is -47.", "-47")  # a sign counts
+    # a sign counts
+    assert not matches("-34", "34") and not matches("It is -47.", "47") and matches("It is -47.", "-47")
     assert matches("50 - 8 is 42", "42") and matches("E-5107", "E-5107")
 
 
@@ -259,7 +262,8 @@ def test_tool_tape_replays_results_and_counts_misses():
 def test_svg_plot_draws_one_line_per_measured_policy(long_replay):
     _, _, reports = long_replay
     svg = svg_plot(list(reports.values()), "long", "Gemma 3 tokenizer, local")
-    assert svg.startswith("<svg") and svg.count('<polyline class="policy"') == 6  # compact:8000 never asks for a summary here
+    # compact:8000 never asks for a summary here
+    assert svg.startswith("<svg") and svg.count('<polyline class="policy"') == 6
 
 
 def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
@@ -268,9 +272,11 @@ def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
     import xml.etree.ElementTree as ElementTree
 
     _, _, reports = long_replay
-    svg = svg_plot(list(reports.values()), 'Context size per call: R&D <"v2">\x1b[1m\x07.jsonl', "Gemma 3 tokenizer, local")
+    svg = svg_plot(list(reports.values()), 'Context size per call: R&D <"v2">\x1b[1m\x07.jsonl',
+                   "Gemma 3 tokenizer, local")
     title = next(ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))  # the first, the chart's title
-    assert title.text == 'Context size per call: R&D <"v2">\u241b[1m\u2407.jsonl' and "\x1b" not in svg and "\x07" not in svg
+    assert (title.text == 'Context size per call: R&D <"v2">\u241b[1m\u2407.jsonl'
+            and "\x1b" not in svg and "\x07" not in svg)
 
 
 def cli(*args, env=None):
@@ -286,7 +292,8 @@ def test_replay_command_line_outputs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
     svg = (tmp_path / "p.svg").read_text()
-    assert svg.count('<polyline class="policy"') == 3 and svg.count('<line class="probe"') == 4  # the header's four probe points
+    # the header's four probe points
+    assert svg.count('<polyline class="policy"') == 3 and svg.count('<line class="probe"') == 4
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and f"Context size per call: {LONG}" in svg
     rows = (tmp_path / "p.csv").read_text().splitlines()
     assert rows[0].startswith("policy,call,context_tokens,instructions,tools,user,model,observations,notes,markers,")
@@ -310,17 +317,21 @@ def test_replay_and_compare_errors_are_one_line(args, message, tmp_path):
 
 def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
     gemini = FakeGemini([
-        'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)", "Answer: 15.5 °C",
-        'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)", "Answer: 15.5",
+        'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
+        "Answer: 15.5 °C",
+        'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
+        "Answer: 15.5",
         'Action: wikipedia_coordinates("Superdome")', "Answer: I think 20 °C",
     ], key=KEY)
     wiki = FakeWikipedia({"Caesars Superdome": {"extract": "A stadium.", "coordinates": (29.950833, -90.081111)}},
                          redirects={"Superdome": "Caesars Superdome"})
     with gemini, wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
         for name, value in [("GEMINI_API_KEY", KEY), ("GOOGLE_GEMINI_BASE_URL", gemini.url),
-                            ("WIKIPEDIA_API_URL", wiki.url + "/w/api.php"), ("OPEN_METEO_URL", meteo.url + "/v1/forecast")]:
+                            ("WIKIPEDIA_API_URL", wiki.url + "/w/api.php"),
+                            ("OPEN_METEO_URL", meteo.url + "/v1/forecast")]:
             monkeypatch.setenv(name, value)
-        code = command_line.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1", "--expect", "15.5", "--json"])
+        code = command_line.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1",
+                                  "--expect", "15.5", "--json"])
         assert len(meteo.requests) == 1  # the temperature was fetched once and replayed to the second policy
     report = json.loads(capsys.readouterr().out)
     rows = {row["policy"]: row for row in report["rows"]}
@@ -339,7 +350,8 @@ def test_live_compare_table_and_repeat(monkeypatch, capsys):
         monkeypatch.setenv("GEMINI_API_KEY", KEY)
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
         monkeypatch.setenv("COLUMNS", "160")
-        code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--expect", "47"])
+        code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2",
+                                  "--expect", "47"])
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out
@@ -354,7 +366,8 @@ def test_shipped_conversations_are_what_the_builder_records(name, tmp_path):
 
     def without_times(path):
         header, events = read_trace_file(path)
-        return {k: v for k, v in header.items() if k != "created"}, [{k: v for k, v in e.items() if k != "t"} for e in events]
+        return ({k: v for k, v in header.items() if k != "created"},
+                [{k: v for k, v in e.items() if k != "t"} for e in events])
     assert without_times(str(tmp_path / name)) == without_times(os.path.join(ROOT, "conversations", name))
 
 
@@ -362,7 +375,8 @@ def test_a_replay_says_what_it_cannot_show_of_a_policy_whose_tools_the_recording
     header, events = read_trace_file(SUPER_BOWL)
     reports = {r.policy: r for r in replay(header, events, ["full", "pinned", "forget", "elide:2+pinned"])}
     assert reports["full"].caveat == ""
-    assert reports["pinned"].caveat.startswith("the recorded replies never pin a note, so here it keeps only the last 4")
+    assert reports["pinned"].caveat.startswith("the recorded replies never pin a note, "
+                                               "so here it keeps only the last 4")
     assert reports["forget"].caveat.startswith("the recorded replies never call forget")
     assert reports["elide:2+pinned"].caveat == reports["pinned"].caveat
     pinned = [*events, {"type": "note", "op": "pin", "text": "15.5 °C at the stadium"}]
@@ -491,16 +505,18 @@ def test_compare_traces_that_cannot_be_written_are_one_warning_each(world, tmp_p
     names = [tmp_path / "t.full.jsonl", tmp_path / "t.window-1.jsonl"]
     for name in names:  # a full disk under each file, as `ulimit -f` or a full partition would be
         os.symlink("/dev/full", name)
-    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"), "--json"])
+    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"),
+                              "--json"])
     captured = capsys.readouterr()
     assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
-    assert captured.err == "".join(f"warning: could not write the trace file {name} (No space left on device); the file "
-                                   "ends there, and the run goes on\n" for name in names)
+    assert captured.err == "".join(f"warning: could not write the trace file {name} (No space left on device); "
+                                   "the file ends there, and the run goes on\n" for name in names)
 
 
 def test_compare_traces_of_distinct_policies_get_distinct_files(world, tmp_path, capsys):
     world(["Answer: 47", "Answer: 48"])
-    code = command_line.main(["7 * 6 + 5?", "--compare", "window:٢,window:٣", "--trace", str(tmp_path / "u.jsonl"), "--json"])
+    code = command_line.main(["7 * 6 + 5?", "--compare", "window:٢,window:٣", "--trace", str(tmp_path / "u.jsonl"),
+                              "--json"])
     assert code == 0, capsys.readouterr().err
     written = {path.name: read_trace_file(str(path)) for path in tmp_path.glob("u.*.jsonl")}
     assert sorted(written) == ["u.window-2.jsonl", "u.window-3.jsonl"]
@@ -511,7 +527,8 @@ def test_compare_traces_of_distinct_policies_get_distinct_files(world, tmp_path,
 def test_a_run_whose_trace_file_cannot_be_opened_is_said_and_the_other_runs_are_kept(world, tmp_path, capsys):
     world(["Answer: 47", "Answer: 47"])
     (tmp_path / "t.window-1.jsonl").mkdir()  # the second run's file cannot be made
-    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"), "--json"])
+    code = command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(tmp_path / "t.jsonl"),
+                              "--json"])
     captured = capsys.readouterr()
     assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
     assert captured.err == (f"warning: cannot write the trace file {tmp_path / 't.window-1.jsonl'}: Is a directory; "
@@ -545,7 +562,8 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it(long_re
     assert window.cacheable == 0  # the window moves: only the ~900 tokens of instructions repeat, under the minimum
     price = price_of("gemini-3.8-flash")
     assert full.input_cost(price, cached=False) == full.total * 0.75 / 1e6
-    assert full.input_cost(price, cached=True) < window.input_cost(price, cached=True) < window.input_cost(price, False) * 1.01
+    assert (full.input_cost(price, cached=True) < window.input_cost(price, cached=True)
+            < window.input_cost(price, False) * 1.01)
     assert command_line.main(["--replay", LONG, "--policies", "full,window:2", "--json"]) == 0
     policies = {p["policy"]: p for p in json.loads(capsys.readouterr().out)["policies"]}
     assert policies["full"]["cacheable"] == full.cacheable
@@ -556,7 +574,8 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it(long_re
 
 def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):
     assert command_line.main(["--replay", SUPER_BOWL, "--prices-of", "gpt-nothing"]) == 2
-    assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for gpt-nothing in models/prices.json")
+    assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for gpt-nothing "
+                                              "in models/prices.json")
 
 
 def test_the_pareto_frontier_is_the_policies_nothing_beats_on_both_counts():

@@ -17,19 +17,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONVERSATIONS = os.path.join(ROOT, "conversations")
 SUPPORT = os.path.join(CONVERSATIONS, "support.jsonl")
 FACTS = os.path.join(CONVERSATIONS, "support.facts.json")
-POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3", "budget:3000",
-            "budget:2000", "forget", "window:2+facts", "window:0+facts", "user-only:4+facts", "elide:2+pinned",
-            "retrieve:3+facts"]
+POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3",
+            "budget:3000", "budget:2000", "forget", "window:2+facts", "window:0+facts", "user-only:4+facts",
+            "elide:2+pinned", "retrieve:3+facts"]
 
 
 def without_times(path):
     header, events = read_trace_file(path)
-    return {k: v for k, v in header.items() if k != "created"}, [{k: v for k, v in e.items() if k != "t"} for e in events]
+    return ({k: v for k, v in header.items() if k != "created"},
+            [{k: v for k, v in e.items() if k != "t"} for e in events])
 
 
 def test_the_support_script_records_the_shipped_trace(tmp_path, capsys):
     recorded = tmp_path / "support.jsonl"
-    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "support.script.json"), "--trace", str(recorded)]) == 0
+    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "support.script.json"),
+                              "--trace", str(recorded)]) == 0
     assert without_times(str(recorded)) == without_times(SUPPORT)
 
 
@@ -46,7 +48,8 @@ def test_the_support_facts_arrive_in_tool_output_and_one_is_superseded():
     assert first(fix.stale[0]) < first(fix.text)
     assert all(fact.distractors and len(fact.phrasings) >= 4 for fact in facts)
     assert sum(len(e["text"]) > OBSERVATION_LIMIT for e in events if e["type"] == "observation") >= 3
-    [full] = replay(header, events, ["full"], counter=TokenCounter(), facts=facts, points=probe_points(declared, events))
+    [full] = replay(header, events, ["full"], counter=TokenCounter(), facts=facts,
+                    points=probe_points(declared, events))
     for fact, marks in full.facts.items():
         assert set(marks.values()) <= {"kept", "unstated"} and "kept" in marks.values(), fact
 
@@ -63,7 +66,8 @@ def test_every_policy_replays_the_support_conversation_without_violations():
 def test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys):
     """conversations/short.jsonl is what bench/offline_probe.py probes: small enough for the embedded model."""
     recorded = tmp_path / "short.jsonl"
-    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "short.script.json"), "--trace", str(recorded)]) == 0
+    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "short.script.json"),
+                              "--trace", str(recorded)]) == 0
     shipped = os.path.join(CONVERSATIONS, "short.jsonl")
     assert without_times(str(recorded)) == without_times(shipped)
     header, events = read_trace_file(shipped)

@@ -206,7 +206,8 @@ def test_a_damaged_vocabulary_is_one_line(tiny, name, damage, said):
 
 
 @pytest.mark.parametrize("change, said", [
-    (lambda parts: parts["weights"].update({"output.weight.npy": 5}), "the entry of output.weight.npy is not an object"),
+    (lambda parts: parts["weights"].update({"output.weight.npy": 5}),
+     "the entry of output.weight.npy is not an object"),
     (lambda parts: parts.update({"weights": "all of them"}), "the part 'weights' lists no files"),
     (lambda parts: parts["weights"]["output.weight.npy"].update(size="544,538,752"), "no size"),  # was a ValueError
     (lambda parts: parts["weights"]["output.weight.npy"].update(size=True), "no size"),

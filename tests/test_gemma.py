@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gemma_react_prompt.txt")
 THOUGHT_ACTION = "Thought1: First, I need to multiply 7 by 6.\nAction1: multiply_numbers(7, 6)"
 THOUGHT_ACTION_IDS = [63254, 236770, 236787, 5315, 236764, 564, 1202, 531, 24261, 236743, 236832, 684, 236743, 236825,
-                      236761, 107, 4396, 236770, 236787, 24261, 236779, 34488, 236769, 236832, 236764, 236743, 236825, 236768]
+                      236761, 107, 4396, 236770, 236787, 24261, 236779, 34488, 236769, 236832, 236764, 236743, 236825,
+                      236768]
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +56,13 @@ def test_tokenizer_round_trips_any_text(text):
 
 
 def test_transcript_lays_out_a_react_trace_to_continue():
-    messages = [Message.of("system", "INSTRUCTIONS", "instructions"), Message.of("user", "Question: 2 + 2?", "question"),
+    messages = [Message.of("system", "INSTRUCTIONS", "instructions"),
+                Message.of("user", "Question: 2 + 2?", "question"),
                 Message.of("model", "Thought1: add\nAction1: add_numbers(2, 2)", "reply"),
                 Message("user", (Part("observation", "Observation1: 4"),))]
     prompt, opening = transcript(messages)
-    assert prompt == "INSTRUCTIONS\nQuestion: 2 + 2?\nThought1: add\nAction1: add_numbers(2, 2)\nObservation1: 4\nThought2:"
+    assert prompt == ("INSTRUCTIONS\nQuestion: 2 + 2?\nThought1: add\nAction1: add_numbers(2, 2)\n"
+                      "Observation1: 4\nThought2:")
     assert opening == "Thought2:"
     assert transcript(messages[:2])[1] == "Thought1:"
 
@@ -75,7 +78,8 @@ def test_stop_rule_cuts_at_stop_texts_and_after_an_answer_line():
 
 @pytest.mark.slow
 def test_greedy_continuation_matches_llama_cpp(gemma):
-    text, count, _ = gemma.complete([BOS] + gemma.tokenizer.encode("The capital of France is"), StopRule([]), max_new_tokens=12)
+    text, count, _ = gemma.complete([BOS] + gemma.tokenizer.encode("The capital of France is"), StopRule([]),
+                                    max_new_tokens=12)
     assert (text, count) == (" the capital of the country of France. It is the largest", 12)
 
 

@@ -67,7 +67,8 @@ def test_bytes_that_are_not_utf8_in_the_question_and_on_stdin(world, tmp_path):
     gemini = world(["Answer: 5", "Answer: 6"])
     trace = tmp_path / "t.jsonl"
     done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), b"what is \xff\xfe 2+3?", "-q",
-                           "--trace", str(trace)], capture_output=True, env=environment(gemini), cwd=tmp_path, timeout=60)
+                           "--trace", str(trace)],
+                          capture_output=True, env=environment(gemini), cwd=tmp_path, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"5\n", b"")
     assert read_trace(str(trace))[1]["text"] == "what is \ufffd\ufffd 2+3?"
     done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat"], input=b"what is \xff 3+3?\n",
@@ -138,7 +139,8 @@ def test_a_dotenv_in_a_parent_folder_is_never_read(tmp_path, world):
 def test_a_trace_cut_by_kill_replays_its_complete_lines_and_says_one_was_dropped(tmp_path, capsys):
     source = open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), encoding="utf-8").read()
     cut = tmp_path / "cut.jsonl"
-    cut.write_text(source[: source.rindex("\n", 0, len(source) - 1) + 40], encoding="utf-8")  # mid-way into the last line
+    # mid-way into the last line
+    cut.write_text(source[: source.rindex("\n", 0, len(source) - 1) + 40], encoding="utf-8")
     assert cli.main(["--replay", str(cut), "--policies", "full", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["calls"] == 7
@@ -176,8 +178,8 @@ def test_quiet_output_and_error_lines_carry_no_escape_sequences(world, capsys):
 
 
 def test_a_probe_whose_model_fails_is_one_line_and_keeps_the_tables(capsys):
-    code = cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--probe", "--policies", "full",
-                     "--model", "llamacpp:x", "--phrasings", "1", "--json"])
+    code = cli.main(["--replay", os.path.join(ROOT, "conversations", "superbowl.jsonl"), "--probe",
+                     "--policies", "full", "--model", "llamacpp:x", "--phrasings", "1", "--json"])
     captured = capsys.readouterr()
     assert code == 2 and json.loads(captured.out)["calls"] == 7
     assert captured.err.startswith("error: probing stopped") and captured.err.count("\n") == 1
@@ -249,7 +251,8 @@ def test_probing_a_trace_cut_before_its_first_call_is_one_line(tmp_path, capsys)
         path.write_text(file.readline(), encoding="utf-8")  # the header only
     assert cli.main(["--replay", str(path), "--policies", "full", "--probe"]) == 2
     err = capsys.readouterr().err  # after a warning that the header's probe points are past its end
-    assert err.splitlines()[-1] == f"error: {path} has no instructions to probe with: it was cut short before its first model call"
+    assert err.splitlines()[-1] == (f"error: {path} has no instructions to probe with: "
+                                    "it was cut short before its first model call")
 
 
 def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path):
@@ -260,8 +263,10 @@ def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_
     page = tmp_path / "page.html"
     page.write_text("an older page")
     environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as on an en_US.UTF-8 desktop
-    for args in (["--html", str(page), "--from", name], ["--replay", name, "--policies", "full", "--plot", str(tmp_path / "p.svg")]):
-        done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True, env=environment)
+    for args in (["--html", str(page), "--from", name],
+                 ["--replay", name, "--policies", "full", "--plot", str(tmp_path / "p.svg")]):
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True,
+                              env=environment)
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-300:]
     assert "caf\ufffd.jsonl" in page.read_text(encoding="utf-8")
     assert "caf\ufffd.jsonl" in (tmp_path / "p.svg").read_text(encoding="utf-8")

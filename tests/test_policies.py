@@ -77,7 +77,8 @@ def check_invariants(messages, events, ordered=True):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), spec=SPECS, questions=st.lists(st.text(min_size=1, max_size=30).filter(str.strip), min_size=1, max_size=4),
+@given(data=st.data(), spec=SPECS,
+       questions=st.lists(st.text(min_size=1, max_size=30).filter(str.strip), min_size=1, max_size=4),
        ttls=st.lists(st.integers(1, 6), min_size=4, max_size=4), reset_after=st.integers(0, 5))
 def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questions, ttls, reset_after):
     model = DrawingModel(data)
@@ -127,7 +128,8 @@ def test_window_keeps_the_current_question_and_the_last_n_steps():
 
 def test_window_shows_the_question_of_a_kept_step_from_an_earlier_turn():
     _, model = session("window:3", FOUR_STEPS, ["first question", "second question"])
-    assert shown(model)[:4] == [("question", "Question: first question"), ("placeholder", "[2 earlier steps not shown]"),
+    assert shown(model)[:4] == [("question", "Question: first question"),
+                                ("placeholder", "[2 earlier steps not shown]"),
                                 ("reply", "Answer: done"), ("question", "Question: second question")]
 
 
@@ -146,15 +148,18 @@ def test_elide_replaces_old_long_observations_with_a_marker_counted_as_a_marker(
     assert shown(model) == [
         ("question", "Question: read both"),
         ("reply", 'Action: fetch("alpha")'),
-        ("placeholder", 'Observation1: [elided: fetch("alpha") returned 1,800 characters; call it again to re-read them]'),
+        ("placeholder", 'Observation1: [elided: fetch("alpha") returned 1,800 characters; '
+                        'call it again to re-read them]'),
         ("reply", 'Action: fetch("beta")'),
-        ("placeholder", 'Observation2: [elided: fetch("beta") returned 1,500 characters; call it again to re-read them]'),
+        ("placeholder", 'Observation2: [elided: fetch("beta") returned 1,500 characters; '
+                        'call it again to re-read them]'),
         ("reply", "Action: add_numbers(1, 2)"), ("observation", "Observation3: 3"),
     ]
     counts = measure(model.calls[-1], "", count_tokens)
     assert counts["observations"] == count_tokens("Observation3: 3")
     assert counts["markers"] == sum(count_tokens(f'Observation{n}: [elided: fetch("{p}") returned {c} characters; '
-                                                 "call it again to re-read them]") for n, p, c in [(1, "alpha", "1,800"), (2, "beta", "1,500")])
+                                                 "call it again to re-read them]")
+                                    for n, p, c in [(1, "alpha", "1,800"), (2, "beta", "1,500")])
 
 
 def test_elide_keeps_short_observations_that_are_shorter_than_their_placeholder():
@@ -173,7 +178,8 @@ def test_pinned_notes_are_shown_at_the_top_or_before_the_current_question(where,
 
 
 def test_unpin_removes_a_note_and_bad_numbers_are_errors():
-    replies = ['Action: pin_note("a")', 'Action: pin_note("b")', "Action: unpin_note(1)", "Action: unpin_note(5)", "Answer: x"]
+    replies = ['Action: pin_note("a")', 'Action: pin_note("b")', "Action: unpin_note(1)", "Action: unpin_note(5)",
+               "Answer: x"]
     agent, model = session("pinned", replies, ["notes"])
     assert shown(model)[0] == ("notes", "Pinned notes:\n1. b")
     observations = [e["text"] for e in agent.trace.events if e["type"] == "observation"]
@@ -213,7 +219,8 @@ def test_compact_asks_the_model_for_a_summary_and_counts_the_call():
     assert len(summary_call) == 1 and summary_call[0].parts[0].kind == "request"
     assert "keep verbatim" in summary_call[0].text.lower() and fetch("alpha") in summary_call[0].text
     assert shown(model) == [
-        ("summary", "Summary of the earlier conversation:\nEarlier: fetched alpha and beta pages (1,800 and 1,500 characters)."),
+        ("summary", "Summary of the earlier conversation:\n"
+                    "Earlier: fetched alpha and beta pages (1,800 and 1,500 characters)."),
         ("question", "Question: read and add"),
         ("reply", 'Action: fetch("beta")'), ("observation", "Observation2: " + fetch("beta")),
         ("reply", "Action: add_numbers(1, 2)"), ("observation", "Observation3: 3"),
@@ -252,7 +259,8 @@ def test_measure_counts_every_bucket():
     counts = measure(model.calls[-1], agent.trace.events[0]["tools"], count_tokens)
     assert counts["tools"] > 0 and counts["instructions"] > 0
     assert counts["observations"] == count_tokens("Observation1: " + fetch("alpha")) > 300
-    assert counts["user"] == count_tokens("Question: read") and counts["model"] == count_tokens('Action: fetch("alpha")')
+    assert (counts["user"] == count_tokens("Question: read")
+            and counts["model"] == count_tokens('Action: fetch("alpha")'))
     context_events = [e for e in agent.trace.events if e["type"] == "context"]
     assert context_events[-1]["tokens"] == counts and context_events[-1]["counter"] == "Gemma 3 tokenizer, local"
 
@@ -318,7 +326,8 @@ class DownForTheFinish:
     name, backend, usage_source, window = "down", "test", "test", None
 
     def __init__(self):
-        self.replies, self.calls = [ModelReply("Action: add_numbers(1, 2)"), ModelError("server down"), ModelReply("Answer: 7")], []
+        self.replies, self.calls = [ModelReply("Action: add_numbers(1, 2)"), ModelError("server down"),
+                                    ModelReply("Answer: 7")], []
 
     def generate(self, messages, stop, **options):
         self.calls.append(messages)
@@ -341,7 +350,8 @@ def test_a_finish_request_the_model_never_answered_is_not_asked_again_in_a_later
     (lambda m: m[1:], "instructions"),
     (lambda m: m[:1] + [Message.of("user", "Question: something else", "question")], "current question"),
     (lambda m: m[:-1], "roles"),
-    (lambda m: m[:2] + [Message.of("model", "Action: add_numbers(1, 1)", "reply"), Message.of("user", "[gap]", "placeholder")],
+    (lambda m: m[:2] + [Message.of("model", "Action: add_numbers(1, 1)", "reply"),
+                        Message.of("user", "[gap]", "placeholder")],
      "action without its observation"),
     (lambda m: m[:-1] + [Message.of("user", "Observation1: 99", "observation")], "does not hold"),
 ])
@@ -389,7 +399,8 @@ def test_facts_composed_with_a_window_keeps_what_the_user_stated_and_short_resul
     _, model = essay_session("window:1+facts")
     assert shown(model) == [
         ("notes", "Key facts, extracted by rule from the conversation:\n- My locker code is 4471.\n"
-                  "- lookup(name='ada') returned Ada Lovelace, born 1815 in London\n- add_numbers(x=2, y=3) returned 5"),
+                  "- lookup(name='ada') returned Ada Lovelace, born 1815 in London\n"
+                  "- add_numbers(x=2, y=3) returned 5"),
         ("placeholder", "[2 earlier questions and 4 earlier steps not shown]"),
         ("question", "Question: What is 2 + 3?"), ("placeholder", "[1 earlier step not shown]"), ("reply", "Answer: 5"),
         ("question", "Question: Where was Ada born?"),
@@ -478,9 +489,11 @@ def test_forget_of_something_never_mentioned_is_an_error_observation():
 def test_composition_applies_the_policies_in_order_and_offers_their_tools():
     agent, model = essay_session("elide:0+pinned", ['Action: pin_note("Locker 4471")'] + FOUR_TURNS)
     assert shown(model) == [
-        ("notes", "Pinned notes:\n1. Locker 4471"), ("placeholder", "[1 earlier question and 3 earlier steps not shown]"),
+        ("notes", "Pinned notes:\n1. Locker 4471"),
+        ("placeholder", "[1 earlier question and 3 earlier steps not shown]"),
         ("question", "Question: What is the capital of France?"), ("reply", 'Action: lookup("paris")'),
-        ("placeholder", 'Observation1: [elided: lookup("paris") returned 640 characters; call it again to re-read them]'),
+        ("placeholder", 'Observation1: [elided: lookup("paris") returned 640 characters; '
+                        'call it again to re-read them]'),
         ("reply", "Answer: Paris"), ("question", "Question: What is 2 + 3?"), ("reply", "Action: add_numbers(2, 3)"),
         ("observation", "Observation1: 5"),  # shorter than its marker: kept
         ("reply", "Answer: 5"), ("question", "Question: Where was Ada born?"),
@@ -494,5 +507,6 @@ def test_an_observation_cut_when_shown_is_held_by_the_trace_but_a_forged_cut_is_
     events = agent.trace.events[:-5]
     messages = make_policy("full").render(events)
     assert violations(messages, events) == []
-    forged = [*messages[:-1], Message.of("user", "Observation1: alpha\n[... 12 characters cut ...]\nalpha", "observation")]
+    forged = [*messages[:-1],
+              Message.of("user", "Observation1: alpha\n[... 12 characters cut ...]\nalpha", "observation")]
     assert any("does not hold" in problem for problem in violations(forged, events))

@@ -67,7 +67,8 @@ def test_an_observation_after_other_text_on_its_line_is_cut_too():
     assert cut_at_observation("Thought: NoObservation: here") == "Thought: NoObservation: here"  # not a word
 
 
-MADE_UP = st.builds(lambda number, bold, value: f"{'**' if bold else ''}Observation{number}:{'**' if bold else ''} {value}",
+MADE_UP = st.builds(lambda number, bold, value:
+                        f"{'**' if bold else ''}Observation{number}:{'**' if bold else ''} {value}",
                     st.sampled_from(["", "1", "2", " 3", "12"]), st.booleans(), st.sampled_from(["84", "Paris", ""]))
 BEFORE = st.sampled_from(["Action2: add_numbers(42, 42)", "Thought: so", "Action: f(1)", "", "Answer: 4", "x"])
 

@@ -46,7 +46,8 @@ def test_a_reply_that_echoes_the_key_and_the_password_leaves_them_in_no_output(t
     assert stand_in.requests[0]["headers"]["Authorization"].startswith("Basic ")  # the URL's user and password, sent
     texts = written(tmp_path, capsys)
     assert_no_secret(texts)
-    assert json.loads(texts["stdout"])["answer"] == "done ***" and "***" in texts["t.jsonl"] and "***" in texts["p.html"]
+    assert (json.loads(texts["stdout"])["answer"] == "done ***"
+            and "***" in texts["t.jsonl"] and "***" in texts["p.html"])
 
 
 def test_an_error_that_echoes_the_key_names_the_server_without_its_password(tmp_path, capsys, configured):

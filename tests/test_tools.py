@@ -11,10 +11,11 @@ from tools.weather import get_temperature
 from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
 
 PAGES = {
-    "Caesars Superdome": {"extract": "The Caesars Superdome is a stadium in New Orleans. It opened in 1975. It seats 73,000.",
+    "Caesars Superdome": {"extract": "The Caesars Superdome is a stadium in New Orleans. It opened in 1975. "
+                                     "It seats 73,000.",
                           "coordinates": (29.950833, -90.081111)},
-    "Super Bowl LIX": {"extract": "Super Bowl LIX was played on February 9, 2025, at the Caesars Superdome in New Orleans. "
-                                  "The Philadelphia Eagles won.", "coordinates": None},
+    "Super Bowl LIX": {"extract": "Super Bowl LIX was played on February 9, 2025, at the Caesars Superdome "
+                                  "in New Orleans. The Philadelphia Eagles won.", "coordinates": None},
     "Mercury": {"options": ["Mercury (planet)", "Mercury (element)", "Mercury (mythology)"]},
 }
 
@@ -129,14 +130,16 @@ def test_wikipedia_search_summary_and_coordinates(monkeypatch):
             "Super Bowl LIX was played on February 9, 2025, at the Caesars Superdome in New Orleans."
         assert wikipedia_summary("Superdome", sentences=2).startswith("The Caesars Superdome is a stadium")
         assert wikipedia_coordinates("Caesars Superdome") == "latitude 29.9508, longitude -90.0811 (Caesars Superdome)"
-        assert wikipedia_coordinates("Super Bowl LIX") == "Error: the Wikipedia page 'Super Bowl LIX' has no coordinates."
+        assert wikipedia_coordinates("Super Bowl LIX") == \
+            "Error: the Wikipedia page 'Super Bowl LIX' has no coordinates."
         assert all(r["path"] == "/w/api.php" and r["query"]["format"] == "json" for r in wiki.requests)
 
 
 def test_wikipedia_errors_are_messages(monkeypatch):
     with FakeWikipedia(PAGES) as wiki:
         monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
-        assert wikipedia_summary("Atlantis") == "Error: no Wikipedia page matches 'Atlantis'. Try search_wikipedia_page first."
+        assert wikipedia_summary("Atlantis") == \
+            "Error: no Wikipedia page matches 'Atlantis'. Try search_wikipedia_page first."
         assert wikipedia_summary("Mercury") == \
             "Error: 'Mercury' is ambiguous. It may refer to: Mercury (planet); Mercury (element); Mercury (mythology)."
     with FakeWikipedia(PAGES, status=503) as broken:
@@ -200,4 +203,5 @@ def test_tools_with_star_arguments_or_positional_only_parameters_run_with_conver
     model = ScriptedModel(["Action: total(1, 2, '3')", "Action: label('box', colour='red', size=3)", "Answer: done"])
     result = TinyReAct(model, tools=[total, label]).query("Add and label.")
     observations = [(event["call"], event["text"]) for event in result.trace if event["type"] == "observation"]
-    assert observations == [("total(1, 2, 3.0)", "6.0"), ("label('box', colour='red', size='3')", "box [colour: red] [size: 3]")]
+    assert observations == [("total(1, 2, 3.0)", "6.0"),
+                            ("label('box', colour='red', size='3')", "box [colour: red] [size: 3]")]

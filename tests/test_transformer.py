@@ -39,7 +39,8 @@ def random_weights(a: Architecture, vocabulary: int = 50, seed: int = 0) -> dict
         if a.qk_norm:
             w |= {p + "attn_q_norm.weight": 1 + matrix(a.head_size), p + "attn_k_norm.weight": 1 + matrix(a.head_size)}
         if a.post_norms:
-            w |= {p + "post_attention_norm.weight": 1 + matrix(a.width), p + "post_ffw_norm.weight": 1 + matrix(a.width)}
+            w |= {p + "post_attention_norm.weight": 1 + matrix(a.width),
+                  p + "post_ffw_norm.weight": 1 + matrix(a.width)}
     return w
 
 
@@ -68,7 +69,8 @@ def reference_logits(a: Architecture, w: dict, tokens: list[int]) -> np.ndarray:
         attended = out.reshape(len(tokens), -1) @ w[p + "attn_output.weight"].T
         x = x + (rms_norm(attended, w[p + "post_attention_norm.weight"], a.eps) if a.post_norms else attended)
         h = rms_norm(x, w[p + "ffn_norm.weight"], a.eps)
-        mlp = (a.activation(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        mlp = ((a.activation(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T))
+               @ w[p + "ffn_down.weight"].T)
         x = x + (rms_norm(mlp, w[p + "post_ffw_norm.weight"], a.eps) if a.post_norms else mlp)
     output = w["token_embd.weight"] if a.tied_output else w["output.weight"]
     return output @ rms_norm(x[-1], w["output_norm.weight"], a.eps)

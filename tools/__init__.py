@@ -76,7 +76,8 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, di
     arguments = _bind_plain(plain, args, kwargs) if plain is not None else None
     if arguments is not None:
         return (), _converted(tool, arguments)
-    parameters = signature(tool)  # an unusual signature, or a call that does not fit: inspect binds it and words the error
+    # an unusual signature, or a call that does not fit: inspect binds it and words the error
+    parameters = signature(tool)
     try:
         bound = parameters.bind(*args, **kwargs)
     except TypeError as error:
