@@ -105,16 +105,23 @@ def expressions(draw, depth=0):
     symbol = draw(st.sampled_from(["+", "-", "*", "/", "//", "%"]))
     operations = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
                   "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b}
-    try:
-        value = None if left is None or right is None else operations[symbol](left, right)
-    except ZeroDivisionError:
-        value = None
+    # An error in a step is the whole expression's, the left operand's first, as the calculator evaluates them:
+    # None for a division by zero, infinity for a step past the largest float
+    failed = [part for part in (left, right) if part is None or isinstance(part, float) and not math.isfinite(part)]
+    if failed:
+        value = None if failed[0] is None else math.inf
+    else:
+        try:
+            value = operations[symbol](left, right)
+        except ZeroDivisionError:
+            value = None
     return f"({left_text} {symbol} {right_text})", value
 
 
 @settings(max_examples=300, deadline=None)
 @given(expressions())
 @example(("(1 / 5e-324)", float("inf")))
+@example(("(0 + ((0 + 0) / (1 / 2.2250738585e-313)))", float("inf")))
 def test_random_expressions_agree_with_python(case):
     text, expected = case
     if expected is None:
