@@ -377,15 +377,19 @@ def sparkline(values: Sequence[int], top: int) -> str:
 
 
 PROGRESS_SECONDS = 10  # between two progress lines of one stage, when stderr is not a terminal
+QUIET_SECONDS = 2  # a wait shorter than this prints no progress lines
 
 
 def _progress_lines(console: Console):
-    """Progress said in lines, for a stderr that is no terminal: the first update of each stage (its text with
-    the numbers taken out), then one every PROGRESS_SECONDS, so that a first run's minutes of unpacking are seen."""
-    last = {"stage": None, "at": 0.0}
+    """Progress said in lines, for a stderr that is no terminal, once the wait is past QUIET_SECONDS: the first
+    update of each stage (its text with the numbers taken out), then one every PROGRESS_SECONDS, so that a first
+    run's minutes of unpacking are seen and an ordinary load says nothing."""
+    last, started = {"stage": None, "at": 0.0}, time.monotonic()
 
     def update(text: str) -> None:
         stage, now = re.sub(r"\d+", "#", text), time.monotonic()
+        if now - started < QUIET_SECONDS:  # a wait as short as loading unpacked weights says nothing
+            return
         if stage != last["stage"] or now - last["at"] >= PROGRESS_SECONDS:
             console.print(plain(text), soft_wrap=True)
             last.update(stage=stage, at=now)
