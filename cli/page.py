@@ -1,4 +1,4 @@
-"""The page of a saved trace: `--html` with `--from`, one self-contained HTML page (views/pages.py) made from a
+"""The page of a saved trace: `--html` with `--from`, one self-contained HTML page (views/pages/) made from a
 trace file, with no model and no run."""
 from policies import Policy
 from tokens import local_counter
