@@ -137,8 +137,6 @@ def _called(node: ast.Call, depth: int):
     args = [_value(arg, depth + 1) for arg in node.args]
     if name == "round" and len(args) == 2 and (not isinstance(args[1], int) or abs(args[1]) > MAX_DIGITS):
         raise Refused(f"round()'s second argument is a whole number of digits up to {MAX_DIGITS}")
-    if name in ("floor", "ceil", "round") and any(isinstance(arg, float) and not math.isfinite(arg) for arg in args):
-        raise OverflowError("the number is too large")
     return _checked(function(*args))
 
 
