@@ -14,7 +14,7 @@ from experiments import warn as _warn
 from experiments.facts import Fact, ProbePoint, call_points, fact_state, load_facts, probe_points, question_event
 from models import Message, Model
 from policies import Meter, make_policy
-from policies.invariants import violations
+from policies.invariants import Checker
 from tokens import TokenCounter, local_counter
 from traces import as_text, read_trace_file, write_whole
 
@@ -234,19 +234,21 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             report.summary_output = sum(tokens for _, tokens, _ in made.calls)
             sources = sorted({source for _, _, source in made.calls})
             report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
-        measure, previous = Meter(counter.count), []
+        measure, check, previous, docs, read = Meter(counter.count), Checker(), [], "", 0
         for index in call_points(session):
             prefix = session[:index]
             messages = policy.render(prefix)
             report.repeated.append(repeated_prefix(previous, messages, counter.count))
             previous = messages
-            docs = next((e.get("tools", "") for e in reversed(prefix) if e["type"] == "instructions"), "")
+            docs = next((e.get("tools", "") for e in reversed(session[read:index]) if e["type"] == "instructions"),
+                        docs)  # the tools' docs in force, looked for only among the events since the last call
+            read = index
             counts = measure(messages, docs)
             report.sizes.append(sum(counts.values()))
             report.calls.append(counts)
             for bucket, count in counts.items():
                 report.buckets[bucket] = report.buckets.get(bucket, 0) + count
-            report.violations += len(violations(messages, prefix, policy.ordered))
+            report.violations += len(check(messages, prefix, policy.ordered))
         report.over_window = sum(size > window for size in report.sizes) if window else 0
         over = sum(size > policy.budget for size in report.sizes) if policy.budget else 0
         if over:  # budget:T leaves out all it can; what it cannot leave out is the current turn

@@ -6,6 +6,9 @@ Action is answered by its Observation or by a marker standing in for it, and no 
 its Action; every piece of text comes from the trace (an observation may be cut, with a marker saying how
 much), except markers in brackets and blocks of notes whose every line the trace holds; and, unless the
 policy says it arranges steps by relevance (`ordered = False`), what is shown keeps the order it happened in.
+
+A `Checker` keeps what it has read of a trace that grows between calls (as `ConversationReader` does), so checking
+every call of a long replay costs what each context holds, not the whole trace again at every call.
 """
 import bisect
 import re
@@ -23,23 +26,98 @@ KEY_FACTS = "Key facts, extracted by rule from the conversation:"
 
 def violations(messages: Sequence[Message], events: Sequence[dict], ordered: bool = True) -> list[str]:
     """What is wrong with `messages` as the context for a model call made right after `events`; [] when nothing."""
-    since = max((i + 1 for i, e in enumerate(events) if e["type"] == "reset"), default=0)
-    live = events[since:]
-    parts = [part for message in messages[1:] for part in message.parts]
-    problems = _frame(messages, parts, live) + _unpaired(parts) + _not_held(parts, live)
-    if ordered:
-        problems += _out_of_order(parts, live, since)
-    return problems
+    return Checker()(messages, events, ordered)
 
 
-def _frame(messages: Sequence[Message], parts: list, live: Sequence[dict]) -> list[str]:
+class Held:
+    """What the live part of a trace (since its last reset) holds, in the forms the checks look things up by."""
+
+    def __init__(self):
+        self.read = 0  # events read so far, live or not
+        self.instructions = self.question = None  # the texts in force
+        self.texts: set[str] = set()  # every question, reply, observation and finish as a context shows it
+        self.where: dict[str, list[int]] = {}  # question, reply or observation text -> its event indices, in order
+        self.observations: dict[str, list[str]] = {}  # "ObservationN: " -> the whole texts of step N's observations
+        self.said: list[str] = []  # the user's questions
+        self.results: set[str] = set()  # "call returned result", as key facts show a tool's result
+        self.pins: set[str] = set()
+        self.summaries: set[str] = set()
+
+    def add(self, e: dict) -> None:
+        index, self.read = self.read, self.read + 1
+        kind, text = e["type"], e.get("text")
+        if kind == "reset":
+            self.__init__()
+            self.read = index + 1
+        elif kind == "instructions":
+            self.instructions = text
+        elif kind == "question":
+            self.question = text
+            self.said.append(text)
+            self._shown(f"Question: {text}", index)
+        elif kind == "reply":
+            self._shown(text or "(empty reply)", index)
+        elif kind == "observation":
+            self._shown(observation_text(e["step"], text, None), index)
+            self.observations.setdefault(f"Observation{e['step']}: ", []).append(continued(text))
+            if e.get("call"):  # a result of several lines is shown on one
+                self.results.add(f"{e['call']} returned {' '.join(text.split())}")
+        elif kind == "finish":
+            self.texts.add(text)
+        elif kind == "note" and e["op"] == "pin":
+            self.pins.add(text)
+        elif kind == "summary":
+            self.summaries.add(text)
+
+    def _shown(self, text: str, index: int) -> None:
+        self.texts.add(text)
+        self.where.setdefault(text, []).append(index)
+
+
+class Checker:
+    """`violations` for a trace that grows between calls: each call reads only the events added since the one
+    before; any other list of events is read from its start."""
+
+    def __init__(self):
+        self._held, self._last = Held(), None
+        self._acts: dict[str, bool] = {}  # reply text -> whether it holds an Action
+
+    def __call__(self, messages: Sequence[Message], events: Sequence[dict], ordered: bool = True) -> list[str]:
+        held = self._held
+        if held.read > len(events) or (held.read and events[held.read - 1] is not self._last):
+            self._held = held = Held()
+        for e in events[held.read:]:
+            held.add(e)
+        self._last = events[-1] if events else None
+        parts = [part for message in messages[1:] for part in message.parts]
+        problems = _frame(messages, parts, held) + self._unpaired(parts) + _not_held(parts, held)
+        if ordered:
+            problems += _out_of_order(parts, held)
+        return problems
+
+    def _unpaired(self, parts: list) -> list[str]:
+        """Every Action answered by its Observation (or a marker for it), and no Observation without its Action."""
+        problems = []
+        for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
+            if _answers_a_step(part) and (before is None or before.kind != "reply"):
+                problems.append(f"an observation without its action: {part.text[:60]!r}")
+            if part.kind == "reply" and self._acts_in(part.text) and not (after and _answers_a_step(after)):
+                problems.append(f"an action without its observation: {part.text[:60]!r}")
+        return problems
+
+    def _acts_in(self, text: str) -> bool:
+        if text not in self._acts:
+            self._acts[text] = parse_reply(text).action is not None
+        return self._acts[text]
+
+
+def _frame(messages: Sequence[Message], parts: list, held: Held) -> list[str]:
     """The instructions in force first, the current question there, roles alternating from user to user."""
     problems = []
-    instructions = [e for e in live if e["type"] == "instructions"]
-    questions = [e for e in live if e["type"] == "question"]
-    if not messages or messages[0].role != "system" or not instructions or messages[0].text != instructions[-1]["text"]:
+    if not messages or messages[0].role != "system" or held.instructions is None \
+            or messages[0].text != held.instructions:
         problems.append("the instructions in force are not the first message")
-    if questions and f"Question: {questions[-1]['text']}" not in [part.text for part in parts]:
+    if held.question is not None and f"Question: {held.question}" not in {part.text for part in parts}:
         problems.append("the current question is missing")
     roles = [message.role for message in messages[1:]]
     if not roles or roles[0] != "user" or roles[-1] != "user" or any(a == b for a, b in zip(roles, roles[1:])):
@@ -47,54 +125,29 @@ def _frame(messages: Sequence[Message], parts: list, live: Sequence[dict]) -> li
     return problems
 
 
-def _unpaired(parts: list) -> list[str]:
-    """Every Action answered by its Observation (or a marker for it), and no Observation without its Action."""
-    problems = []
-    for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
-        if _answers_a_step(part) and (before is None or before.kind != "reply"):
-            problems.append(f"an observation without its action: {part.text[:60]!r}")
-        if (part.kind == "reply" and parse_reply(part.text).action is not None
-                and not (after and _answers_a_step(after))):
-            problems.append(f"an action without its observation: {part.text[:60]!r}")
-    return problems
-
-
-def _not_held(parts: list, live: Sequence[dict]) -> list[str]:
+def _not_held(parts: list, held: Held) -> list[str]:
     """Every piece of text comes from the trace, but for markers, notes the trace holds, and cut observations."""
-    held = _held(live)
-    observations = {}
-    for e in live:
-        if e["type"] == "observation":
-            observations.setdefault(f"Observation{e['step']}: ", []).append(continued(e["text"]))
     return [f"text the trace does not hold: {part.kind} {part.text[:60]!r}" for part in parts
-            if not _part_held(part, live, held, observations)]
+            if not _part_held(part, held)]
 
 
-def _part_held(part, live: Sequence[dict], held: set[str], observations: dict) -> bool:
+def _part_held(part, held: Held) -> bool:
     if part.kind == "placeholder":
         return MARKER.fullmatch(part.text) is not None
     if part.kind == "notes":
-        return _notes_held(part.text, live)
+        return _notes_held(part.text, held)
     if part.kind == "summary":
-        return part.text.partition("\n")[2] in {e["text"] for e in live if e["type"] == "summary"}
-    if part.kind == "observation" and part.text not in held:
+        return part.text.partition("\n")[2] in held.summaries
+    if part.kind == "observation" and part.text not in held.texts:
         prefix = part.text[:part.text.index(": ") + 2] if ": " in part.text else ""
         return bool(NOT_RUN.fullmatch(part.text)) or any(
-            _is_cut(part.text[len(prefix):], whole) for whole in observations.get(prefix, []))
-    return part.text in held
+            _is_cut(part.text[len(prefix):], whole) for whole in held.observations.get(prefix, []))
+    return part.text in held.texts
 
 
 def _answers_a_step(part) -> bool:
     """An observation, or a marker standing in for one (elide's)."""
     return part.kind == "observation" or (part.kind == "placeholder" and part.text.startswith("Observation"))
-
-
-def _held(live: Sequence[dict]) -> set[str]:
-    held = {f"Question: {e['text']}" for e in live if e["type"] == "question"}
-    held |= {e["text"] or "(empty reply)" for e in live if e["type"] == "reply"}
-    held |= {observation_text(e["step"], e["text"], None) for e in live if e["type"] == "observation"}
-    held |= {e["text"] for e in live if e["type"] == "finish"}
-    return held
 
 
 def _is_cut(shown: str, whole: str) -> bool:
@@ -107,38 +160,26 @@ def _is_cut(shown: str, whole: str) -> bool:
             and len(head) + len(tail) + int(match.group(1).replace(",", "")) == len(whole))
 
 
-def _notes_held(text: str, live: Sequence[dict]) -> bool:
+def _notes_held(text: str, held: Held) -> bool:
     """A pinned-notes block holds pinned notes; a key-facts block holds sentences the user wrote and tool results."""
     header, *lines = text.split("\n")
     if not lines:
         return False
     if header == "Pinned notes:":
-        pins = {e["text"] for e in live if e["type"] == "note" and e["op"] == "pin"}
-        return all(re.sub(r"^\d+\. ", "", line) in pins for line in lines)
+        return all(re.sub(r"^\d+\. ", "", line) in held.pins for line in lines)
     if header == KEY_FACTS:
-        said = [e["text"] for e in live if e["type"] == "question"]
-        results = {f"{e['call']} returned {' '.join(e['text'].split())}"  # a result of several lines is shown on one
-                   for e in live if e["type"] == "observation" and e.get("call")}
-        return all(line.startswith("- ") and (line[2:] in results or any(line[2:] in s for s in said))
+        return all(line.startswith("- ") and (line[2:] in held.results or any(line[2:] in s for s in held.said))
                    for line in lines)
     return False
 
 
-def _out_of_order(parts, live: Sequence[dict], since: int) -> list[str]:
+def _out_of_order(parts, held: Held) -> list[str]:
     """Parts taken from the trace must appear in the order of the events they come from."""
-    where: dict[str, list[int]] = {}
-    for index, e in enumerate(live):
-        if e["type"] == "question":
-            where.setdefault(f"Question: {e['text']}", []).append(index)
-        elif e["type"] == "reply":
-            where.setdefault(e["text"] or "(empty reply)", []).append(index)
-        elif e["type"] == "observation":
-            where.setdefault(observation_text(e["step"], e["text"], None), []).append(index)
     last = -1
     for part in parts:
-        if part.kind not in ("question", "reply", "observation") or part.text not in where:
+        if part.kind not in ("question", "reply", "observation") or part.text not in held.where:
             continue
-        indices = where[part.text]
+        indices = held.where[part.text]
         at = bisect.bisect_right(indices, last)
         if at == len(indices):
             return [f"shown out of the order it happened: {part.kind} {part.text[:60]!r}"]

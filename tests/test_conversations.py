@@ -63,6 +63,35 @@ def test_every_policy_replays_the_support_conversation_without_violations():
     assert [report.policy for report in reports if not report.measured] == ["compact:8000"]
 
 
+class Counted(dict):
+    """An event that counts how often it is read."""
+    reads = 0
+
+    def __getitem__(self, key):
+        Counted.reads += 1
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        Counted.reads += 1
+        return super().get(key, default)
+
+
+def test_replay_reads_each_event_a_bounded_number_of_times_however_long_the_trace():
+    """Replaying a trace four times as long reads its events about four times as often, not sixteen: nothing a
+    replay does at each call goes back over the whole trace (window:2 shows a bounded context, so its rendering
+    costs nothing that grows)."""
+    header, events = read_trace_file(os.path.join(CONVERSATIONS, "long.jsonl"))
+
+    def reads(rounds):
+        grown = [Counted(events[0])] + [Counted(e, text=f"{e['text']} ({r})") if e["type"] == "question" and r
+                                        else Counted(e) for r in range(rounds) for e in events[1:]]
+        Counted.reads = 0
+        [report] = replay(header, grown, ["window:2"], counter=TokenCounter(), facts=[], points=[])
+        assert report.violations == 0 and len(report.sizes) == 84 * rounds
+        return Counted.reads
+    assert reads(4) < 4.5 * reads(1)
+
+
 def test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys):
     """conversations/short.jsonl is what bench/offline_probe.py probes: small enough for the embedded model."""
     recorded = tmp_path / "short.jsonl"

@@ -11,7 +11,7 @@ from agent import TinyReAct
 from models import Message, ModelError, ModelReply
 from models.scripted import ScriptedModel
 from policies import POLICIES, POLICY_HELP, Policy, make_policy, measure
-from policies.invariants import violations
+from policies.invariants import Checker, violations
 from tokens import count_tokens
 from policies.budget import ORDER_NOTE
 from policies.window import hide_all_but_recent
@@ -89,12 +89,17 @@ def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questi
             agent.reset()
         agent.ttl = ttls[number]
         agent.query(question, finish=number % 2 == 1)
-    events = agent.trace.events
+    events, incremental = agent.trace.events, Checker()
     for length, messages in model.calls:
         if len(messages) == 1:  # a summary request, not a context
             continue
         prefix = copy.deepcopy(events[:length])
         check_invariants(messages, prefix, agent.policy.ordered)
+        # A checker that reads only what the trace added since its last call (as replay's does) says the same,
+        # on this context and on a broken one
+        for shown in (messages, messages[:-1]):
+            assert incremental(shown, events[:length], agent.policy.ordered) == violations(shown, prefix,
+                                                                                          agent.policy.ordered)
         # Pure and deterministic: the same trace renders the same messages, and the trace is left untouched.
         assert agent.policy.render(prefix) == messages
         assert prefix == events[:length]
@@ -360,6 +365,27 @@ def test_the_invariant_checker_catches_each_kind_of_breakage(broken, problem):
     events = agent.trace.events[:-5]  # just before the second call (its context, usage, reply, answer and the stop)
     assert violations(model.calls[-1], events) == []
     assert any(problem in v for v in violations(broken(model.calls[-1]), events))
+
+
+def test_text_from_before_a_reset_is_not_held_and_a_checker_rereads_a_trace_that_is_not_its_last_one_grown():
+    agent, model = session("full", ["Action: add_numbers(1, 1)", "Answer: 2", "Answer: fresh"], ["one plus one"])
+    before_reset = agent.trace.events[:-5]  # just before the second call of the first question
+    agent.reset()
+    agent.query("a new start")
+    events = agent.trace.events[:-5]  # just before the call after the reset
+    old_step = [Message.of("user", "Question: one plus one", "question"),
+                Message.of("model", "Action: add_numbers(1, 1)", "reply"),
+                Message.of("user", "Observation1: 2", "observation")]
+    forged = model.calls[-1][:1] + old_step + model.calls[-1][1:]
+    assert violations(model.calls[-1], events) == []
+    assert any("does not hold" in problem for problem in violations(forged, events))
+    check = Checker()
+    assert check(model.calls[1], before_reset) == []
+    assert any("does not hold" in problem for problem in check(forged, events))
+    other = [dict(e) for e in events]  # the same events, but not the list read last grown: read from the start
+    last = max(i for i, e in enumerate(other) if e["type"] == "instructions")
+    other[last] = {**other[last], "text": "Other instructions"}
+    assert check(model.calls[-1], other) == violations(model.calls[-1], other) != []
 
 
 def test_context_growth_follows_the_formulas_the_benchmark_states():
