@@ -8,6 +8,7 @@ nesting, each number's size and any power's result, so no expression can hang th
 import ast
 import math
 import operator
+import re
 
 MAX_CHARS = 300  # of an expression: a long arithmetic question is a few dozen
 MAX_DEPTH = 30  # nesting of operations and parentheses
@@ -26,8 +27,16 @@ FUNCTIONS = {"sqrt": (math.sqrt, 1, 1), "abs": (abs, 1, 1), "round": (round, 1, 
 CONSTANTS = {"pi": math.pi, "e": math.e}
 ALLOWED = ("numbers, + - * / // % ** (power), parentheses, unary minus, "
            f"{', '.join(FUNCTIONS)} and the constants {', '.join(CONSTANTS)}")
+# Said when the model writes words or units into the expression, and when it divides by zero: both end in a loop of
+# the same call without a plain next step (measured on the tuning set: bench/results/tuning-calc-5tools.json).
+WORDS = ("{word!r} is a word, not a number: the calculator reads only numbers, operators and parentheses. Turn the "
+         "quantities into numbers yourself and write the calculation with numbers alone, as in "
+         'calculate("(8.5 + 1.5) * 3"). A question that is not arithmetic is answered without the calculator')
+ZERO = ("division by zero: the expression has no value, and calling again gives the same error. Answer that it "
+        "cannot be computed (it is undefined)")
+NUMBER = re.compile(r"0[xX][\da-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?[jJ]?")
 HINTS = {ast.BitXor: "use ** for a power, not ^", ast.Tuple: "write numbers without thousands separators (1000, "
-         "not 1,000)", ast.Compare: "comparisons are not arithmetic", ast.Name: "there are no variables"}
+         "not 1,000)", ast.Compare: "comparisons are not arithmetic"}
 
 
 class Refused(Exception):
@@ -38,6 +47,10 @@ class Unbalanced(Refused):
     """Parentheses that do not pair up: the message says which, and how a whole expression is written."""
 
 
+class Words(Refused):
+    """A word that is neither a function nor a constant (a unit, a variable): the message says what to write."""
+
+
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression and return its value.
 
@@ -45,17 +58,17 @@ def calculate(expression: str) -> str:
     min, max, floor, ceil, log (natural, or log(x, base)) and exp, and the constants pi and e. Write the whole
     calculation as one expression; the result has at most 13 significant digits.
     Example: calculate("(8.5 + 1.5) * 3 - 4.25") returns 25.75.
-    Refuses anything else (names, text, comparisons), division by zero and numbers past 300 digits, with an
-    Error message that says what is allowed.
+    Refuses anything else (words and units, names, comparisons), division by zero and numbers past 300 digits,
+    with an Error message that says what is allowed.
     """
     try:
         return written(evaluate(expression))
-    except Unbalanced as refusal:
+    except (Unbalanced, Words) as refusal:
         return f"Error: {refusal}."
     except Refused as refusal:
         return f"Error: {refusal}. The calculator takes {ALLOWED}."
     except ZeroDivisionError:
-        return "Error: division by zero."
+        return f"Error: {ZERO}."
     except (OverflowError, ValueError) as problem:  # math's own: sqrt(-1), log(0), exp(1000), a float too large
         return f"Error: {_math_error(problem)}."
 
@@ -79,8 +92,17 @@ def _parsed(expression) -> ast.expr:
     try:
         return ast.parse(text, mode="eval").body
     except SyntaxError as problem:
-        brackets = _bracket_problem(text)
-        raise Unbalanced(brackets) if brackets else Refused(f"it is not an expression ({problem.msg})") from None
+        brackets, word = _bracket_problem(text), _word(text)
+        if brackets:
+            raise Unbalanced(brackets) from None
+        raise Words(WORDS.format(word=word)) if word else Refused(f"it is not an expression ({problem.msg})") from None
+
+
+def _word(text: str) -> str | None:
+    """The first word of `text` that is not a function or a constant the calculator knows (numbers set aside, so
+    that the e of 1e5 is not a word); None when there is none."""
+    words = re.findall(r"[^\W\d]\w*", NUMBER.sub(" ", text))
+    return next((word for word in words if word not in FUNCTIONS and word not in CONSTANTS), None)
 
 
 def _bracket_problem(text: str) -> str | None:
@@ -177,7 +199,7 @@ def _short(number) -> str:
 def _not_allowed(node: ast.AST) -> str:
     kind = type(node.op) if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node)
     if isinstance(node, ast.Name):
-        return f"{node.id!r} is not a number: {HINTS[ast.Name]}"
+        raise Words(WORDS.format(word=node.id))
     if isinstance(node, ast.Constant):
         return f"{type(node.value).__name__} values are not numbers"
     hint = HINTS.get(kind)
