@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from models import ModelConfigError
+from traces import read_input
 
 PRICES = Path(__file__).with_name("prices.json")
 PRICES_VARIABLE = "TINYREACT_PRICES"
@@ -111,14 +112,13 @@ def _rows_of(path: str, changed: int, size: int) -> dict[str, Price]:
 
 def _rows(path: Path) -> dict[str, Price]:
     try:
-        if not path.is_file():  # a FIFO would block, /dev/zero never end
-            raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not a regular file")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is larger than {MAX_FILE_BYTES:,} bytes: not a price "
-                                   "table")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_input(str(path), MAX_FILE_BYTES, "a price table")  # a FIFO would block, /dev/zero never end
     except OSError as problem:
         raise ModelConfigError(f"{PRICES_VARIABLE}: cannot read {path}: {problem.strerror or problem}") from None
+    except ValueError as problem:
+        raise ModelConfigError(f"{PRICES_VARIABLE}: {problem}") from None
+    try:
+        data = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as problem:
         what = "nested too deeply" if isinstance(problem, RecursionError) else str(problem)[:80]
         raise ModelConfigError(f"{PRICES_VARIABLE}: {path} is not JSON in UTF-8 ({what})") from None

@@ -21,7 +21,7 @@ def refused(monkeypatch, capsys, path) -> str:
     ('{"models": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
     (json.dumps({"models": {"m": {"input": 1e308, "cached_input": 0, "output": 1}}}), "up to 100,000"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 2, "output": 1}}}), "cached_input above input"),
-    ('{"models": {"m": ' + " " * 1_000_001 + "}}", "larger than 1,000,000 bytes"),
+    ('{"models": {"m": ' + " " * 1_000_001 + "}}", "1,000,020 bytes, more than 1,000,000"),
 ])
 def test_a_price_file_that_is_no_table_is_one_line(monkeypatch, capsys, tmp_path, content, says):
     path = tmp_path / "prices.json"
@@ -37,4 +37,4 @@ def test_a_price_file_that_would_block_or_never_end_is_refused(monkeypatch, caps
         os.mkfifo(path)
     else:
         path = "/dev/zero"
-    assert "is not a regular file" in refused(monkeypatch, capsys, path)
+    assert "not a regular file (a pipe or a device)" in refused(monkeypatch, capsys, path)
