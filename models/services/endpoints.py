@@ -89,17 +89,18 @@ def read_small(send, url: str, headers: dict, seconds: float, limit: int, **requ
     its Content-Encoding says: at most `limit` bytes and `seconds` in all, a drip included; requests' own timeout
     bounds only each read. Raises Unread, or requests' and urllib3's errors."""
     started = time.monotonic()
+
+    def late() -> bool:
+        if time.monotonic() - started > seconds:
+            raise Unread(f"did not finish its answer in {seconds:g} s")
+        return False
     with send(url, headers=headers, timeout=seconds, allow_redirects=False, stream=True, **request) as response:
         if response.status_code != 200:
             raise Unread(f"answered {response.status_code}")
-        data = b""
-        while chunk := response.raw.read1(65536, decode_content=True):
-            data += chunk
-            if len(data) > limit:
-                raise Unread(f"sent more than {limit:,} bytes: stopped reading")
-            if time.monotonic() - started > seconds:
-                raise Unread(f"did not finish its answer in {seconds:g} s")
-    return data
+        try:
+            return b"".join(wire.body_chunks(response, limit, late))
+        except wire.TooLarge:
+            raise Unread(f"sent more than {limit:,} bytes: stopped reading") from None
 
 
 def temperature_for(backend: str, url: str) -> float | None:

@@ -175,19 +175,23 @@ class OpenAICompatibleModel:
 
         import urllib3.exceptions
 
-        size, reading = 0, reading if reading is not None else {}
-        while not retry.abandoned():
+        reading = reading if reading is not None else {}
+
+        def stopped() -> bool:
+            finished = reading.get("finished")
+            return retry.abandoned() or bool(finished and time.monotonic() - finished > FINISHED_GRACE)
+        body = wire.body_chunks(response, MAX_REPLY_BYTES, stopped)
+        while True:
             try:
-                chunk = response.raw.read1(65536, decode_content=True)
+                chunk = next(body, None)
+            except wire.TooLarge:
+                raise ModelError(f"{self._where()} sent more than {MAX_REPLY_BYTES:,} bytes: stopped reading") from None
             except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
                 if reading.get("finished"):
                     return
                 raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
-            if not chunk or (reading.get("finished") and time.monotonic() - reading["finished"] > FINISHED_GRACE):
+            if chunk is None:
                 return
-            size += len(chunk)
-            if size > MAX_REPLY_BYTES:
-                raise ModelError(f"{self._where()} sent more than {MAX_REPLY_BYTES:,} bytes: stopped reading")
             yield chunk
 
     def _malformed(self, what: str) -> ModelError:
@@ -363,16 +367,12 @@ def _hurry(response) -> None:
 def _error_body(response) -> bytes:
     """The start of an error's body (at most MAX_ERROR_BYTES, as decoded), read once: an error is a few lines."""
     if not hasattr(response, "error_body"):
-        body = b""
-        try:
-            while len(body) < MAX_ERROR_BYTES and not retry.abandoned():  # no reading on once the caller gave up
-                chunk = response.raw.read1(MAX_ERROR_BYTES - len(body), decode_content=True)
-                if not chunk:
-                    break
-                body += chunk
-        except Exception:  # the body could not be read, or not all of it: what came is the message
+        came = []
+        try:  # no reading on once the caller gave up
+            came.extend(wire.body_chunks(response, MAX_ERROR_BYTES, retry.abandoned))
+        except Exception:  # the body could not be read, or not all of it, or it is longer: what came is the message
             pass
-        response.error_body = body
+        response.error_body = b"".join(came)
         response.close()
     return response.error_body
 

@@ -10,6 +10,8 @@
   list of parts, as some servers send it ([{"type": "text", "text": "…"}]); the parts that are not text are
   left out.
 - `usage_counts`: the usage numbers, when they are counts.
+- `body_chunks`: the one reader of a response body: decoded as its Content-Encoding says, bounded in size, and
+  read no further once its reader stops waiting (completions, model lists, Ollama's side doors, error bodies).
 
 Anything else raises Malformed, whose message says what was wrong in a few words; the caller names the server.
 """
@@ -17,6 +19,7 @@ import codecs
 import json
 import re
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from models import shortened
 
@@ -26,6 +29,26 @@ MAX_COUNT = 10 ** 12  # more tokens than any call has: a usage number past it is
 
 class Malformed(ValueError):
     """What the server sent is not of the shape the API defines."""
+
+
+class TooLarge(Exception):
+    """A body past its limit; what came up to the limit was yielded before it."""
+
+
+def body_chunks(response, limit: int, stopped: Callable[[], bool]) -> Iterator[bytes]:
+    """A `requests` response's body as it arrives, decoded as its Content-Encoding says (gzip, deflate), chunk by
+    chunk: at most `limit` bytes, then TooLarge, and no read once `stopped()` is true, so a body that drips, or a
+    server that never closes, holds its reader no longer than the reader waits. `stopped` may raise instead."""
+    size = 0
+    while not stopped():
+        chunk = response.raw.read1(65536, decode_content=True)
+        if not chunk:
+            return
+        if size + len(chunk) > limit:
+            yield chunk[:limit - size]
+            raise TooLarge(limit)
+        size += len(chunk)
+        yield chunk
 
 
 @dataclass
