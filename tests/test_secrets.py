@@ -1,6 +1,9 @@
 """No secret is written anywhere: not an API key, not the user and password of a base URL, not even when a server
 echoes them back; every URL shown is shown without its user and password."""
+import base64
 import json
+import sys
+from urllib.parse import quote
 
 import pytest
 
@@ -48,6 +51,29 @@ def test_a_reply_that_echoes_the_key_and_the_password_leaves_them_in_no_output(t
     assert_no_secret(texts)
     assert (json.loads(texts["stdout"])["answer"] == "done ***"
             and "***" in texts["t.jsonl"] and "***" in texts["p.html"])
+
+
+@pytest.mark.parametrize("form", ["as written", "URL-encoded", "in base64"])
+def test_a_streamed_reply_that_echoes_the_key_across_events_leaves_it_in_no_output(tmp_path, capsys, configured,
+                                                                                   monkeypatch, form):
+    """The stand-in streams five characters an event, so the key reaches the terminal in pieces."""
+    key = "sk-proj/Abc+123_secret-XYZ"  # a / and a + so that each form differs
+    forms = {"as written": key, "URL-encoded": quote(key, safe=""),
+             "in base64": base64.b64encode(f"key={key}".encode()).decode()}
+    stand_in = configured([f"Thought: I hold {forms[form]}, also {forms[form]}\nAnswer: done"])
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal: the reply is streamed
+    try:
+        code = cli.main(["What?", "--model", "openai:m", "--trace", str(tmp_path / "t.jsonl"),
+                         "--html", str(tmp_path / "p.html")])
+    finally:
+        stand_in.__exit__(None, None, None)
+    assert code == 0 and stand_in.bodies[0]["stream"] is True
+    texts = written(tmp_path, capsys)
+    for name, text in texts.items():
+        assert not any(value in text for value in forms.values()), name
+        assert not any(value[:-1] in text for value in forms.values()), name  # nor all but its last character
+    assert "***" in texts["stdout"] and "***" in texts["t.jsonl"] and "***" in texts["p.html"]
 
 
 def test_an_error_that_echoes_the_key_names_the_server_without_its_password(tmp_path, capsys, configured):
