@@ -19,7 +19,7 @@ from agent import TinyReAct
 from models.scripted import ScriptedModel
 from policies import Policy
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
-from tools import DEFAULT_TOOLS
+from tools import DEFAULT_TOOLS, SHIPPED
 from traces import Trace, as_text, header_problem, read_json, replacing
 
 
@@ -126,8 +126,9 @@ def _taped_tools(named: list[str] | None, results: dict, model: ScriptedModel, u
     """The tools `named` (None: the default tools) and a stand-in for every other tool the script calls, each
     answering with the result scripted for the model call that asked for it (or running for real when the script
     gives none)."""
-    registered = {tool.__name__: tool for tool in DEFAULT_TOOLS}
-    known = {name: registered.get(name) or _stand_in(name) for name in (registered if named is None else named)}
+    registered = {tool.__name__: tool for tool in SHIPPED}  # a tool the script names may have left the defaults
+    wanted = [tool.__name__ for tool in DEFAULT_TOOLS] if named is None else named
+    known = {name: registered.get(name) or _stand_in(name) for name in wanted}
     policy_tools = {tool.__name__ for tool in policy.tools(Trace())}
     for call, (name, _) in results.items():
         if name in policy_tools:  # they run for real, to write their events: their scripted result is not needed

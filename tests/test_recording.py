@@ -34,6 +34,19 @@ def test_a_script_that_names_its_tools_is_offered_those_in_order_then_a_stand_in
     assert [e["text"] for e in events if e["type"] == "observation"] == ["shipped", "in transit"]
 
 
+def test_a_script_naming_a_shipped_tool_outside_the_defaults_gets_the_real_tool(tmp_path, capsys):
+    """calculate is shipped but not offered by default: a script that names it is recorded with its docstring, and
+    a step with no scripted result runs it."""
+    steps = [{"reply": 'Action1: calculate("(2 + 3) * 4")'}]
+    code, _ = record(tmp_path, {"tools": ["calculate"], "turns": [{"user": "(2 + 3) * 4?", "answer": "20",
+                                                                     "steps": steps}]})
+    assert code == 0, capsys.readouterr().err
+    _, events = read_trace_file(str(tmp_path / "t.jsonl"))
+    [docs] = [e["tools"] for e in events if e["type"] == "instructions"]
+    assert docs.startswith("calculate(expression: str) -> str\n    Evaluate an arithmetic expression")
+    assert [e["text"] for e in events if e["type"] == "observation"] == ["20"]
+
+
 @pytest.mark.parametrize("tools", ["add_numbers", [1], ["add numbers"]])
 def test_a_script_whose_tools_are_not_a_list_of_names_is_refused(tmp_path, capsys, tools):
     code, path = record(tmp_path, {"tools": tools, "turns": [{"user": "hi", "answer": "ok"}]})
