@@ -5,6 +5,7 @@ The trace is the truth: every number a `Result` holds is read back from the even
 `Result` at the end of each query; nothing here runs a model.
 """
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from enum import Enum
 from typing import Sequence
 
@@ -155,13 +156,27 @@ def summarise(events: Sequence[dict]) -> dict:
                 counted_locally=local, temperatures=temperatures, call_seconds=seconds)
 
 
+ECHOED = 40  # characters of a tool's error an answer repeats word for word that make it only a repetition
+ECHO_SCAN = 2_000  # characters of an answer and of an error compared (the comparison's time grows with both)
+
+
 def echoed_error(events: Sequence[dict]) -> str | None:
-    """The tool's error a query's answer only repeats (`Answer: Error: there is no tool named 'sqrt'`), or None:
-    such an answer says the question was not answered."""
+    """The tool's error a query's answer only repeats, or None: such an answer says the question was not answered.
+    Repeated whole (`Answer: Error: there is no tool named 'sqrt'`), or in a stretch of ECHOED characters or more
+    word for word behind words of its own (`Answer: It is undefined: a word, not a number: write the calculation
+    with numbers and operators only, ...`, the calculator's refusal of `calculate("hot")`)."""
     answer, _ = outcome(events)
-    said = " ".join((answer or "").split())
-    if not said.lower().startswith("error"):
-        return None
+    said = " ".join((answer or "").split())[:ECHO_SCAN]
+    for event in events:
+        seen = " ".join(event.get("text", "").split())[:ECHO_SCAN] if event["type"] == "observation" else ""
+        if not seen.lower().startswith("error") or not said:
+            continue
+        if said.lower().startswith("error") and (said in seen or seen in said):
+            return seen
+        body = seen.partition(":")[2].strip()
+        if SequenceMatcher(None, said, body, autojunk=False).find_longest_match().size >= ECHOED:
+            return seen
+    return None
     for event in events:
         seen = " ".join(event.get("text", "").split()) if event["type"] == "observation" else ""
         if seen.lower().startswith("error") and (said in seen or seen in said):

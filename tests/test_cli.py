@@ -131,6 +131,19 @@ def test_an_answer_that_only_repeats_a_tool_error_exits_1_and_says_so(world, cap
     assert agent.main(["What is 2 + 2?", "-q"]) == 0
 
 
+@pytest.mark.parametrize("answer, code", [
+    # the calculator's refusal behind words of the model's own (the 0.5B model's answer on the test set)
+    ("It is undefined: a word, not a number: write the calculation with numbers and operators only, after turning "
+     "any units into numbers yourself.", 1),
+    ("It is undefined: a question that is not arithmetic needs no calculator.", 1),
+    ("Cold: 'hot' is a word, and its opposite is cold.", 0),  # a few words in common are an answer
+])
+def test_an_answer_that_repeats_a_tool_error_behind_words_of_its_own_exits_1(world, capsys, answer, code):
+    world(['Action: calculate("hot")', f"Answer: {answer}"])
+    assert agent.main(["What is the opposite of the word 'hot'?", "-q"]) == code
+    assert ("only repeats a tool's error" in capsys.readouterr().err) == (code == 1)
+
+
 def test_finish_flag_asks_once_more(world, capsys):
     world(["Action: add_numbers(1, 1)", "Answer: 2"])
     assert agent.main(["1 + 1?", "--ttl", "1", "--finish", "--json"]) == 0
