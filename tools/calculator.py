@@ -27,14 +27,17 @@ FUNCTIONS = {"sqrt": (math.sqrt, 1, 1), "abs": (abs, 1, 1), "round": (round, 1, 
 CONSTANTS = {"pi": math.pi, "e": math.e}
 ALLOWED = ("numbers, + - * / // % ** (power), parentheses, unary minus, "
            f"{', '.join(FUNCTIONS)} and the constants {', '.join(CONSTANTS)}")
-# Said when the model writes words or units into the expression, and when it divides by zero: both end in a loop of
-# the same call without a plain next step (measured on the tuning set: bench/results/tuning-calc-5tools.json).
-WORDS = ("{word!r} is a word, not a number: the calculator reads only numbers, operators and parentheses. Turn the "
-         "quantities into numbers yourself and write the calculation with numbers alone, as in "
-         'calculate("(8.5 + 1.5) * 3"). A question that is not arithmetic is answered without the calculator')
-ZERO = ("division by zero: the expression has no value, and calling again gives the same error. Answer that it "
-        "cannot be computed (it is undefined)")
-NUMBER = re.compile(r"0[xX][\da-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?[jJ]?")
+# Said when the model writes words or units into the expression, and when it divides by zero. With a general message
+# the 0.5B model repeated the same call until the TTL (bench/results/tuning-calc-5tools.json); a longer message that
+# told it what to answer did worse (tuning-calc-5tools-words.json: 0 of 3 divisions by zero, against 1), and these,
+# beside react-small.txt's example of an undefined result, did better (tuning-calc2-9tools.json: 2 of 3).
+WORDS = ("{word!r} is a word, not a number: write the calculation with numbers and operators only, after turning "
+         "any units into numbers yourself. A question that is not arithmetic needs no calculator")
+ZERO = "division by zero: the result is undefined"
+# A number literal, set aside before looking for words (the e of 1e5 is no word), unless a letter comes just before it
+# (the 2 of H2O is part of a word)
+NUMBER = re.compile(r"(?<![^\W\d])(?:0[xX][\da-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+"
+                    r"|(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?[jJ]?)")
 HINTS = {ast.BitXor: "use ** for a power, not ^", ast.Tuple: "write numbers without thousands separators (1000, "
          "not 1,000)", ast.Compare: "comparisons are not arithmetic"}
 
