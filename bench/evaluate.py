@@ -36,6 +36,8 @@ from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from tools import FIRST_DEFAULTS  # noqa: E402  (names only; importing the tools needs nothing installed)
 MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-1.5b"}
 # How the embedded Qwen is given the conversation: the plain transcript it continues (models/embedded/local.py), or that
 # transcript inside Qwen's chat template, the instructions as the system turn and the question as the user turn
@@ -46,8 +48,7 @@ QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assista
 SETS = {name: os.path.join(ROOT, "bench", "questions", f"{name}.json") for name in ("tuning", "test")}
 # The tools of a saved run that names none: every run saved before runs named their tools was made with these,
 # the default tools from the first release until then.
-FIRST_TOOLS = ["add_numbers", "subtract_numbers", "multiply_numbers", "divide_numbers", "get_temperature",
-               "search_wikipedia_page", "wikipedia_coordinates", "wikipedia_summary"]
+FIRST_TOOLS = FIRST_DEFAULTS
 # What stands for a right answer where no number is: a refusal to divide by zero, or saying a lookup failed.
 MEANS = {"ERROR": "zero|undefined|not defined|error|impossible|cannot|can't|not possible",
          "DECLINE": "cannot|can't|could not|couldn't|unable|not able|unavailable|not available|no access|"

@@ -15,9 +15,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tools import DEFAULT_TOOLS  # noqa: E402  (plain functions; importing them needs nothing installed)
+from tools import FIRST_DEFAULTS, tools_named  # noqa: E402  (plain functions; importing them needs nothing installed)
 
 STEPS = 20
+SEED_TOOLS = tools_named(FIRST_DEFAULTS)  # the seed's eight tools, as every framework here is given them
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 NUMBER = {"number", "integer"}
 
@@ -80,7 +81,7 @@ def smolagents_side() -> dict:
         from smolagents.models import get_tool_json_schema
         return get_tool_json_schema(tool)
 
-    tools = [as_tool(function) for function in DEFAULT_TOOLS]
+    tools = [as_tool(function) for function in SEED_TOOLS]
     model = Canned()
 
     def run_once():
@@ -118,7 +119,7 @@ def langchain_side() -> dict:
 
     # The classic zero-shot ReAct prompt, as LangChain ships it in langchain_classic.agents.mrkl.prompt.
     prompt = PromptTemplate.from_template("\n\n".join([PREFIX, "{tools}", FORMAT_INSTRUCTIONS, SUFFIX]))
-    tools = [as_tool(function) for function in DEFAULT_TOOLS]
+    tools = [as_tool(function) for function in SEED_TOOLS]
     replies = [f"Thought: add one more\nAction: add_numbers\nAction Input: {n}, 1" for n in range(1, STEPS + 1)]
     replies.append("Thought: I now know the final answer\nFinal Answer: done")
     seen = {}

@@ -41,6 +41,13 @@ PEER_IMPORTS = {"smolagents": "from smolagents import ToolCallingAgent",
                 "LangChain": "from langchain_classic.agents import AgentExecutor, create_react_agent"}
 
 
+
+def seed_tools() -> list:
+    """The seed's eight tools, which every framework here is given (tools.FIRST_DEFAULTS)."""
+    from tools import FIRST_DEFAULTS, tools_named
+
+    return tools_named(FIRST_DEFAULTS)
+
 def ensure_peers() -> None:
     stamp = os.path.join(PEERS, "installed-requirements.txt")
     with open(REQUIREMENTS) as file:
@@ -91,12 +98,12 @@ def tinyreact_run():
     """One run of TinyReAct's loop on the 20-step task (full policy, no trace file), with the instant model."""
     from agent import TinyReAct
     from models import ModelReply
-    from tools import DEFAULT_TOOLS
+    seed = seed_tools()
 
     replies = [ModelReply(text) for text in REPLIES]
 
     def run_once():
-        result = TinyReAct(Instant(replies), tools=DEFAULT_TOOLS,
+        result = TinyReAct(Instant(replies), tools=seed,
                            ttl=STEPS + 5).query("Add one twenty times, starting from 1.")
         assert result.answer == "done" and result.steps == STEPS
 
@@ -126,13 +133,13 @@ def inlined_run(check: bool = False):  # noqa: C901
     from prompts import render_instructions, tool_docs
     from replies import MAX_ACTION_CHARS, parse_reply
     from tokens import local_counter
-    from tools import DEFAULT_TOOLS
+    seed = seed_tools()
 
     replies = [ModelReply(text) for text in REPLIES]
-    tools = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    tools = {tool.__name__: tool for tool in seed}
     annotations = {name: [(p.name, p.annotation) for p in inspect.signature(tool).parameters.values()]
                    for name, tool in tools.items()}
-    instructions, docs = render_instructions(DEFAULT_TOOLS), tool_docs(DEFAULT_TOOLS)
+    instructions, docs = render_instructions(seed), tool_docs(seed)
     counter = local_counter()
     count, clock, largest = counter.count, time.monotonic_ns, sys.float_info.max
     question = "Add one twenty times, starting from 1."
@@ -229,7 +236,7 @@ def inlined_run(check: bool = False):  # noqa: C901
                 return super().generate(messages, stop)
 
         seen = []
-        agent = TinyReAct(Recording(replies), tools=DEFAULT_TOOLS, ttl=STEPS + 5)
+        agent = TinyReAct(Recording(replies), tools=seed, ttl=STEPS + 5)
         result = agent.query(question)
         counts, events = run_once()
         untimed = lambda trace: [{k: v for k, v in event.items() if k != "t"} for event in trace]  # noqa: E731
@@ -245,9 +252,9 @@ def bare_run():
     """One run of the least a text ReAct loop must do at each step: find the Action, parse it, call the tool."""
     import ast
 
-    from tools import DEFAULT_TOOLS
+    seed = seed_tools()
 
-    tools = {tool.__name__: tool for tool in DEFAULT_TOOLS}
+    tools = {tool.__name__: tool for tool in seed}
 
     def run_once():
         for text in REPLIES[:-1]:
@@ -271,7 +278,7 @@ def context_growth() -> list[tuple]:
     from agent import TinyReAct
     from models import ModelReply
     from policies import make_policy
-    from tools import DEFAULT_TOOLS
+    seed = seed_tools()
 
     class Scripted:
         """Replies one arithmetic action per step, then the answer; writes a short summary when compact asks."""
@@ -287,7 +294,7 @@ def context_growth() -> list[tuple]:
             return ModelReply(self.replies.pop(0))
 
     def sizes(spec: str) -> list[int]:
-        result = TinyReAct(Scripted(), tools=DEFAULT_TOOLS, ttl=STEPS + 5, policy=make_policy(spec)).query(
+        result = TinyReAct(Scripted(), tools=seed, ttl=STEPS + 5, policy=make_policy(spec)).query(
             "Add one twenty times, starting from 1.")
         assert result.answer == "done"
         return [sum(e["tokens"].values()) for e in result.trace if e["type"] == "context"]
@@ -325,7 +332,7 @@ def main() -> None:
     ensure_peers()
     from tokens import count_tokens, local_counter
     from prompts import render_instructions
-    from tools import DEFAULT_TOOLS
+    seed = seed_tools()
 
     peers_versions = subprocess.run([PEERS_PYTHON, "-m", "pip", "freeze"], capture_output=True, text=True).stdout
     print(f"TinyReAct benchmarks · {time.strftime('%Y-%m-%d')} · {platform.machine()}, {os.cpu_count()} cores, "
@@ -369,7 +376,7 @@ def main() -> None:
 
     print(f"\n3. First-call instruction tokens for the same eight tools, counted with the {local_counter().name}",
           flush=True)
-    ours_text = render_instructions(DEFAULT_TOOLS)
+    ours_text = render_instructions(seed)
     prompts = {
         "TinyReAct": (ours_text, f"Question: {QUESTION}"),
         "smolagents (system prompt + tool schemas)": (peers["smolagents"]["instructions"]

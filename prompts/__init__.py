@@ -13,11 +13,12 @@ from tools import describe
 PROMPTS = Path(__file__).parent
 # The instruction template each model is given, by its name or the start of one; any other model is given react.txt.
 # Data, not branches: a template is a file here. Each entry is chosen by an evaluation (bench/evaluate.py).
-# Qwen2.5-Coder 0.5B (embedded, or as Ollama names it): react-small.txt, five worked examples (one tool call, three
-# in order, no tool, a call corrected, a tool that cannot be reached) against react.txt's one: 24/40 against 18/40
-# on the tuning set (bench/results/tuning-*.json; docs/embedded-models.md has the held-out test set).
-# Qwen2.5-Coder 1.5B (embedded, or as Ollama names it): react-small.txt too, 32/40 against react.txt's 29/40 on the
-# tuning set through llama.cpp (bench/results/tuning-1.5b-llamacpp-*.json).
+# Qwen2.5-Coder 0.5B (embedded, or as Ollama names it): react-small.txt, seven worked examples (one calculation, a
+# whole expression in one call, a unit turned into a number, no tool, a call corrected, a result that is undefined, a
+# tool that cannot be reached) against react.txt's one: 32/40 on the tuning set, where the profile before it (a chain
+# of single operations) got 22/40 (bench/results/tuning-*.json; docs/embedded-models.md has the held-out test set).
+# Qwen2.5-Coder 1.5B (embedded, or as Ollama names it): react-small.txt too, chosen when the profile was a chain of
+# single operations (32/40 against react.txt's 29/40 on the tuning set through llama.cpp); kept, not chosen again.
 PROFILES: dict[str, str] = {"qwen2.5-coder-0.5b": "react-small.txt", "qwen2.5-coder:0.5b": "react-small.txt",
                             "qwen2.5-coder-1.5b": "react-small.txt", "qwen2.5-coder:1.5b": "react-small.txt"}
 

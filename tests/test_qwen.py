@@ -148,13 +148,17 @@ def test_react_prompt_continuation_matches_llama_cpp(qwen):
 
 
 @pytest.mark.slow
-def test_the_loop_answers_the_quick_start_question(qwen):
-    result = TinyReAct(qwen, tools=tools_named(GOLDENS["greedy"][1]["tools"])).query(QUESTION)
-    actions = [e["text"] for e in result.trace if e["type"] == "action"]
-    assert result.stop_reason.value == "answer" and result.answer.strip() == "47"
-    assert actions == ["multiply_numbers(7, 6)", "add_numbers(42, 5)"]  # real tools through the real loop
-    assert qwen.network.timings["reused_tokens"] > 869  # later steps only run the new tokens
-    assert result.usage.input_tokens > 3 * 869 and result.usage.output_tokens > 20  # its own tokenizer's counts
+def test_the_loop_answers_the_quick_start_questions_with_the_default_tools_and_prompt(qwen):
+    """The questions a newcomer's first minutes hold (the README's and the two beside it in the tuning set), each
+    one calculate call through the real loop, the prompt and tools as a user gets them."""
+    for question, expected, action in [(QUESTION, "47", 'calculate("7 * 6 + 5")'),
+                                       ("What is 12 divided by 4, plus 10?", "13", 'calculate("12 / 4 + 10")'),
+                                       ("What is 25 * 4 + 3?", "103", 'calculate("25 * 4 + 3")')]:
+        result = TinyReAct(qwen).query(question)
+        actions = [e["text"] for e in result.trace if e["type"] == "action"]
+        assert (result.stop_reason.value, result.answer.strip(), actions) == ("answer", expected, [action])
+    assert qwen.network.timings["reused_tokens"] > 1000  # later steps only run the new tokens
+    assert result.usage.input_tokens > 2 * 1000 and result.usage.output_tokens > 10  # its own tokenizer's counts
 
 
 @pytest.mark.slow  # loads the 0.5B and 270M weights; the choice alone is tested fast in test_model_selection.py

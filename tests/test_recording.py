@@ -34,9 +34,13 @@ def test_a_script_that_names_its_tools_is_offered_those_in_order_then_a_stand_in
     assert [e["text"] for e in events if e["type"] == "observation"] == ["shipped", "in transit"]
 
 
-def test_a_script_naming_a_shipped_tool_outside_the_defaults_gets_the_real_tool(tmp_path, capsys):
-    """calculate is shipped but not offered by default: a script that names it is recorded with its docstring, and
-    a step with no scripted result runs it."""
+def test_a_script_naming_a_shipped_tool_outside_the_defaults_gets_the_real_tool(tmp_path, capsys, monkeypatch):
+    """A tool that has left the defaults (calculate, here) is still shipped: a script that names it is recorded with
+    its docstring, and a step with no scripted result runs it."""
+    import experiments.recording
+
+    monkeypatch.setattr(experiments.recording, "DEFAULT_TOOLS",
+                        [tool for tool in experiments.recording.DEFAULT_TOOLS if tool.__name__ != "calculate"])
     steps = [{"reply": 'Action1: calculate("(2 + 3) * 4")'}]
     code, _ = record(tmp_path, {"tools": ["calculate"], "turns": [{"user": "(2 + 3) * 4?", "answer": "20",
                                                                      "steps": steps}]})
