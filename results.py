@@ -4,6 +4,7 @@ The trace is the truth: every number a `Result` holds is read back from the even
 (`summarise`), and the same readers serve a saved trace, a replay and the pages. The loop (agent.py) makes a
 `Result` at the end of each query; nothing here runs a model.
 """
+import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import Enum
@@ -157,28 +158,26 @@ def summarise(events: Sequence[dict]) -> dict:
 
 
 ECHOED = 40  # characters of a tool's error an answer repeats word for word that make it only a repetition
-ECHO_SCAN = 2_000  # characters of an answer and of an error compared (the comparison's time grows with both)
+ECHO_SCAN = 1_000  # characters of an answer and of an error compared (the comparison's time grows with both)
 
 
 def echoed_error(events: Sequence[dict]) -> str | None:
     """The tool's error a query's answer only repeats, or None: such an answer says the question was not answered.
-    Repeated whole (`Answer: Error: there is no tool named 'sqrt'`), or in a stretch of ECHOED characters or more
-    word for word behind words of its own (`Answer: It is undefined: a word, not a number: write the calculation
-    with numbers and operators only, ...`, the calculator's refusal of `calculate("hot")`)."""
+    Repeated whole (`Answer: Error: there is no tool named 'sqrt'`), or, when that error was the last observation
+    before the answer, in a stretch of ECHOED characters or more word for word behind words of its own (`Answer: It
+    is undefined: a word, not a number: write the calculation with numbers and operators only, ...`, the calculator's
+    refusal of `calculate("hot")`); what the error quotes of the model's own call does not count."""
     answer, _ = outcome(events)
     said = " ".join((answer or "").split())[:ECHO_SCAN]
-    for event in events:
-        seen = " ".join(event.get("text", "").split())[:ECHO_SCAN] if event["type"] == "observation" else ""
-        if not seen.lower().startswith("error") or not said:
-            continue
+    observations = [" ".join(e.get("text", "").split())[:ECHO_SCAN] for e in events if e["type"] == "observation"]
+    errors = [seen for seen in observations if seen.lower().startswith("error")]
+    if not said or not errors:
+        return None
+    for seen in errors:
         if said.lower().startswith("error") and (said in seen or seen in said):
             return seen
-        body = seen.partition(":")[2].strip()
-        if SequenceMatcher(None, said, body, autojunk=False).find_longest_match().size >= ECHOED:
-            return seen
-    return None
-    for event in events:
-        seen = " ".join(event.get("text", "").split()) if event["type"] == "observation" else ""
-        if seen.lower().startswith("error") and (said in seen or seen in said):
-            return seen
+    last = observations[-1]
+    body = re.sub(r"'[^']*'", "", last.partition(":")[2])  # the model's own words, quoted back to it, set aside
+    if last in errors and SequenceMatcher(None, said, body, autojunk=False).find_longest_match().size >= ECHOED:
+        return last
     return None

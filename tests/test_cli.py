@@ -144,6 +144,17 @@ def test_an_answer_that_repeats_a_tool_error_behind_words_of_its_own_exits_1(wor
     assert ("only repeats a tool's error" in capsys.readouterr().err) == (code == 1)
 
 
+def test_an_answer_after_an_error_it_recovered_from_or_that_quotes_its_own_call_is_an_answer(world, capsys):
+    words = "5310000 people in the largest city of Australia in 2020"
+    recovered = [f'Action: calculate("{words}")', 'Action: calculate("5310000 / 1")',
+                 f"Answer: There were {words}, the largest city of Australia in 2020."]
+    quoted = [f'Action: calculate("({words}")', f"Answer: There were {words}."]  # unbalanced: quoted back
+    for replies in (recovered, quoted):
+        world(replies)
+        assert agent.main(["How many people lived in Sydney in 2020?", "-q"]) == 0
+        assert "only repeats" not in capsys.readouterr().err
+
+
 def test_finish_flag_asks_once_more(world, capsys):
     world(["Action: add_numbers(1, 1)", "Answer: 2"])
     assert agent.main(["1 + 1?", "--ttl", "1", "--finish", "--json"]) == 0

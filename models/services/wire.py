@@ -37,14 +37,15 @@ class TooLarge(Exception):
 
 def body_chunks(response, limit: int, stopped: Callable[[], bool]) -> Iterator[bytes]:
     """A `requests` response's body as it arrives, decoded as its Content-Encoding says (gzip, deflate), chunk by
-    chunk: at most `limit` bytes, then TooLarge, and no read once `stopped()` is true, so a body that drips, or a
-    server that never closes, holds its reader no longer than the reader waits. `stopped` may raise instead."""
+    chunk: once `limit` bytes have come, what reached the limit is yielded and TooLarge raised, with no read more;
+    and no read once `stopped()` is true, so a body that drips, or a server that never closes, holds its reader no
+    longer than the reader waits. `stopped` may raise instead."""
     size = 0
     while not stopped():
         chunk = response.raw.read1(65536, decode_content=True)
         if not chunk:
             return
-        if size + len(chunk) > limit:
+        if size + len(chunk) >= limit:  # at the limit: no read more, so a body that never ends holds nobody
             yield chunk[:limit - size]
             raise TooLarge(limit)
         size += len(chunk)
