@@ -173,9 +173,10 @@ def echoed_error(events: Sequence[dict]) -> str | None:
     errors = [seen for seen in observations if seen.lower().startswith("error")]
     if not said or not errors:
         return None
-    for seen in errors:
-        if said.lower().startswith("error") and (said in seen or seen in said):
-            return seen
+    if said.lower().startswith("error"):
+        whole = next((seen for seen in errors if said in seen or seen in said), None)
+        if whole:
+            return whole
     last = observations[-1]
     body = re.sub(r"'[^']*'", "", last.partition(":")[2])  # the model's own words, quoted back to it, set aside
     if last in errors and SequenceMatcher(None, said, body, autojunk=False).find_longest_match().size >= ECHOED:

@@ -19,7 +19,7 @@ from agent import TinyReAct
 from models.scripted import ScriptedModel
 from policies import Policy
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
-from tools import DEFAULT_TOOLS, SHIPPED
+from tools import DEFAULT_TOOLS, shipped_by_name
 from traces import Trace, as_text, header_problem, read_json, replacing
 
 
@@ -126,7 +126,7 @@ def _taped_tools(named: list[str] | None, results: dict, model: ScriptedModel, u
     """The tools `named` (None: the default tools) and a stand-in for every other tool the script calls, each
     answering with the result scripted for the model call that asked for it (or running for real when the script
     gives none)."""
-    registered = {tool.__name__: tool for tool in SHIPPED}  # a tool the script names may have left the defaults
+    registered = shipped_by_name()  # a tool the script names may have left the defaults
     wanted = [tool.__name__ for tool in DEFAULT_TOOLS] if named is None else named
     known = {name: registered.get(name) or _stand_in(name) for name in wanted}
     policy_tools = {tool.__name__ for tool in policy.tools(Trace())}

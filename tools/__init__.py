@@ -42,10 +42,15 @@ FIRST_DEFAULTS = ["add_numbers", "subtract_numbers", "multiply_numbers", "divide
 SHIPPED: list[Callable] = list(DEFAULT_TOOLS)
 
 
+def shipped_by_name() -> dict[str, Callable]:
+    """Every tool of SHIPPED and of DEFAULT_TOOLS as it is now (a tool added to it since is there too), by name."""
+    return {tool.__name__: tool for tool in [*SHIPPED, *DEFAULT_TOOLS]}
+
+
 def tools_named(names: Iterable[str]) -> list[Callable]:
     """The tools with these names, in this order, from DEFAULT_TOOLS and SHIPPED; KeyError naming one that is in
     neither."""
-    registered = {tool.__name__: tool for tool in [*SHIPPED, *DEFAULT_TOOLS]}
+    registered = shipped_by_name()
     try:
         return [registered[name] for name in names]
     except KeyError as missing:
