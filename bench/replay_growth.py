@@ -76,7 +76,7 @@ def main() -> None:
             for label, checkout in ((f"before ({args.before})", earlier), ("now", ROOT)):
                 medians = {k: statistics.median(t) for k, t in timed(checkout, times, specs, args.runs).items()}
                 print(f"| {label} | " + " | ".join(
-                    f"{medians[k]:.2f} ({medians[k] / medians[times[0]]:.1f}×)" for k in times) + " |", flush=True)
+                    f"{medians[k]:.3f} ({medians[k] / medians[times[0]]:.1f}×)" for k in times) + " |", flush=True)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", earlier], cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)

@@ -39,11 +39,12 @@ class Budget(Policy):
         def cost(pieces):
             return sum(count(part.text) for _, part in pieces)
 
-        shown = [step for step in current.steps if step.index not in view.hidden]
+        shown = [step for step in current.steps if view.why_hidden(step.index) is None]
         left = self.tokens - count(conversation.instructions["text"]) - cost([question_part(current)]) \
             - sum(cost(step_parts(step, view.stand_ins.get(step.index), view.limit)) for step in shown) \
             - sum(count(part.text) for _, part in view.blocks) - count(ORDER_NOTE)
-        turn_of = {step.index: turn for turn in earlier for step in turn.steps if step.index not in view.hidden}
+        turn_of = {step.index: turn for turn in earlier for step in turn.steps
+                   if view.why_hidden(step.index) is None}
         relevance = scores(conversation, set(turn_of))
         chosen, turns = set(), set()  # steps kept, and their turns
         for index in sorted(turn_of, key=lambda i: (-relevance[i], -i)):

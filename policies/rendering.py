@@ -11,7 +11,10 @@ before it made.
 Observations are recorded whole (up to a safety cap, see agent.py) and cut to `OBSERVATION_LIMIT` characters
 here, when they are shown: the cut is part of what a policy chooses, and the trace keeps every character.
 """
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
 from typing import Sequence
 
 from models import Message, Part
@@ -59,6 +62,7 @@ class Turn:
     part: tuple | None = field(default=None, repr=False)  # its question, as rendered
     settled: tuple | None = field(default=None, repr=False)  # see settled_pieces()
     terms: dict | None = field(default=None, repr=False)  # its question's words and their counts (retrieve, budget)
+    steps_before: int = 0  # steps in the turns before it: a run of turns holds the difference of two of these
 
 
 @dataclass
@@ -69,10 +73,8 @@ class Conversation:
     summary: dict | None  # the latest summary of earlier steps, if any
     forgotten: set = field(default_factory=set)  # trace indices of the replies whose steps the model chose to forget
     laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
-
-    @property
-    def steps(self) -> list[Step]:
-        return [step for turn in self.turns for step in turn.steps]
+    steps: list[Step] = field(default_factory=list)  # every turn's steps, in order
+    stepless: list[int] = field(default_factory=list)  # positions of earlier turns that ended with no step
 
 
 def read_conversation(events: Sequence[dict]) -> Conversation:
@@ -107,17 +109,19 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
     kind, turns = event["type"], conversation.turns
     if kind == "reset":
         conversation.instructions, conversation.summary = None, None
-        turns.clear()
-        conversation.notes.clear()
-        conversation.forgotten.clear()
+        for kept in (turns, conversation.notes, conversation.forgotten, conversation.steps, conversation.stepless):
+            kept.clear()
     elif kind == "instructions":
         conversation.instructions = event
     elif kind == "question":
-        turns.append(Turn(event, index))
+        if turns and not turns[-1].steps:
+            conversation.stepless.append(len(turns) - 1)
+        turns.append(Turn(event, index, steps_before=len(conversation.steps)))
     elif kind == "finish" and turns:
         turns[-1].request = event
     elif kind == "reply" and turns:
         turns[-1].steps.append(Step(event, index, request=turns[-1].request))
+        conversation.steps.append(turns[-1].steps[-1])
         turns[-1].request = None
     elif kind == "action" and turns and turns[-1].steps:
         turns[-1].steps[-1].action = event
@@ -234,6 +238,9 @@ class View:
     """What a policy chose to show of a conversation. Steps are named by the trace index of their reply. A view
     starts empty (everything shown, in order); each policy of `A+B+...` changes the view the one before it made."""
     hidden: dict[int, str] = field(default_factory=dict)  # step -> why it is not shown: NOT_SHOWN or FORGOTTEN
+    # every step before this trace index is not shown either (NOT_SHOWN), unless `hidden` gives another reason or
+    # `retrieved` brings it back: a window says what it hides in one number, however long the session
+    hidden_before: int = 0
     stand_ins: dict[int, str] = field(default_factory=dict)  # step -> the marker shown instead of its observation
     retrieved: set[int] = field(default_factory=set)  # steps brought back for the current question, marked as such
     all_questions: bool = False  # every question is shown, even of turns whose steps are all hidden (user-only)
@@ -242,6 +249,12 @@ class View:
     arrangement: list[int] | None = None
     note: str | None = None  # a marker shown first, saying how the view was made (budget's order)
     limit: int = OBSERVATION_LIMIT  # characters of each observation shown
+
+    def why_hidden(self, step: int) -> str | None:
+        """Why the step whose reply is at trace index `step` is not shown (NOT_SHOWN, FORGOTTEN), or None."""
+        if step in self.hidden:
+            return self.hidden[step]
+        return NOT_SHOWN if step < self.hidden_before and step not in self.retrieved else None
 
 
 NOT_SHOWN, FORGOTTEN = "not shown", "forgotten"
@@ -268,15 +281,20 @@ def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
                  + [turns[-1]])
     if view.note:
         show([placeholder(view.note)])
-    for number, turn in enumerate(turns):
-        current = number == len(turns) - 1
-        if view.all_questions or current or not turn.steps or any(s.index not in view.hidden for s in turn.steps):
+    walked = range(len(turns)) if turns is not conversation.turns else _worth_walking(conversation, view)
+    last = -1
+    for number in walked:
+        if number > last + 1:  # the turns between wholly left out, counted without walking them
+            left_out[NOT_SHOWN][0] += number - last - 1
+            left_out[NOT_SHOWN][1] += turns[number].steps_before - turns[last + 1].steps_before
+        last, turn, current = number, turns[number], number == len(turns) - 1
+        if view.all_questions or current or not turn.steps or any(view.why_hidden(s.index) is None for s in turn.steps):
             show([question_part(turn)])
         else:
             left_out[NOT_SHOWN][0] += 1
         for step in turn.steps:
-            if step.index in view.hidden:
-                left_out[view.hidden[step.index]][1] += 1
+            if why := view.why_hidden(step.index):
+                left_out[why][1] += 1
                 continue
             marker = [placeholder("brought back: an earlier step relevant to the current question")] \
                 if step.index in view.retrieved else []
@@ -288,6 +306,23 @@ def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
         at = 0 if where == "top" else max(i for i, (_, p) in enumerate(pieces) if p.kind == "question")
         pieces.insert(at, ("user", part))
     return pieces
+
+
+def _worth_walking(conversation: Conversation, view: View) -> list[int]:
+    """The positions of the turns lay_out must look at, in order: all of them, unless the view hides every step
+    before a point; then the turns from that point on, and, before it, only the turns that show something or hide
+    a step for another reason (a question with no step, a step brought back or forgotten). The turns left out are
+    counted, not walked, so a window's context is laid out in the same time however long the session."""
+    turns = conversation.turns
+    if not view.hidden_before or view.all_questions:
+        return list(range(len(turns)))
+    position = partial(bisect_right, turns, key=attrgetter("index"))  # the turn holding a trace index, plus one
+    start = max(bisect_left(turns, view.hidden_before, key=attrgetter("index")) - 1, 0)
+    exceptions = {position(index) - 1 for index in view.retrieved if index < view.hidden_before}
+    exceptions |= {position(index) - 1 for index, why in view.hidden.items()
+                   if why != NOT_SHOWN and index < view.hidden_before}
+    exceptions |= {number for number in conversation.stepless if number < start}
+    return sorted(exceptions - {-1} | set(range(start, len(turns))))
 
 
 def _left_out(questions: int, steps: int, why: str = NOT_SHOWN) -> str:

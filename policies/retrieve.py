@@ -28,7 +28,7 @@ class Retrieve(Policy):
 
     def choose(self, conversation: Conversation, view: View) -> View:
         view = hide_all_but_recent(conversation, view, RECENT_STEPS)
-        candidates = {index for index, why in view.hidden.items() if why == NOT_SHOWN}
+        candidates = {step.index for step in conversation.steps if view.why_hidden(step.index) == NOT_SHOWN}
         relevance = scores(conversation, candidates)
         ranked = sorted((index for index, score in relevance.items() if score > 0), key=lambda i: (-relevance[i], -i))
         chosen = set(ranked[: self.k])

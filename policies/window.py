@@ -6,7 +6,7 @@ the user said at the start. Pick it for independent questions where old steps ar
 from dataclasses import replace
 
 from policies.base import Policy
-from policies.rendering import NOT_SHOWN, Conversation, View
+from policies.rendering import Conversation, View
 
 
 class SlidingWindow(Policy):
@@ -28,7 +28,9 @@ class SlidingWindow(Policy):
 
 def hide_all_but_recent(conversation: Conversation, view: View, keep: int, all_questions: bool = False) -> View:
     """The view with every step but the last `keep` hidden (steps already hidden stay hidden, for their reason)."""
-    steps = conversation.steps
-    old = steps[: max(len(steps) - keep, 0)]
-    hidden = {step.index: NOT_SHOWN for step in old} | view.hidden
-    return replace(view, hidden=hidden, all_questions=view.all_questions or all_questions)
+    steps, all_questions = conversation.steps, view.all_questions or all_questions
+    if len(steps) <= keep:
+        return replace(view, all_questions=all_questions)
+    boundary = steps[-keep].index if keep else steps[-1].index + 1  # the first step kept, or past the last
+    return replace(view, hidden_before=max(view.hidden_before, boundary), all_questions=all_questions,
+                   retrieved={index for index in view.retrieved if index >= boundary})  # what it hides stays hidden

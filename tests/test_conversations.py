@@ -9,7 +9,7 @@ import pytest
 import cli as command_line
 from experiments.facts import load_facts, probe_points
 from experiments.replay import replay
-from policies.rendering import OBSERVATION_LIMIT, cap
+from policies.rendering import OBSERVATION_LIMIT, Step, cap
 from tokens import TokenCounter
 from traces import read_trace_file
 
@@ -90,6 +90,28 @@ def test_replay_reads_each_event_a_bounded_number_of_times_however_long_the_trac
         assert report.violations == 0 and len(report.sizes) == 84 * rounds
         return Counted.reads
     assert reads(4) < 4.5 * reads(1)
+
+
+def test_a_window_looks_at_a_bounded_number_of_steps_per_call_however_long_the_session(monkeypatch):
+    """window:2's rendering does not walk the steps it hides: a session four times as long has its steps looked at
+    about four times as often in all (each call's work stays the same), not sixteen."""
+    header, events = read_trace_file(os.path.join(CONVERSATIONS, "long.jsonl"))
+    looked = [0]
+    slot = Step.index  # the slot's descriptor: every read of a step's trace index is counted
+
+    def index(step):
+        looked[0] += 1
+        return slot.__get__(step)
+    monkeypatch.setattr(Step, "index", property(index, slot.__set__))
+
+    def looks(rounds):
+        grown = [events[0]] + [dict(e, text=f"{e['text']} ({r})") if e["type"] == "question" and r else e
+                               for r in range(rounds) for e in events[1:]]
+        looked[0] = 0
+        [report] = replay(header, grown, ["window:2"], counter=TokenCounter(), facts=[], points=[])
+        assert report.violations == 0
+        return looked[0]
+    assert looks(4) < 4.5 * looks(1)
 
 
 def test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys):

@@ -3,6 +3,7 @@ what each one keeps and forgets."""
 import copy
 import os
 import sys
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -14,6 +15,7 @@ from policies import POLICIES, POLICY_HELP, Policy, make_policy, measure
 from policies.invariants import Checker, violations
 from tokens import count_tokens
 from policies.budget import ORDER_NOTE
+from policies.rendering import NOT_SHOWN, View, lay_out, read_conversation
 from policies.window import hide_all_but_recent
 from tools.arithmetic import add_numbers, multiply_numbers
 
@@ -103,6 +105,20 @@ def test_every_policy_keeps_the_invariants_and_renders_purely(data, spec, questi
         # Pure and deterministic: the same trace renders the same messages, and the trace is left untouched.
         assert agent.policy.render(prefix) == messages
         assert prefix == events[:length]
+        assert_laid_out_as_if_walked(agent.policy, prefix)
+
+
+def assert_laid_out_as_if_walked(policy, events):
+    """A view that hides every step before a point is laid out without walking the turns it hides wholly (the
+    conversation's running counts stand in for them): it must show exactly what the same view says step by step."""
+    if type(policy).render is not Policy.render:  # compact lays out its own summary
+        return
+    conversation = read_conversation(events)
+    view = policy.choose(conversation, View())
+    step_by_step = replace(view, hidden_before=0, hidden={
+        step.index: NOT_SHOWN for step in conversation.steps
+        if step.index < view.hidden_before and step.index not in view.retrieved} | view.hidden)
+    assert lay_out(conversation, view) == lay_out(conversation, step_by_step)
 
 
 def session(policy, replies, questions):
@@ -536,3 +552,26 @@ def test_an_observation_cut_when_shown_is_held_by_the_trace_but_a_forged_cut_is_
     forged = [*messages[:-1],
               Message.of("user", "Observation1: alpha\n[... 12 characters cut ...]\nalpha", "observation")]
     assert any("does not hold" in problem for problem in violations(forged, events))
+
+
+class DownAtFirst(DownForTheFinish):
+    """Fails the first question's only call, then acts and answers."""
+
+    def __init__(self):
+        self.replies, self.calls = [ModelError("server down")] + [
+            ModelReply(text) for text in ["Action: add_numbers(1, 1)", "Answer: 2", "Action: add_numbers(2, 2)",
+                                          "Action: add_numbers(3, 3)", "Answer: 6"]], []
+
+
+@pytest.mark.parametrize("spec", ["window:1", "forget+window:1", "window:2+retrieve:1"])
+def test_a_window_still_shows_an_earlier_question_that_got_no_reply_and_says_what_it_hid(spec):
+    model = DownAtFirst()
+    agent = TinyReAct(model, tools=[add_numbers], policy=make_policy(spec))
+    for question in ["Is the server up?", "What is 1 + 1?", "What is 2 + 2 and 3 + 3?"]:
+        agent.query(question)
+    assert shown(model)[0] == ("question", "Question: Is the server up?")  # no step of it to hide: still shown
+    if spec == "window:1":
+        assert shown(model)[1:4] == [("placeholder", "[1 earlier question and 2 earlier steps not shown]"),
+                                     ("question", "Question: What is 2 + 2 and 3 + 3?"),
+                                     ("placeholder", "[1 earlier step not shown]")]
+    assert_laid_out_as_if_walked(agent.policy, agent.trace.events)
