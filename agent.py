@@ -2,24 +2,28 @@
 
 The model writes `Thought:` and `Action: tool(args)` as plain text; the program runs the tool and feeds
 the result back as `Observation:`, until the model writes `Answer:` or the TTL (a budget of model calls)
-runs out. Everything that happens is appended to a trace; a context policy decides what part of the
-trace the model is shown on each call, and every count in a Result is read back from that trace.
+runs out. That is the text protocol; with the native one the service's own function calling carries the same
+calls and results (protocols.py), and the loop is the same. Everything that happens is appended to a trace; a
+context policy decides what part of the trace the model is shown on each call, and every count in a Result is read
+back from that trace.
 
 This module is the loop and nothing else; the command line is the package cli/.
 
     python agent.py "What is 7 * 6 + 5?"
 """
+import json
 import time
 from typing import Callable, Sequence
 
-from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
-                    ModelReply)
+from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model,
+                    ModelConfigError, ModelError, ModelReply)
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
-from prompts import render_instructions, tool_docs
+from prompts import tool_docs
+from protocols import Action, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
-from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
+from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES: the text protocol's, re-exported)
 from tokens import TokenCounter, local_counter
 from tools import DEFAULT_TOOLS, bind_arguments
 from traces import Trace
@@ -28,8 +32,6 @@ MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a 
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
 # characters of a reply kept: a runaway reply must not fill every later context and the trace
 REPLY_LIMIT = MAX_REPLY_CHARS
-FINISH_REQUEST = ("You have no steps left. Using only the Observations above, write your best final Answer now, as: "
-                  "Answer: <answer>")
 
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
@@ -60,15 +62,19 @@ class Refused(Exception):
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
                  policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
-                 on_text: Callable[[str], None] | None = None):
-        """`on_text`, when given, receives each reply's text as the model writes it (streaming)."""
+                 on_text: Callable[[str], None] | None = None, protocol=None):
+        """`on_text`, when given, receives each reply's text as the model writes it (streaming); `protocol` is
+        TextProtocol() (the default) or NativeProtocol() (protocols.py)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
+        self.protocol = protocol or TextProtocol()
+        if self.protocol.offer([]) and not getattr(model, "native_tools", False):
+            raise ModelConfigError(f"{model.name} cannot call tools natively: use --protocol text with it")
         self.model, self.ttl, self.base_tools, self.on_text = model, ttl, list(tools), on_text
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
         self._measure = Meter(self.counter.count)
-        self._instructions = None
+        self._instructions = self._schemas = None
         self.use_policy(policy or FullHistory())
 
     def use_policy(self, policy: Policy) -> None:
@@ -80,7 +86,7 @@ class TinyReAct:
     def reset(self) -> None:
         """Start a new conversation; the trace keeps the old one, and policies look only past the reset."""
         self.trace.add("reset")
-        self._instructions = None
+        self._instructions = self._schemas = None
         self._instruct()
 
     def query(self, question: str, finish: bool = False) -> Result:
@@ -91,23 +97,23 @@ class TinyReAct:
         try:
             for step in range(1, self.ttl + 1):
                 messages = self._context()  # the policy renders what the model sees from the trace
-                reply = self.model.generate(messages, STOP_SEQUENCES, on_text=self.on_text,
-                                            on_event=self._model_event)  # <- the model is called here
-                parsed = self._read(step, reply, messages)  # recorded in the trace, then parsed
+                reply = self._generate(messages)  # <- the model is called here
+                parsed = self._read(step, reply, messages)  # recorded in the trace, then read by the protocol
                 if parsed.answer is not None:
                     raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))  # unless the service cut it
-                try:
-                    # the tool named, its arguments checked
-                    tool, args, kwargs, call = self._prepare(parsed.action, reply)
-                except Refused as refusal:  # no Action, an unknown tool, bad arguments, a repeat: said to the model
-                    self._observe(step, str(refusal), call=refusal.call)
-                    continue
-                try:
-                    observation = str(tool(*args, **kwargs))  # <- the tool runs here
-                except Exception as failure:  # a tool's failure is news for the model, not a crash
-                    observation = (f"Error: {tool.__name__} failed: {type(failure).__name__}: "
-                                   f"{failure}").replace("\n", " ")
-                self._observe(step, observation, call=call)
+                for action in parsed.actions or (None,):  # one in the text protocol; native calls run in order
+                    try:
+                        # the tool named, its arguments checked
+                        tool, args, kwargs, call = self._prepare(action, reply)
+                    except Refused as refusal:  # no action, an unknown tool, bad arguments, a repeat: said to the model
+                        self._observe(step, str(refusal), refusal.call, action)
+                        continue
+                    try:
+                        observation = str(tool(*args, **kwargs))  # <- the tool runs here
+                    except Exception as failure:  # a tool's failure is news for the model, not a crash
+                        observation = (f"Error: {tool.__name__} failed: {type(failure).__name__}: "
+                                       f"{failure}").replace("\n", " ")
+                    self._observe(step, observation, call, action)
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
             answer, reason = stop.answer, stop.reason
@@ -131,7 +137,7 @@ class TinyReAct:
         """Fold old steps into a summary if the policy asks, then render and measure what the model will see."""
         self._summarise_if_asked()
         messages = self.policy.render(self.trace.events)
-        tokens = self._measure(messages, self._tool_docs)
+        tokens = self._measure(messages, self._tool_docs, self._offered)
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
         window, total = self.model.window if self.model.backend != "local" else None, sum(tokens.values())
         if window and total > window and not self._over_window:  # said once a query; a local model refuses on its own
@@ -141,53 +147,66 @@ class TinyReAct:
                                               "refuse it or lose its start; a policy that keeps less would fit")
         return messages
 
+    def _generate(self, messages: list[Message]) -> ModelReply:
+        """One call of the model, with the protocol's stop sequences and what it offers beside the messages."""
+        return self.model.generate(messages, self.protocol.stop, on_text=self.on_text, on_event=self._model_event,
+                                   **self._offer)
+
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
-        """Record the reply (cut at any Observation the model wrote itself) and its parts; return them parsed."""
+        """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
         self._count(reply, "step", messages)
-        text = cap(cut_at_observation(reply.text), REPLY_LIMIT)
+        text = cap(self.protocol.written(reply.text), REPLY_LIMIT)
+        native = ({"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]}
+                  if reply.calls else {}) | ({"native": reply.native} if reply.native else {})
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
-                                  blocked=reply.blocked)
-        parsed = parse_reply(recorded["text"])  # as recorded: the trace makes any lone surrogate U+FFFD
-        for kind in ("thought", "action", "answer"):  # an Answer the service cut is no answer (see _taken)
-            if getattr(parsed, kind) is not None and not (kind == "answer" and reply.finish in CUT_SHORT):
-                self.trace.add(kind, step=step, text=getattr(parsed, kind))
+                                  blocked=reply.blocked, **native)
+        parsed = self.protocol.read(recorded["text"], reply)  # as recorded: the trace makes lone surrogates U+FFFD
+        if parsed.thought is not None:
+            self.trace.add("thought", step=step, text=parsed.thought)
+        for action in parsed.actions:
+            self.trace.add("action", step=step, text=action.text, **action.recorded())
+        if parsed.answer is not None and reply.finish not in CUT_SHORT:  # an Answer the service cut is no answer
+            self.trace.add("answer", step=step, text=parsed.answer)
         return parsed
 
-    def _prepare(self, action: str | None, reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
-        """The tool an Action names, its checked arguments (positional and named), and the call as the trace records
+    def _prepare(self, action: Action | None, reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
+        """The tool an action names, its checked arguments (positional and named), and the call as the trace records
         it (to see repeats); raises Refused with a message for the model."""
         if action is None:
-            raise Refused(_format_error(reply))
+            raise Refused(self.protocol.unreadable(reply))
+        if action.refused:
+            raise Refused(action.refused)
         try:
-            call = parse_action(action)
+            name, args, kwargs = self.protocol.call(action)
         except ActionError as problem:
             raise Refused(f"Error: {problem}.") from None
-        tool = self.tools.get(call.name)
+        tool = self.tools.get(name)
         if tool is None:
-            raise Refused(f"Error: there is no tool named {call.name!r}. Available tools: {', '.join(self.tools)}.")
+            raise Refused(f"Error: there is no tool named {name!r}. Available tools: {', '.join(self.tools)}.")
         try:
-            args, kwargs = bind_arguments(tool, call.args, call.kwargs)
+            args, kwargs = bind_arguments(tool, args, kwargs)
         except TypeError as problem:
-            raise Refused(f"Error: {call.name}(): {problem}.") from None
+            raise Refused(f"Error: {name}(): {problem}.") from None
         key = self._call_key(tool, args, kwargs)
         if self._repeats(key) >= MAX_REPEATS:
-            raise Refused(f"Warning: you have already run {action} {MAX_REPEATS} times in a row; it was not run again. "
-                          "Use the earlier Observation, try something different, or give your Answer.", key)
+            raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a row; it was not run "
+                          "again. Use the earlier Observation, try something different, or give your Answer.", key)
         return tool, args, kwargs, key
 
-    def _observe(self, step: int, text: str, call: str | None = None) -> None:
-        """Record an observation whole (with the tool call that made it; past the safety cap, cut and marked with its
-        original length); three unreadable replies in a row end the run."""
+    def _observe(self, step: int, text: str, call: str | None = None, action: Action | None = None) -> None:
+        """Record an observation whole (with the tool call that made it, and a native call's id; past the safety
+        cap, cut and marked with its original length); three unreadable replies in a row end the run."""
         extra = ({"call": call} if call else {}) | ({"original_chars": len(text)} if len(text) > RECORD_LIMIT else {})
+        extra |= action.recorded() if action else {}
         self.trace.add("observation", step=step, text=cap(text, RECORD_LIMIT), **extra)
         if self._unreadable_replies() >= MAX_FORMAT_ERRORS:
             raise Stop(StopReason.FORMAT_ERRORS)
 
     def _finish(self) -> str | None:
         """One more call, past the TTL, asking for the best answer from what was observed."""
-        self.trace.add("finish", text=FINISH_REQUEST)
+        self.trace.add("finish", text=self.protocol.finish_request)
         messages = self._context()
-        reply = self.model.generate(messages, STOP_SEQUENCES, on_text=self.on_text, on_event=self._model_event)
+        reply = self._generate(messages)
         answer = self._read(self.ttl + 1, reply, messages).answer
         return None if answer is None else self._taken(answer, reply)
 
@@ -232,11 +251,15 @@ class TinyReAct:
             self.trace.add(type, **fields)
 
     def _instruct(self) -> None:
-        text = render_instructions(self.tools.values(), self.model.name)
-        if text != self._instructions:
-            self._tool_docs = tool_docs(self.tools.values())
-            self.trace.add("instructions", text=text, tools=self._tool_docs)
-            self._instructions = text
+        """Record the instructions (and, native, the tool schemas offered) when they change."""
+        text, self._offer = self.protocol.instructions(self.tools.values(), self.model.name), \
+            self.protocol.offer(self.tools.values())
+        offered = {"protocol": self.protocol.name, "schemas": self._offer["tools"]} if self._offer else {}
+        if text != self._instructions or offered.get("schemas") != self._schemas:
+            self._tool_docs = tool_docs(self.tools.values()) if not offered else ""
+            self._offered = json.dumps(offered["schemas"], ensure_ascii=False) if offered else ""
+            self.trace.add("instructions", text=text, tools=tool_docs(self.tools.values()), **offered)
+            self._instructions, self._schemas = text, offered.get("schemas")
 
     def _repeats(self, call: str) -> int:
         """How many of this query's latest observations, back to back, came from exactly this tool call."""
@@ -268,20 +291,6 @@ class TinyReAct:
     def _call_key(tool: Callable, args: tuple, kwargs: dict) -> str:
         written = [repr(value) for value in args] + [f"{name}={value!r}" for name, value in kwargs.items()]
         return f"{tool.__name__}({', '.join(written)})"
-
-
-def _format_error(reply: ModelReply) -> str:
-    if reply.finish == "length":
-        thinking = f", {reply.thoughts_tokens:,} of them thinking" if reply.thoughts_tokens else ""
-        return (f"Error: your reply was cut at the output limit ({reply.output_tokens:,} tokens{thinking}) before an "
-                "Action or Answer. Think less; write a short Thought, then an Action or an Answer.")
-    if reply.blocked:
-        return (f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a Thought and an Action or an "
-                "Answer.")
-    if not reply.text.strip():
-        return "Error: your reply was empty. Write a Thought, then an Action like add_numbers(2, 3) or an Answer."
-    return ("Error: your reply had no Action or Answer line. Write a Thought, then either Action: tool(args) or "
-            "Answer: <answer>.")
 
 
 if __name__ == "__main__":

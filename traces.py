@@ -36,7 +36,8 @@ HISTORY = {
        "version 1 recorded it cut to 2,000 characters, with a '[... N characters cut ...]' marker, which replay "
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
        "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the "
-       "header; a stop event ending each query (reason, answer)",
+       "header; a stop event ending each query (reason, answer); the native protocol's fields: protocol and schemas "
+       "on instructions, calls and native on replies, id on actions and observations",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -51,18 +52,20 @@ NUMBER = "a number from 0 to 2"
 FACTS, PROBES, CALLS = ("a list of {id, text}", "a list of {id, fact, answer, questions}",
                         "a list of call numbers from 1")
 INDEXES = "a list of event positions from 0"
+TOOL_CALLS, SCHEMAS = "a list of {id, name, arguments}", "a list of tool schemas {name, description, parameters}"
 # The header fields a reader uses (replay's planted facts, probe questions and the calls to probe at), if present.
 HEADER_FIELDS = {"title": TEXT, "created": TEXT, "recorded": TEXT, "facts": FACTS, "probes": PROBES,
                  "probe_points": CALLS}
 # Every event type a reader knows: the fields it must have and their kinds, then the ones it may have.
 EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
-    "instructions": ({"text": TEXT}, {"tools": TEXT}),
+    "instructions": ({"text": TEXT}, {"tools": TEXT, "protocol": TEXT, "schemas": SCHEMAS}),
     "question": ({"text": TEXT}, {}),
-    "reply": ({"step": WHOLE, "text": TEXT}, {"raw": TEXT, "blocked": OPTIONAL_TEXT}),
+    "reply": ({"step": WHOLE, "text": TEXT}, {"raw": TEXT, "blocked": OPTIONAL_TEXT, "calls": TOOL_CALLS,
+                                             "native": TEXT}),
     "thought": ({"step": WHOLE, "text": TEXT}, {}),
-    "action": ({"step": WHOLE, "text": TEXT}, {}),
+    "action": ({"step": WHOLE, "text": TEXT}, {"id": TEXT}),
     "answer": ({"step": WHOLE, "text": TEXT}, {}),
-    "observation": ({"step": WHOLE, "text": TEXT}, {"call": TEXT, "original_chars": WHOLE}),
+    "observation": ({"step": WHOLE, "text": TEXT}, {"call": TEXT, "original_chars": WHOLE, "id": TEXT}),
     "finish": ({"text": TEXT}, {}),
     "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)
@@ -398,6 +401,11 @@ def _is(value, kind: str) -> bool:
                            and all(_is(q, TEXT) for q in probe["questions"]))
     if kind == CALLS:
         return isinstance(value, list) and all(_is(call, WHOLE) and call >= 1 for call in value)
+    if kind == TOOL_CALLS:
+        return _is_list_of(value, lambda call: all(_is(call.get(key), TEXT) for key in ("id", "name", "arguments")))
+    if kind == SCHEMAS:
+        return _is_list_of(value, lambda schema: _is(schema.get("name"), TEXT) and isinstance(schema.get("parameters"),
+                                                                                               dict))
     if kind == INDEXES:
         return isinstance(value, list) and all(_is(index, WHOLE) and index >= 0 for index in value)
     raise AssertionError(f"unknown kind {kind}")

@@ -20,10 +20,28 @@ from typing import Callable, Protocol
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A call a model made through the service's own function calling (the native protocol, protocols.py)."""
+    id: str  # the service's id for it, answered by the result; made here (call_1, ...) when the service gives none
+    name: str
+    arguments: str  # JSON text, as the service sent it (an object sent as an object is written as JSON here)
+
+
+@dataclass(frozen=True)
 class Part:
-    """A labelled piece of a message, so the context can be shown and counted by kind."""
+    """A labelled piece of a message, so the context can be shown and counted by kind. In the native protocol a
+    reply's part carries its tool calls and an observation's part the call it answers; `said` is then what goes to
+    the service (the model's own text, the tool's result) where `text` is what is shown and counted."""
     kind: str  # instructions, question, reply, observation, notes, summary, placeholder, request
     text: str
+    calls: tuple[ToolCall, ...] = ()  # a native reply's tool calls
+    call: ToolCall | None = None  # the native call this result (or its stand-in) answers
+    said: str | None = None  # sent instead of text, in the native protocol
+    native: str | None = None  # the service's own parts of a reply, as JSON, sent back unchanged (Gemini)
+
+    @property
+    def sent(self) -> str:
+        return self.text if self.said is None else self.said
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,8 @@ class ModelReply:
     finish: str | None = None  # "stop", "length" (cut at the output limit), "content_filter", "blocked", or None
     usage_source: str | None = None  # overrides the model's usage_source for this reply ("counted locally")
     temperature: float | None = None  # the sampling temperature this call was sent with; None: none (the server's own)
+    calls: tuple[ToolCall, ...] = ()  # tool calls made through the service's function calling (native protocol)
+    native: str | None = None  # the service's own parts of the reply, as JSON, when they must be sent back as they came
 
 
 # What is read from any model: a reply's text is cut at MAX_REPLY_CHARS (as if at an output limit: its finish is
@@ -95,6 +115,8 @@ class Model(Protocol):
 
     def generate(self, messages: list[Message], stop: list[str], *,
                  on_text: TextSink | None = None, on_event: EventSink | None = None) -> ModelReply: ...
+    # A model that can call tools natively also has `native_tools = True` and takes `tools=` (a list of tool
+    # schemas, tools/schema.py) in generate; the native protocol passes it, the text protocol never does.
 
 
 class ModelError(Exception):

@@ -82,7 +82,9 @@ class Meter:
         self._messages: list[Message] = []
         self._totals: list[dict[str, int]] = []  # bucket totals through each of those messages
 
-    def __call__(self, messages: list[Message], tool_docs: str) -> dict[str, int]:
+    def __call__(self, messages: list[Message], tool_docs: str, offered: str = "") -> dict[str, int]:
+        """`tool_docs`: the tools' docs within the instructions (text protocol); `offered`: the tool schemas sent
+        beside the messages (native protocol), counted as tools too."""
         kept = self._kept(messages)
         self._messages, totals = messages, self._totals[:kept]
         running = dict(totals[-1]) if totals else dict.fromkeys(BUCKET_NAMES, 0)
@@ -94,6 +96,8 @@ class Meter:
         if tool_docs and running["instructions"]:
             running["tools"] = min(self.count(tool_docs), running["instructions"])
             running["instructions"] -= running["tools"]
+        if offered:
+            running["tools"] = running.get("tools", 0) + self.count(offered)
         return running
 
     def _kept(self, messages: list[Message]) -> int:

@@ -14,7 +14,7 @@ LAYER = {
     "agent": 5,  # the loop
     "results": 4,  # a finished run read from its events
     "policies": 3,
-    "tokens": 2,
+    "tokens": 2, "protocols": 2,  # protocols: how tools are offered and replies read (text, native)
     "models": 1, "prompts": 1,
     "tools": 0, "replies": 0, "traces": 0,
     "redaction": -1,  # the secrets never written: below the trace, which blanks them as events are added
