@@ -22,15 +22,19 @@ class ScriptedModel:
     usage_source = "scripted: about 4 characters a token"
     temperature = None  # it samples nothing: it replies from its list
     window = None
+    native_tools = True  # a reply may be a ModelReply with calls: the native protocol
 
     def __init__(self, replies: list[str | ModelReply]):
         self.replies = list(replies)
         self.calls: list[list[Message]] = []
         self.stops: list[list[str]] = []
+        self.offered: list[list[dict] | None] = []  # the tool schemas each call was given (native), else None
 
-    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
+    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None,
+                 tools: list[dict] | None = None) -> ModelReply:
         self.calls.append(list(messages))
         self.stops.append(list(stop))
+        self.offered.append(tools)
         if len(self.calls) > len(self.replies):
             raise ScriptExhausted(f"scripted model called {len(self.calls)} times, but it has "
                                   f"{len(self.replies)} replies")

@@ -42,7 +42,8 @@ def is_elided(text: str) -> bool:
 
 def _stand_in(step) -> str | None:
     """The one-line marker for an old observation, or None to keep one that is shorter than its marker."""
-    text = step.observation["text"]
-    call = step.action["text"][:200] if step.action else "the reply"
-    marker = f"elided: {call} returned {len(text):,} characters; call it again to re-read them"
-    return marker if len(marker) + 2 < len(text) else None
+    size = sum(len(observation["text"]) for observation in step.observations)  # several, for native calls
+    call = step.action["text"][:200] if len(step.actions) == 1 else \
+        f"{len(step.actions)} calls" if step.actions else "the reply"
+    marker = f"elided: {call} returned {size:,} characters; call it again to re-read them"
+    return marker if len(marker) + 2 < size else None

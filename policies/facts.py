@@ -47,9 +47,8 @@ def key_facts(conversation: Conversation) -> list[str]:
     found = []
     for turn in conversation.turns[:-1]:
         found += [sentence for sentence in SENTENCE.split(turn.question["text"].strip()) if _statement(sentence)]
-        for step in turn.steps:
-            observation = step.observation
-            if observation and observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
+        for observation in (observation for step in turn.steps for observation in step.observations):
+            if observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
                     and not observation["text"].startswith(("Error", "Warning")):
                 found.append(f"{observation['call']} returned {' '.join(observation['text'].split())}")  # one line
     return list(dict.fromkeys(found))[-MAX_FACTS:]

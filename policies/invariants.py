@@ -15,7 +15,7 @@ import re
 from typing import Sequence
 
 from models import Message
-from policies.rendering import INDENT, observation_text
+from policies.rendering import INDENT, observation_text, reply_text
 from replies import continued, parse_reply
 
 MARKER = re.compile(r"(Observation\d+: )?\[.+\]", re.DOTALL)
@@ -56,7 +56,7 @@ class Held:
             self.said.append(text)
             self._shown(f"Question: {text}", index)
         elif kind == "reply":
-            self._shown(text or "(empty reply)", index)
+            self._shown(reply_text(e), index)
         elif kind == "observation":
             self._shown(observation_text(e["step"], text, None), index)
             self.observations.setdefault(f"Observation{e['step']}: ", []).append(continued(text))
@@ -96,12 +96,24 @@ class Checker:
         return problems
 
     def _unpaired(self, parts: list) -> list[str]:
-        """Every Action answered by its Observation (or a marker for it), and no Observation without its Action."""
-        problems = []
-        for before, part, after in zip([None] + parts, parts, parts[1:] + [None]):
-            if _answers_a_step(part) and (before is None or before.kind != "reply"):
+        """Every Action answered by its Observation (or a marker for it), and no Observation without its Action;
+        in the native protocol, every call answered right after its reply, in order, and no result without its
+        call (a service refuses a history with either)."""
+        problems, paired = [], set()
+        for position, part in enumerate(parts):
+            if part.calls:
+                answers = parts[position + 1:position + 1 + len(part.calls)]
+                if [answer.call.id if answer.call else None for answer in answers] != [c.id for c in part.calls]:
+                    problems.append(f"a tool call without its result: {part.text[:60]!r}")
+                paired.update(range(position + 1, position + 1 + len(answers)))
+        for position, (before, part, after) in enumerate(zip([None] + parts, parts, parts[1:] + [None])):
+            if part.call is not None:
+                if position not in paired:
+                    problems.append(f"a tool result without its call: {part.text[:60]!r}")
+            elif _answers_a_step(part) and (before is None or before.kind != "reply" or before.calls):
                 problems.append(f"an observation without its action: {part.text[:60]!r}")
-            if part.kind == "reply" and self._acts_in(part.text) and not (after and _answers_a_step(after)):
+            elif part.kind == "reply" and not part.calls and self._acts_in(part.text) \
+                    and not (after and _answers_a_step(after)):
                 problems.append(f"an action without its observation: {part.text[:60]!r}")
         return problems
 

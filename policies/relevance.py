@@ -26,8 +26,8 @@ def step_words(turn: Turn, step: Step) -> Counter:
     if turn.terms is None:
         turn.terms = words(turn.question["text"])
     if step.terms is None:
-        observation = step.observation["text"] if step.observation else ""
-        step.terms = words(step.reply["text"] + "\n" + observation)
+        calls = "\n".join(f"{call['name']} {call['arguments']}" for call in step.reply.get("calls") or ())
+        step.terms = words("\n".join([step.reply["text"], calls] + [event["text"] for event in step.observations]))
     return turn.terms + step.terms
 
 

@@ -17,7 +17,7 @@ from functools import partial
 from operator import attrgetter
 from typing import Sequence
 
-from models import Message, Part
+from models import Message, Part, ToolCall
 from replies import continued
 
 
@@ -46,11 +46,20 @@ def observation_text(step: int, text: str, limit: int | None = OBSERVATION_LIMIT
 class Step:
     reply: dict
     index: int  # position of the reply in the trace
-    action: dict | None = None
-    observation: dict | None = None
+    actions: list = field(default_factory=list)  # its action events: one in the text protocol, one a call in native
+    observations: list = field(default_factory=list)  # the observation events answering them, in order
     request: dict | None = None  # the program's request this reply answers (the --finish call)
     parts: list | None = field(default=None, repr=False)  # as rendered once it has its observation: it cannot change
     terms: dict | None = field(default=None, repr=False)  # its words and their counts, for relevance (retrieve, budget)
+
+    @property
+    def action(self) -> dict | None:
+        return self.actions[0] if self.actions else None
+
+    @property
+    def observation(self) -> dict | None:
+        """The first observation: the only one, unless the reply made several native calls."""
+        return self.observations[0] if self.observations else None
 
 
 @dataclass(slots=True)
@@ -124,9 +133,9 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
         conversation.steps.append(turns[-1].steps[-1])
         turns[-1].request = None
     elif kind == "action" and turns and turns[-1].steps:
-        turns[-1].steps[-1].action = event
+        turns[-1].steps[-1].actions.append(event)
     elif kind == "observation" and turns and turns[-1].steps:
-        turns[-1].steps[-1].observation = event
+        turns[-1].steps[-1].observations.append(event)
     elif kind == "summary":
         conversation.summary = event
     elif kind == "note":
@@ -170,18 +179,39 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
     parts = []
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
-    parts.append(("model", Part("reply", step.reply["text"] or "(empty reply)")))
-    if step.observation:
-        number = step.observation["step"]
-        if stand_in is not None:
-            parts.append(("user", Part("placeholder", f"Observation{number}: [{stand_in}]")))
+    calls = native_calls(step.reply)
+    parts.append(("model", Part("reply", reply_text(step.reply), calls=calls,
+                                said=step.reply["text"] if calls else None, native=step.reply.get("native"))))
+    answered = {event.get("id"): event for event in step.observations}
+    for call in calls or [None]:  # each native call answered, in the order made; a text step's one observation
+        observation = answered.get(call.id) if call else step.observation
+        if observation and stand_in is not None:
+            said, kind = f"[{stand_in}]", "placeholder"
+            shown = f"Observation{observation['step']}: {said}"
+        elif observation:
+            said, kind = cap(observation["text"], limit), "observation"
+            shown = observation_text(observation["step"], observation["text"], limit)
+        elif step.action or call:  # the run ended before the action ran (the --finish call, Ctrl-C): say so
+            said, kind = "[not run: the run had ended]", "observation"
+            shown = f"Observation{step.reply['step']}: {said}"
         else:
-            parts.append(("user", Part("observation", observation_text(number, step.observation["text"], limit))))
-    elif step.action:  # the run ended before the action ran (the --finish call, Ctrl-C): say so, never leave it open
-        parts.append(("user", Part("observation", f"Observation{step.reply['step']}: [not run: the run had ended]")))
-    if usual and step.observation:
+            continue
+        parts.append(("user", Part(kind, shown, call=call, said=said if call else None)))
+    if usual and len(step.observations) >= max(len(calls), 1):
         step.parts = parts
     return parts
+
+
+def reply_text(reply: dict) -> str:
+    """A reply as the context shows and counts it: its text; a native reply's calls follow it, one a line (they go
+    to the service as calls)."""
+    calls = [f"Call: {call['name']}({call['arguments']})" for call in reply.get("calls") or ()]
+    return "\n".join([reply["text"]] * bool(reply["text"]) + calls) or "(empty reply)"
+
+
+def native_calls(reply: dict) -> tuple[ToolCall, ...]:
+    """The tool calls a reply event made through the native protocol (none for a text reply)."""
+    return tuple(ToolCall(call["id"], call["name"], call["arguments"]) for call in reply.get("calls") or ())
 
 
 def pending_parts(turn: Turn) -> list[tuple[str, Part]]:
