@@ -15,8 +15,8 @@ import json
 import time
 from typing import Callable, Sequence
 
-from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model,
-                    ModelConfigError, ModelError, ModelReply)
+from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
+                    ModelReply)
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -68,8 +68,7 @@ class TinyReAct:
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
         self.protocol = protocol or TextProtocol()
-        if self.protocol.offer([]) and not getattr(model, "native_tools", False):
-            raise ModelConfigError(f"{model.name} cannot call tools natively: use --protocol text with it")
+        self.protocol.check(model)  # ModelConfigError for a model that cannot speak it
         self.model, self.ttl, self.base_tools, self.on_text = model, ttl, list(tools), on_text
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()

@@ -20,7 +20,7 @@ from pathlib import Path
 from string import Template
 from typing import Callable, Iterable
 
-from models import ModelReply, ToolCall
+from models import ModelConfigError, ModelReply
 from prompts import render_instructions
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tools.schema import tool_schema
@@ -71,6 +71,9 @@ class TextProtocol:
         """What generate() is given beside the messages: nothing, the tools are in the instructions."""
         return {}
 
+    def check(self, model) -> None:
+        """Every model speaks the text protocol."""
+
     def read(self, text: str, reply: ModelReply) -> Reading:
         parsed = parse_reply(text)
         return Reading(parsed.thought, (Action(parsed.action),) if parsed.action is not None else (), parsed.answer)
@@ -106,12 +109,22 @@ class NativeProtocol:
     def written(text: str) -> str:
         return text
 
+    def __init__(self, prompt: str | Path = NATIVE_PROMPT):
+        self.prompt = Path(prompt)  # the instructions' template: its $tools are the tools' names
+
     def instructions(self, tools: Iterable[Callable], model: str) -> str:
         names = ", ".join(tool.__name__ for tool in tools)
-        return Template(NATIVE_PROMPT.read_text(encoding="utf-8")).substitute(tools=names).strip()
+        return Template(self.prompt.read_text(encoding="utf-8")).substitute(tools=names).strip()
 
     def offer(self, tools: Iterable[Callable]) -> dict:
         return {"tools": [tool_schema(tool) for tool in tools]}
+
+    def check(self, model) -> None:
+        """ModelConfigError for a model whose backend cannot send tool schemas."""
+        if not getattr(model, "native_tools", False):
+            raise ModelConfigError(f"{model.name} cannot call tools natively here: use --protocol text with it "
+                                   "(native calling works with the openai, ollama and llamacpp backends and the "
+                                   "embedded Qwen models; Gemma 3's chat template has no tools)")
 
     def read(self, text: str, reply: ModelReply) -> Reading:
         """Calls become actions (the first MAX_CALLS run, the rest are refused); text with no call is the answer,
@@ -191,13 +204,3 @@ def _depth(text: str) -> int:
         elif character in "]}":
             depth -= 1
     return deepest
-
-
-def native_calls(raw: Iterable[tuple[str | None, str, object]]) -> tuple[ToolCall, ...]:
-    """ToolCalls from what a service sent, as (id or None, name, arguments as JSON text or as an object): an
-    object is written as JSON text; a missing id is made (call_1, call_2, ...), as Gemini and Ollama give none."""
-    calls = []
-    for number, (call_id, name, arguments) in enumerate(raw, 1):
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        calls.append(ToolCall(str(call_id) if call_id else f"call_{number}", str(name), text))
-    return tuple(calls)

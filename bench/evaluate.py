@@ -110,32 +110,38 @@ def chat_layout(model, layout: str) -> None:
 
 
 def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript",
-             offered: list | None = None) -> dict:
-    """Every question through the loop with the model `spec` and the tools `offered` (by default DEFAULT_TOOLS):
-    each answer, and the totals per kind."""
+             offered: list | None = None, protocol: str = "text") -> dict:
+    """Every question through the loop with the model `spec`, the tools `offered` (by default DEFAULT_TOOLS) and the
+    protocol: each answer, and the totals per kind."""
     import prompts
     from agent import TinyReAct
     from models import load_model
-    from replies import ActionError, parse_action
+    from protocols import Action, NativeProtocol, TextProtocol
+    from replies import ActionError
     from tools import DEFAULT_TOOLS, bind_arguments
 
     offered = offered or DEFAULT_TOOLS
+    speaking = NativeProtocol(prompt) if protocol == "native" and prompt else \
+        NativeProtocol() if protocol == "native" else TextProtocol()
     tools = {tool.__name__: tool for tool in offered}
     model = load_model(spec)
     if layout != "transcript":
         chat_layout(model, layout)
-    if prompt:
+    if prompt and protocol == "text":
         prompts.PROFILES[model.name] = os.path.abspath(prompt)
     started, answers = time.perf_counter(), []
     for kind, question, expected in questions:
         began = time.perf_counter()
-        result = TinyReAct(model, tools=offered).query(question)
+        result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
+        calls = [Action(f"{c['name']}({c['arguments']})", c["id"], c["name"], c["arguments"])  # as the protocol
+                 for e in result.trace if e["type"] == "reply" for c in e.get("calls", [])] \
+            if protocol == "native" else [Action(text) for text in actions]
         unrunnable = 0
-        for action in actions:  # the loop could not run it as written
+        for action in calls:  # the loop could not run it as written
             try:
-                call = parse_action(action)
-                bind_arguments(tools[call.name], call.args, call.kwargs)
+                name, args, kwargs = speaking.call(action)
+                bind_arguments(tools[name], args, kwargs)
             except (ActionError, KeyError, TypeError, ValueError):
                 unrunnable += 1
         right = scored(result.answer, expected)
@@ -146,8 +152,9 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         print(f"  {'right' if right else 'wrong'}  {question} expected {expected}: {result.answer!r} "
               f"({result.stop_reason.value}) {actions}", flush=True)
     from tokens import count_tokens
-    instructions = prompts.render_instructions(offered, model.name)
-    return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or prompts.template_for(model.name),
+    instructions = speaking.instructions(offered, model.name) + json.dumps(speaking.offer(offered) or "")
+    default_prompt = prompts.template_for(model.name) if protocol == "text" else "native.txt"
+    return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or default_prompt, "protocol": protocol,
             "layout": layout,
             "instruction_tokens": count_tokens(instructions),
             "instructions_sha256": text_sha256(instructions),  # the text, tools included
@@ -241,6 +248,9 @@ def main() -> None:
     parser.add_argument("--layout", choices=LAYOUTS, default="transcript",
                         help="how the embedded Qwen sees the conversation (default: transcript)")
     parser.add_argument("--prompt", help="an instruction template to use instead of the model's own (prompts/*.txt)")
+    parser.add_argument("--protocol", choices=["text", "native"], default="text",
+                        help="how tools are offered and calls read (default: text; native: the models' own tool "
+                             "calling, its prompt prompts/native.txt unless --prompt)")
     parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
     parser.add_argument("--limit", type=int, help="only the first N questions")
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
@@ -266,13 +276,14 @@ def main() -> None:
         questions = json.load(file)["questions"][:args.limit]
     # The network tools fail at once, as offline: nothing here may depend on the internet.
     os.environ.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
-    label = args.label or (os.path.basename(args.prompt) if args.prompt else "default")
+    label = args.label or (os.path.basename(args.prompt) if args.prompt else
+                           "native" if args.protocol == "native" else "default")
     names = [n for n in args.models.split(",") if n and n != "none"]
     runs = []
     for name in names:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
         runs.append(evaluate(MODELS[name], questions, args.prompt, label,
-                             args.layout if name != "gemma" else "transcript", offered))
+                             args.layout if name != "gemma" else "transcript", offered, args.protocol))
     if args.llama_python:
         from models.embedded.cache import ModelCache
         from models.embedded.qwen import LARGER, SMALL
@@ -289,7 +300,7 @@ def main() -> None:
                 print(f"llamacpp:{qwen.name} (llama.cpp's server{served}), {args.set} set, prompt {label}:",
                       flush=True)
                 runs.append(evaluate(f"llamacpp:{qwen.name}", questions, args.prompt, label + " · llama.cpp" + served,
-                                     offered=offered))
+                                     offered=offered, protocol=args.protocol))
                 runs[-1]["model"] = gguf_name(args.gguf) if args.gguf else qwen.name
             finally:
                 server.terminate()

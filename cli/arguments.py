@@ -45,6 +45,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
     parser.add_argument("--policy", type=_given, metavar="NAME",
                         help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
+    parser.add_argument("--protocol", choices=["text", "native"], default="text",
+                        help="how tools are offered and calls read: text (Thought/Action/Answer written by the model, "
+                             "the default) or native (the service's own function calling: tool schemas and "
+                             "structured calls; openai, ollama and llamacpp models)")
     parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
     parser.add_argument("--trace", type=_given, metavar="FILE",
                         help="write every event to FILE as JSON Lines, as it happens; "

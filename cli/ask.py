@@ -6,6 +6,7 @@ from agent import TinyReAct
 from results import echoed_error
 from models import Model, ModelConfigError
 from policies import Policy, make_policy
+from protocols import make_protocol
 from tokens import local_counter
 from traces import Trace
 from views.terminal import clean
@@ -41,6 +42,11 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
 
 def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
     """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
+    protocol = make_protocol(args.protocol)
+    try:
+        protocol.check(model)  # before the trace file is made
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
     # rich takes longer to import than --help takes to run: only when showing a run
     from views.display import LiveDisplay
 
@@ -53,7 +59,7 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
     agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
-                      on_text=display.stream if stream else None)
+                      on_text=display.stream if stream else None, protocol=protocol)
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
     return agent, display

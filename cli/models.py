@@ -1,11 +1,12 @@
 """The modes that look at the models and exit: `--models` (what can run here, and why others cannot),
 `--verify-cache` (are the unpacked embedded models whole) and `--show-prompt` (what a model is told)."""
 import importlib
+import json
 import os
 
 from models import BACKENDS, DEFAULT_MODEL, OFFLINE_MODEL, ModelConfigError, resolved_spec
 from policies import Policy
-from prompts import render_instructions
+from protocols import make_protocol
 from tools import DEFAULT_TOOLS
 from traces import Trace
 from views.terminal import clean
@@ -74,5 +75,11 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
         _, name = resolved_spec(args.model)
     except ModelConfigError as problem:
         return fail(str(problem))
-    print(render_instructions(DEFAULT_TOOLS + policy.tools(Trace()), name))
+    tools = DEFAULT_TOOLS + policy.tools(Trace())
+    protocol = make_protocol(args.protocol)
+    print(protocol.instructions(tools, name))
+    offered = protocol.offer(tools)
+    if offered:  # native: the tools go beside the instructions, as the service's tool schemas
+        print(f"\nTools, sent beside the messages as {len(offered['tools'])} tool schemas:\n")
+        print(json.dumps(offered["tools"], indent=2, ensure_ascii=False))
     return EXIT_ANSWERED

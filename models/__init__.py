@@ -14,9 +14,10 @@ One grammar names every model, in `--model`, else TINYREACT_MODEL, else GEMINI_M
 
 With no spec at all: Gemini when a key is set, else the embedded model.
 """
+import json
 import os
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Iterable, Protocol
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,16 @@ class ModelReply:
     temperature: float | None = None  # the sampling temperature this call was sent with; None: none (the server's own)
     calls: tuple[ToolCall, ...] = ()  # tool calls made through the service's function calling (native protocol)
     native: str | None = None  # the service's own parts of the reply, as JSON, when they must be sent back as they came
+
+
+def native_calls(raw: Iterable[tuple[str | None, str, object]]) -> tuple[ToolCall, ...]:
+    """ToolCalls from what a service sent, as (id or None, name, arguments as JSON text or as an object): an
+    object is written as JSON text; a missing id is made (call_1, call_2, ...), as Gemini and Ollama give none."""
+    calls = []
+    for number, (call_id, name, arguments) in enumerate(raw, 1):
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        calls.append(ToolCall(str(call_id) if call_id else f"call_{number}", str(name), text))
+    return tuple(calls)
 
 
 # What is read from any model: a reply's text is cut at MAX_REPLY_CHARS (as if at an output limit: its finish is

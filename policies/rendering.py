@@ -166,7 +166,7 @@ def _apply_note(notes: list[str], event: dict) -> None:
 
 def question_part(turn: Turn) -> tuple[str, Part]:
     if turn.part is None:
-        turn.part = ("user", Part("question", f"Question: {turn.question['text']}"))
+        turn.part = ("user", Part("question", f"Question: {turn.question['text']}", said=turn.question["text"]))
     return turn.part
 
 
@@ -180,8 +180,8 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
     calls = native_calls(step.reply)
-    parts.append(("model", Part("reply", reply_text(step.reply), calls=calls,
-                                said=step.reply["text"] if calls else None, native=step.reply.get("native"))))
+    parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
+                                native=step.reply.get("native"))))  # said: in native, an empty reply goes empty
     answered = {event.get("id"): event for event in step.observations}
     for call in calls or [None]:  # each native call answered, in the order made; a text step's one observation
         observation = answered.get(call.id) if call else step.observation

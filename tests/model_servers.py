@@ -175,6 +175,50 @@ def completion(text: str, finish: str = "stop", usage: bool = True, reasoning: s
     return answer
 
 
+def tool_completion(*calls: tuple[str, object], text: str | None = None, ids: bool = True) -> dict:
+    """A chat.completion whose message calls tools: content null (or `text`) beside tool_calls, finish_reason
+    tool_calls (https://platform.openai.com/docs/guides/function-calling). Arguments are JSON text as OpenAI sends
+    them; an object given here is sent as an object, as Ollama does (docs.ollama.com/capabilities/tool-calling)."""
+    answer = completion("", finish="tool_calls")
+    answer["choices"][0]["message"] = {"role": "assistant", "content": text, "tool_calls": [
+        {**({"id": f"call_{n}"} if ids else {}), "type": "function", "function": {"name": name, "arguments": args}}
+        for n, (name, args) in enumerate(calls, 1)]}
+    return answer
+
+
+# A function's name as OpenAI accepts it: https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools
+FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def tool_history_error(messages: list[dict], tools) -> str | None:
+    """What OpenAI answers 400 for in a request with tools, in its own words (quoted in many issues, as
+    github.com/FoundationAgents/OpenManus/issues/744 and microsoft/promptflow#3130): a `tool` message that answers
+    no call of the assistant message before it, an assistant message with tool_calls not followed by a `tool` message
+    for each id, and a tool that is not a function with a valid name."""
+    for tool in tools or []:
+        function = tool.get("function") or {}
+        if tool.get("type") != "function" or not FUNCTION_NAME.fullmatch(str(function.get("name", ""))):
+            return f"Invalid 'tools': {json.dumps(tool)[:80]} is not a function with a valid name."
+        if function.get("parameters", {}).get("type") != "object":
+            return "Invalid schema for function: schema must be a JSON Schema of 'type: \"object\"'."
+    waiting, answered = [], []
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+            answered.append(message["tool_call_id"])
+            continue
+        if set(answered) != set(waiting):
+            missing = ", ".join(sorted(set(waiting) - set(answered)))
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: {missing}")
+        waiting, answered = [call["id"] for call in message.get("tool_calls") or []], []
+    if set(answered) != set(waiting):
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                "'tool_call_id'.")
+    return None
+
+
 def openai_error(status: int, message: str, type: str = "invalid_request_error", code: str | None = None,
                  param: str | None = None, headers: dict | None = None) -> Answer:
     """An error object, https://platform.openai.com/docs/guides/error-codes"""
@@ -235,9 +279,12 @@ class OpenAIStandIn(Loopback):
             return openai_error(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
                                 "this model. Only the default (1) value is supported.", code="unsupported_value",
                                 param="temperature")
+        problem = tool_history_error(body["messages"], body.get("tools"))
+        if problem:
+            return openai_error(400, problem)
         if self.ollama_context:
             messages = list(body["messages"])
-            while len(messages) > 1 and sum(len(m["content"]) for m in messages) / 4 > self.ollama_context:
+            while len(messages) > 1 and sum(len(m["content"] or "") for m in messages) / 4 > self.ollama_context:
                 messages.pop(0)
             self.cut.append(len(body["messages"]) - len(messages))
         if not self.replies:
@@ -261,6 +308,15 @@ class OpenAIStandIn(Loopback):
         base = {"id": reply["id"], "object": "chat.completion.chunk", "created": 0, "model": reply["model"]}
         deltas = [{"reasoning_content": piece} for piece in pieces(choice["message"].get("reasoning_content") or "")
                   if piece] + [{"content": piece} for piece in pieces(choice["message"].get("content") or "")]
+        for index, call in enumerate(choice["message"].get("tool_calls") or []):
+            # The first delta of a call brings its id, type and name; its arguments follow in pieces
+            # (https://platform.openai.com/docs/guides/function-calling#streaming).
+            function = call["function"]
+            deltas.append({"tool_calls": [{"index": index, **{k: call[k] for k in ("id", "type") if k in call},
+                                           "function": {"name": function["name"], "arguments": ""}}]})
+            arguments = function["arguments"]
+            deltas += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                       for piece in (pieces(arguments, 7) if isinstance(arguments, str) else [arguments])]
         events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
         events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
         if (body.get("stream_options") or {}).get("include_usage") and reply.get("usage"):

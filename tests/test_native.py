@@ -2,13 +2,15 @@
 and checked exactly as text actions are, every malformed call answered as a result the model reads, and the trace,
 the policies and the invariants the same for both protocols."""
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from agent import TinyReAct
 from experiments.replay import replay
-from models import ModelConfigError, ModelReply, ToolCall
+from models import Message, ModelConfigError, ModelReply, Part, ToolCall
+from models.embedded import qwen_tools
 from models.scripted import ScriptedModel
 from policies import make_policy
 from policies.invariants import violations
@@ -117,7 +119,7 @@ def test_a_model_that_cannot_call_tools_natively_is_refused_in_one_line():
 
         def generate(self, messages, stop, *, on_text=None, on_event=None):
             raise AssertionError("never called")
-    with pytest.raises(ModelConfigError, match="text-only cannot call tools natively: use --protocol text"):
+    with pytest.raises(ModelConfigError, match="text-only cannot call tools natively here: use --protocol text"):
         TinyReAct(TextOnly(), tools=TOOLS, protocol=NativeProtocol())
 
 
@@ -178,3 +180,35 @@ def test_every_policy_replays_a_native_trace_with_no_violations_and_never_splits
     assert [e["id"] for e in events if e["type"] == "observation"][:2] == ["call_1", "call_2"]
     reports = replay(header, events, specs, counter=TokenCounter(), facts=[], points=[])
     assert {report.policy: report.violations for report in reports} == dict.fromkeys(specs, 0)
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "qwen_tools.json"),
+          encoding="utf-8") as _file:
+    TEMPLATE_CASES = json.load(_file)["cases"]
+
+
+@pytest.mark.parametrize("case", TEMPLATE_CASES, ids=[case["name"] for case in TEMPLATE_CASES])
+def test_the_embedded_qwen_is_shown_tools_and_results_as_its_own_chat_template_renders_them(case):
+    """tests/fixtures/qwen_tools.json: the GGUF file's template rendered with jinja2 (bench/qwen_tool_goldens.py)."""
+    messages = [Message(role, tuple(Part(kind, text, said=said, calls=tuple(ToolCall(*c) for c in calls),
+                                         call=ToolCall(*call) if call else None)
+                                    for kind, text, said, calls, call in parts)) for role, parts in case["parts"]]
+    pieces, shared = qwen_tools.segments(messages, case["schemas"])
+    assert "".join(text for text, _ in pieces) == case["rendered"]
+    assert [text for text, control in pieces if control and text] and all(
+        text in ("<|im_start|>", "<|im_end|>") for text, control in pieces if control)  # data is never a control
+
+
+@pytest.mark.parametrize("written, said, calls", [
+    ('{"name": "add_numbers", "arguments": {"x": 7, "y": 6}}', "", [("add_numbers", '{"x": 7, "y": 6}')]),
+    ('Both.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "b", '
+     '"arguments": {}}\n</tool_call>', "Both.", [("a", '{"x": 1}'), ("b", "{}")]),
+    ('```json\n{"name": "a", "arguments": {"x": 1}}\n```', "", [("a", '{"x": 1}')]),
+    ("The answer is 47.", "The answer is 47.", []),
+    ('<tool_call>\n{"name": "a", "arguments": {"x": 1', "", [("a", '{"name": "a", "arguments": {"x": 1')]),
+])
+def test_the_embedded_qwens_calls_are_read_in_every_form_llama_cpp_reads(written, said, calls):
+    read, made = qwen_tools.read_calls(written)
+    assert (read, [(call.name, call.arguments) for call in made]) == (said, calls)
+    first = qwen_tools.FirstCall().cut(written + "\n<tool_call>\n{}")
+    assert first == -1 or (calls and written[:first].count('"name"') == 1)

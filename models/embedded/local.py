@@ -41,22 +41,40 @@ class LocalModel:
         return self.network.arch.context
 
     def generate(self, messages: list[Message], stop: list[str], on_text: Callable[[str], None] | None = None,
-                 **ignored) -> ModelReply:
-        """The continuation of the transcript of `messages`; `on_text` receives it piece by piece as decided."""
+                 tools: list[dict] | None = None, **ignored) -> ModelReply:
+        """The continuation of the transcript of `messages`; `on_text` receives it piece by piece as decided. With
+        `tools` (the native protocol, a model with a chat template for them), the model's own chat template."""
+        if tools:
+            return self.native_reply(messages, tools, on_text)
         ids, opening = self.prompt_ids(messages)
+        self.fits(ids)
+        if on_text is not None and opening:
+            on_text(opening)
+        text, count, finish = self.run(ids, len(self._instructions(messages, ids)) if messages else 0,
+                                       StopRule(stop, opening), on_text)
+        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
+                          temperature=self.temperature)
+
+    def native_reply(self, messages: list[Message], tools: list[dict], on_text) -> ModelReply:
+        """A model with a chat template for tools overrides this (Qwen: models/embedded/qwen.py)."""
+        raise NotImplementedError(f"{self.name} has no chat template for tools")
+
+    def fits(self, ids: list[int]) -> None:
+        """ContextOverflow when the prompt is longer than the model's window."""
         if len(ids) > self.window:
             raise ContextOverflow(f"the context is {len(ids):,} tokens, more than {self.name}'s window of "
                                   f"{self.window:,}: it was not run (a policy that keeps less, such as "
                                   "--policy window:4, keeps the context smaller)")
-        if on_text is not None and opening:
-            on_text(opening)
+
+    def run(self, ids: list[int], instructions: int, stop: "StopRule", on_text) -> tuple[str, int, str]:
+        """Continue `ids`, whose first `instructions` tokens every call of a session shares (saved across runs, so a
+        new process does not work through them again)."""
         if self.prefixes is not None and not self.network.cached:  # a new process: the instructions may be saved
             self.prefixes.restore(self.network, ids)
-        text, count, finish = self.complete(ids, StopRule(stop, opening), on_text)
-        if self.prefixes is not None and messages:
-            self.prefixes.save(self.network, self._instructions(messages, ids))
-        return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
-                          temperature=self.temperature)
+        result = self.complete(ids, stop, on_text)
+        if self.prefixes is not None and instructions:
+            self.prefixes.save(self.network, ids[:instructions])
+        return result
 
     def prompt_ids(self, messages: list[Message]) -> tuple[list[int], str]:
         """The tokens the network is given for `messages` (their transcript), and the opening it continues from."""

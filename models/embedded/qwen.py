@@ -23,6 +23,8 @@ from pathlib import Path
 from models.embedded.cache import ChunkedFile, ModelCache, Progress, cache_root
 from models.embedded.gguf_file import (ensure_vocabulary, ensure_weights, load_settings, load_strings, load_vocabulary,
                               load_weights)
+from models import Message, ModelReply
+from models.embedded import qwen_tools
 from models.embedded.local import LocalModel
 from models.embedded.prefixes import PrefixStore
 from models.embedded.qwen_tokenizer import END_OF_TEXT, IM_END, QwenTokenizer
@@ -97,8 +99,10 @@ def load_network(progress: Progress = lambda text: None, file: QwenFile = SMALL)
 
 class QwenModel(LocalModel):
     """Qwen2.5-Coder-0.5B-Instruct continuing the plain-text ReAct transcript; no BOS; stops at <|im_end|>
-    or <|endoftext|> as well as at the stop texts."""
+    or <|endoftext|> as well as at the stop texts. In the native protocol, its own chat template for tools
+    (models/embedded/qwen_tools.py)."""
     file = SMALL
+    native_tools = True
 
     def __init__(self, progress: Progress = lambda text: None):
         progress(f"loading {self.file.title}")
@@ -106,6 +110,36 @@ class QwenModel(LocalModel):
         super().__init__(self.file.name, load_tokenizer(progress, self.file), network, start=[],
                          end_tokens=frozenset({IM_END, END_OF_TEXT}),
                          prefixes=PrefixStore(self.cache().folder / "prefixes"))
+
+    def native_reply(self, messages: list[Message], tools: list[dict], on_text) -> ModelReply:
+        """The model's turn after the conversation laid out in its chat template with the tools: what it said, and
+        the calls it wrote (<tool_call> blocks), read into ToolCalls; shown through `on_text` once read."""
+        pieces, shared = qwen_tools.segments(messages, tools)
+        ids = self._encoded(pieces[:shared])
+        shared_ids = len(ids)
+        ids += self._encoded(pieces[shared:])
+        self.fits(ids)
+        text, count, finish = self.run(ids, shared_ids, qwen_tools.FirstCall(), None)
+        said, calls = qwen_tools.read_calls(text)
+        if on_text is not None and said:
+            on_text(said)
+        return ModelReply(said, input_tokens=len(ids), output_tokens=count, finish=finish, calls=calls,
+                          temperature=self.temperature)
+
+    def _encoded(self, pieces: list[tuple[str, bool]]) -> list[int]:
+        """Token ids of template pieces: each control token as itself, each run of text between them encoded whole
+        (as the template's output would be), with no control token read in it."""
+        ids, run = [], []
+        for text, control in pieces + [("", True)]:
+            if not control:
+                run.append(text)
+                continue
+            if run:
+                ids += self.tokenizer.encode("".join(run))
+                run = []
+            if text:
+                ids += self.tokenizer.encode(text, special=True)
+        return ids
 
     @classmethod
     def cache(cls) -> ModelCache:

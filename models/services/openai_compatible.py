@@ -1,6 +1,9 @@
 """Any OpenAI-compatible chat server: OpenAI itself, Ollama, llama.cpp's llama-server, vLLM, LM Studio,
-OpenRouter. One POST to `{base}/chat/completions`, written with `requests`, the same ReAct text protocol
-as Gemini (no native function calling), streamed as server-sent events when the caller streams.
+OpenRouter. One POST to `{base}/chat/completions`, written with `requests`, streamed as server-sent events when
+the caller streams. In the text protocol the tools are in the instructions; in the native one they go as `tools`
+(`{"type": "function", "function": schema}`), the reply's `tool_calls` come back (streamed as deltas whose
+arguments arrive in pieces, joined by their index), and each result goes back as a `tool` message answering its
+`tool_call_id` (https://platform.openai.com/docs/guides/function-calling).
 
     openai:NAME    OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY required
     ollama:NAME    OLLAMA_HOST (default http://localhost:11434; /v1 is added), no key
@@ -21,8 +24,8 @@ import time
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply, shortened,
-                    within_limit)
+from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply,
+                    native_calls, shortened, within_limit)
 from models.services import endpoints, retry, wire
 from models.services.endpoints import ENDPOINTS, TEMPERATURE_VARIABLE, available, list_models, temperature_for
 from models.services.keys import check_key, redact
@@ -31,6 +34,7 @@ from redaction import shown_url
 
 __all__ = ["OpenAICompatibleModel", "make", "available"]  # make and available: what models.BACKENDS asks for
 
+MAX_CALLS_READ = 64  # tool calls read from one reply; the loop runs the first protocols.MAX_CALLS
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
 MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
@@ -94,7 +98,10 @@ class OpenAICompatibleModel:
             self._window = endpoints.ollama_context(self._request_url, self.name)
         return self._window
 
-    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
+    native_tools = True  # the native protocol: tools, tool_calls and tool messages
+
+    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None,
+                 tools: list[dict] | None = None) -> ModelReply:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
         models/services/retry.py.
         Two failures are asked again once, differently, so that the server's own answer reaches the user: a stream
@@ -102,12 +109,14 @@ class OpenAICompatibleModel:
         whole request with its error), and a reply that is empty but for its reasoning is asked for without the stop
         sequence (Ollama, vLLM and llama.cpp apply a stop string inside the reasoning too: vLLM issues #52393 and
         #53066; the loop's own cut at Observation still applies)."""
-        chat = [{"role": ROLES[m.role], "content": m.text} for m in messages]
+        chat = native_chat(messages) if tools else [{"role": ROLES[m.role], "content": m.text} for m in messages]
         streaming = [on_text is not None]  # [whether this call still streams]: a broken stream is asked whole once
 
         def attempt(channel: retry.Channel) -> ModelReply:
             while True:
                 body = {"model": self.name, "messages": chat, "stream": streaming[0]}
+                if tools:
+                    body["tools"] = [{"type": "function", "function": schema} for schema in tools]
                 if stop and "stop" not in self.dropped:
                     body["stop"] = stop[:MAX_STOPS]
                 if self.temperature is not None and "temperature" not in self.dropped:
@@ -214,7 +223,7 @@ class OpenAICompatibleModel:
         choice = listed[0]
         reasoning, text = split_reasoning(choice.content)
         counts, problem = wire.usage_counts(answer.get("usage"))
-        reply = _reply(text, choice.finish, counts)
+        reply = replace(_reply(text, choice.finish, counts), calls=_calls(choice.calls))
         return replace(reply, model=wire.model_name(answer.get("model"))), bool(reasoning or choice.reasoning), problem
 
     def _error_in_200(self, error) -> Exception:
@@ -234,7 +243,7 @@ class OpenAICompatibleModel:
         reasoned = []
         cut = StreamCut(stop, channel.text, lambda text: (reasoned.append(True),
                                                           channel.event("reasoning", backend=self.backend, text=text)))
-        state = {"finish": None, "usage": None, "model": None, "reading": {}, "response": response}
+        state = {"finish": None, "usage": None, "model": None, "reading": {}, "response": response, "calls": {}}
         events, complete, chunks = wire.EventStream(), False, self._chunks(response, state["reading"])
         for chunk in chunks:
             if not events.started and chunk.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):  # no events: one JSON body
@@ -253,7 +262,7 @@ class OpenAICompatibleModel:
             raise StreamEndedEarly("the stream ended before the reply was complete")
         counts, problem = wire.usage_counts(state["usage"])
         text = cut.finish()
-        reply = _reply(text, cut.ending(state["finish"]), counts)
+        reply = replace(_reply(text, cut.ending(state["finish"]), counts), calls=_calls(state["calls"].values()))
         return replace(reply, model=wire.model_name(state["model"])), bool(reasoned), problem
 
     def _event(self, data: str, state: dict, cut: StreamCut, channel: retry.Channel, reasoned: list) -> bool:
@@ -275,6 +284,11 @@ class OpenAICompatibleModel:
             if choice.reasoning:
                 reasoned.append(True)
                 channel.event("reasoning", backend=self.backend, text=choice.reasoning)
+            try:
+                for delta in choice.calls:
+                    _join_call(state["calls"], delta)
+            except wire.Malformed as problem:
+                raise self._malformed(f"a stream event with {problem}") from None
             if choice.content and cut.feed(choice.content):
                 return True
             if choice.finish:
@@ -336,6 +350,61 @@ class OpenAICompatibleModel:
 
     def _where(self) -> str:
         return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"
+
+
+def native_chat(messages: list[Message]) -> list[dict]:
+    """The messages in the native protocol's shape: a reply that made calls is an assistant message with its
+    `tool_calls` (its text, possibly empty, as content), and each result a `tool` message answering its call's id,
+    right after it; what else a user message holds (a marker, the next question) follows as a user message."""
+    chat = []
+    for message in messages:
+        calls = [call for part in message.parts for call in part.calls]
+        if calls:
+            said = "\n\n".join(part.sent for part in message.parts if part.sent)
+            chat.append({"role": "assistant", "content": said, "tool_calls": [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                for call in calls]})
+            continue
+        rest = []
+        for part in message.parts:
+            if part.call is not None:
+                chat.append({"role": "tool", "tool_call_id": part.call.id, "content": part.sent})
+            else:
+                rest.append(part.sent)
+        if rest:
+            chat.append({"role": ROLES[message.role], "content": "\n\n".join(rest)})
+    return chat
+
+
+def _calls(listed) -> tuple:
+    """ToolCalls from the tool_calls of a message (or those joined from a stream): {id, function: {name,
+    arguments}}; whatever a call lacks is left for the loop to refuse, as a result the model reads."""
+    raw = []
+    for call in list(listed)[:MAX_CALLS_READ]:
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = function.get("name") if isinstance(function.get("name"), str) else ""
+        arguments = function.get("arguments", "")
+        raw.append((call.get("id") if isinstance(call.get("id"), str) else None, name,
+                    "" if arguments is None else arguments))
+    return native_calls(raw)
+
+
+def _join_call(calls: dict, delta: dict) -> None:
+    """One streamed tool_calls delta joined into the calls so far, by its index: the first piece of a call brings
+    its id and name, the later ones pieces of its arguments."""
+    index = delta.get("index", len(calls))
+    if type(index) is not int or not 0 <= index < MAX_CALLS_READ:
+        raise wire.Malformed(f"a tool call delta with index {str(index)[:20]!r}")
+    call = calls.setdefault(index, {"id": None, "function": {"name": "", "arguments": ""}})
+    if isinstance(delta.get("id"), str):
+        call["id"] = delta["id"]
+    function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
+    for key in ("name", "arguments"):
+        piece = function.get(key)
+        if isinstance(piece, str):
+            call["function"][key] += piece
+        elif isinstance(piece, dict) and key == "arguments":  # an object sent whole, as Ollama does
+            call["function"][key] = piece
 
 
 def _reply(text: str, finish: str | None, counts: dict | None) -> ModelReply:

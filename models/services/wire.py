@@ -18,7 +18,7 @@ Anything else raises Malformed, whose message says what was wrong in a few words
 import codecs
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from models import shortened
@@ -58,6 +58,7 @@ class Choice:
     content: str = ""
     reasoning: str = ""
     finish: str | None = None
+    calls: list = field(default_factory=list)  # its tool_calls (native protocol): objects, or deltas when streamed
 
 
 def kind(value) -> str:
@@ -137,7 +138,10 @@ def _choice(choice, field: str) -> Choice:
     # llama.cpp and vLLM send reasoning as reasoning_content, Ollama and OpenRouter as reasoning
     reasoning = (text_of(part.get("reasoning_content"), "reasoning_content")
                  or text_of(part.get("reasoning"), "reasoning"))
-    return Choice(text_of(part.get("content"), "content"), reasoning, finish)
+    calls = part.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+        raise Malformed(f"tool_calls that are {kind(calls)}, not a list of objects")
+    return Choice(text_of(part.get("content"), "content"), reasoning, finish, calls)
 
 
 def error_in(answer) -> str | None:

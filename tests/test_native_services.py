@@ -1,0 +1,130 @@
+"""The native protocol against the services' stand-ins, with the real client code: OpenAI-compatible tools and
+tool_calls (whole, parallel, streamed in pieces), the failures users hit (arguments sent as an object, no id,
+null content beside the calls, an unknown finish reason), and histories the stand-in checks as the service does."""
+import json
+
+import pytest
+
+from agent import TinyReAct
+from models import load_model
+from policies import make_policy
+from protocols import NativeProtocol
+from results import StopReason
+from tools.arithmetic import add_numbers, multiply_numbers
+from tools.calculator import calculate
+from tools.schema import tool_schema
+from model_servers import OpenAIStandIn, completion, tool_completion
+
+TOOLS = [add_numbers, multiply_numbers, calculate]
+
+
+@pytest.fixture
+def openai(monkeypatch):
+    started = []
+
+    def start(replies, **options):
+        stand_in = OpenAIStandIn(replies, key="sk-test-0123456789", **options).__enter__()
+        started.append(stand_in)
+        monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+        return stand_in, load_model("openai:qwen3:8b")
+    yield start
+    for stand_in in started:
+        stand_in.__exit__(None, None, None)
+
+
+def observations(agent):
+    return [(e.get("id"), e["text"]) for e in agent.trace.events if e["type"] == "observation"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_first_question_through_parallel_calls_whole_and_streamed(openai, stream):
+    stand_in, model = openai([tool_completion(("multiply_numbers", '{"x": 7, "y": 6}'),
+                                              ("add_numbers", '{"x": 0.5, "y": 0.5}'), text="Two sums first."),
+                              tool_completion(("calculate", '{"expression": "42 + 5"}')), "47"])
+    shown = []
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=shown.append if stream else None)
+    result = agent.query("What is 7 * 6 + 5?")
+    assert (result.answer, result.stop_reason) == ("47", StopReason.ANSWER)
+    assert observations(agent) == [("call_1", "42"), ("call_2", "1"), ("call_1", "47")]
+    first, second, third = stand_in.bodies
+    assert first["tools"] == [{"type": "function", "function": tool_schema(tool)} for tool in TOOLS]
+    assert "stop" not in first and first["stream"] is stream
+    assert second["messages"][-3:] == [
+        {"role": "assistant", "content": "Two sums first.", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "multiply_numbers", "arguments": '{"x": 7, "y": 6}'}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "add_numbers", "arguments": '{"x": 0.5, "y": 0.5}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "1"}]
+    assert third["messages"][-2]["tool_calls"][0]["function"]["name"] == "calculate"
+    if stream:
+        assert "".join(shown).startswith("Two sums first.")
+
+
+def test_arguments_as_an_object_no_id_and_null_content_are_read_as_a_service_sends_them(openai):
+    stand_in, model = openai([tool_completion(("add_numbers", {"x": 2, "y": 3}), ids=False), "5"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
+    assert agent.query("2 + 3?").answer == "5"
+    assert observations(agent) == [("call_1", "5")]  # an id made where the service gave none, sent back with it
+    assert stand_in.bodies[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
+
+
+def test_an_unknown_finish_reason_beside_text_is_an_answer_and_a_cut_one_is_not(openai):
+    _, model = openai([completion("Paris", finish="some_new_reason"), completion("Par", finish="length")])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
+    assert agent.query("Capital of France?").answer == "Paris"
+    assert agent.query("And again?").stop_reason is StopReason.CUT
+
+
+@pytest.mark.parametrize("policy", ["window:0", "window:1", "elide:0", "retrieve:1", "budget:400", "facts"])
+def test_every_history_a_policy_sends_is_one_the_service_accepts(openai, policy):
+    replies = [tool_completion(("add_numbers", '{"x": 1, "y": 2}'), ("add_numbers", '{"x": 3, "y": 4}')),
+               tool_completion(("multiply_numbers", '{"x": 3, "y": 7}')), "21",
+               tool_completion(("calculate", '{"expression": "2 ** 10"}')), "1024"]
+    stand_in, model = openai(replies)
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), policy=make_policy(policy))
+    assert agent.query("What is (1 + 2) * (3 + 4)?").answer == "21"
+    assert agent.query("What is 2 to the 10th?").answer == "1024"  # a 400 for a split pair would end it in an error
+    assert len(stand_in.bodies) == 5
+
+
+def test_the_stand_in_refuses_a_split_pair_as_the_service_does(openai):
+    stand_in, model = openai([])
+    from models import Message, Part, ToolCall
+    call = ToolCall("call_9", "add_numbers", "{}")
+    orphan = [Message("system", (Part("instructions", "x"),)), Message("user", (Part("question", "q"),)),
+              Message("user", (Part("observation", "Observation1: 3", call=call, said="3"),))]
+    with pytest.raises(Exception, match="must be a response to a preceding message with 'tool_calls'"):
+        model.generate(orphan, [], tools=[tool_schema(add_numbers)])
+    json.dumps(stand_in.requests[-1]["body"])  # what was sent is JSON, whatever was in it
+
+
+def test_the_command_line_runs_native_records_a_trace_that_replays_and_refuses_a_model_that_cannot(
+        openai, monkeypatch, capsys, tmp_path):
+    import cli
+
+    stand_in, _ = openai([tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
+    trace = tmp_path / "native.jsonl"
+    assert cli.main(["What is 7 * 6 + 5?", "--protocol", "native", "--model", "openai:qwen3:8b", "--trace",
+                     str(trace), "--no-stream"]) == 0
+    out = capsys.readouterr().out
+    assert 'Action1: calculate({"expression": "7 * 6 + 5"})' in out and "Answer: 47" in out
+    assert stand_in.bodies[0]["tools"][0]["function"]["name"] == "add_numbers"
+    assert cli.main(["--replay", str(trace), "--policies", "full,window:0,elide:0"]) == 0
+    assert "violations" not in capsys.readouterr().err
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # no call is made: the model is refused before
+    assert cli.main(["hi", "--protocol", "native", "--model", "gemini-flash-latest", "--trace", str(trace)]) == 2
+    assert capsys.readouterr().err.startswith("error: gemini-flash-latest cannot call tools natively here: use "
+                                              "--protocol text with it")
+    assert cli.main(["--replay", str(trace)]) == 0  # the trace of the run before is left whole
+
+
+def test_show_prompt_shows_the_native_instructions_and_the_schemas_sent_beside_them(capsys):
+    import cli
+
+    assert cli.main(["--show-prompt", "--protocol", "native", "--model", "openai:any"]) == 0
+    out = capsys.readouterr().out
+    assert "Tools, sent beside the messages as 9 tool schemas:" in out
+    assert json.loads(out[out.index("["):]) == [tool_schema(tool) for tool in __import__("tools").DEFAULT_TOOLS]
