@@ -123,8 +123,8 @@ class NativeProtocol:
         """ModelConfigError for a model whose backend cannot send tool schemas."""
         if not getattr(model, "native_tools", False):
             raise ModelConfigError(f"{model.name} cannot call tools natively here: use --protocol text with it "
-                                   "(native calling works with the openai, ollama and llamacpp backends and the "
-                                   "embedded Qwen models; Gemma 3's chat template has no tools)")
+                                   "(native calling works with Gemini, the openai, ollama and llamacpp backends "
+                                   "and the embedded Qwen models; Gemma 3's chat template has no tools)")
 
     def read(self, text: str, reply: ModelReply) -> Reading:
         """Calls become actions (the first MAX_CALLS run, the rest are refused); text with no call is the answer,

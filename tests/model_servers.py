@@ -9,6 +9,7 @@ requests) run in the tests: streamed answers, slow drips, redirects and refusals
 Each rule is written from the provider's documentation, cited beside it. Answers come from a queue; an
 `Answer` in the queue is sent exactly as given (any status, headers, a body dripped in chunks).
 """
+import base64
 import json
 import re
 
@@ -47,6 +48,58 @@ def gemini_response(text: str, finish: str = "STOP", prompt_tokens: int = 100, o
     content = {"parts": [{"text": text}] if text else [], "role": "model"}
     return {"candidates": [{"content": content, "finishReason": finish, "index": 0}], "usageMetadata": usage,
             "modelVersion": "stand-in", "responseId": "stand-in"}
+
+
+def gemini_calls(*calls: tuple[str, dict], text: str | None = None, ids: bool = False) -> dict:
+    """A response whose content makes function calls: `functionCall` parts ({name, args}, an id only with `ids`), the
+    first of them carrying a thoughtSignature, as Gemini 3 signs parallel calls
+    (https://ai.google.dev/gemini-api/docs/thought-signatures: "the first functionCall part" of each step); the
+    stand-in signs it with a value of its own, which it then expects back (see signature_error)."""
+    answer = gemini_response(text or "")
+    parts = [{"functionCall": {"name": name, "args": args, **({"id": f"fc-{n}"} if ids else {})}}
+             for n, (name, args) in enumerate(calls, 1)]
+    parts[0]["thoughtSignature"] = base64.b64encode(f"signed:{calls[0][0]}".encode()).decode()
+    answer["candidates"][0]["content"]["parts"] += parts
+    return answer
+
+
+# Gemini's refusals of a history that does not fit its function calls, in its own words: the missing signature as the
+# thought-signatures page and docs.apiyi.com/en/faq/gemini-thought-signature-missing quote it; the other two as
+# reported in langchain-ai/langchain#27799 and google-gemini/gemini-cli#4217.
+MISSING_SIGNATURE = ("Function call is missing a thought_signature in functionCall parts. This is required for tools "
+                     "to work correctly, and missing thought_signature may lead to degraded model performance. "
+                     "Additional data, function call `default_api:{name}` , position {position}. Please refer to "
+                     "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")
+RESPONSE_AFTER_CALL = ("Please ensure that function response turn comes immediately after a function call turn.")
+RESPONSE_COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
+                  "parts of the function call turn.")
+
+
+def function_history_error(contents: list[dict], model: str) -> str | None:
+    """What Gemini answers 400 for in a request with function calls: a response that follows no call, a response count
+    that is not the call count, and, for Gemini 3 and later, a call of the current turn (since the last user text)
+    whose first functionCall part lacks the signature it came with."""
+    for before, content in zip([None] + contents, contents):
+        responses = [p for p in content.get("parts", []) if "functionResponse" in p]
+        if responses:
+            calls = [p for p in (before or {}).get("parts", []) if "functionCall" in p]
+            if not calls:
+                return RESPONSE_AFTER_CALL
+            if len(calls) != len(responses):
+                return RESPONSE_COUNT
+    if not re.match(r"gemini-([3-9]|\d\d)|.*-latest$", model):
+        return None
+    turn = max((n for n, c in enumerate(contents) if c.get("role") == "user"
+                and any("text" in p for p in c.get("parts", []))), default=0)
+    position = 0
+    for content in contents[turn:]:
+        calls = [p for p in content.get("parts", []) if "functionCall" in p]
+        signed = f"signed:{calls[0]['functionCall']['name']}".encode() if calls else b""
+        sent = base64.b64decode(calls[0].get("thoughtSignature", "")) if calls else b""
+        if calls and content.get("role") == "model" and sent != signed:
+            return MISSING_SIGNATURE.format(name=calls[0]["functionCall"]["name"], position=position + 1)
+        position += len(content.get("parts", []))
+    return None
 
 
 def gemini_error(code: int, status: str, message: str, *details: dict, headers: dict | None = None) -> Answer:
@@ -131,7 +184,8 @@ class GeminiStandIn(Loopback):
         # Retired names answer from their successor, under its rules (https://ai.google.dev/gemini-api/docs/deprecations,
         # as read on 2026-11-10): gemini-2.5-pro by gemini-3.8-flash, gemini-2.5-flash by gemini-3.5-flash-lite.
         model = {name: SERVED[name] for name in ("gemini-2.5-pro", "gemini-2.5-flash")}.get(model, model)
-        refusal = thinking_rule(model, generation)
+        refusal = thinking_rule(model, generation) or function_history_error(request["body"].get("contents") or [],
+                                                                             model)
         if refusal:
             return gemini_error(400, "INVALID_ARGUMENT", refusal)
         if not self.replies:
@@ -151,6 +205,9 @@ class GeminiStandIn(Loopback):
         text = "".join(p.get("text", "") for p in (candidate.get("content") or {}).get("parts", []))
         events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]}
                   for piece in pieces(text)]
+        called = [p for p in (candidate.get("content") or {}).get("parts", []) if "functionCall" in p]
+        if called:  # function calls come whole, in the last event (with the finish reason and the usage)
+            events.append({"candidates": [{"content": {"parts": called, "role": "model"}, "index": 0}]})
         last = json.loads(json.dumps(reply))
         if "candidates" in last:
             events[-1] = {**last, "candidates": [{**last["candidates"][0],

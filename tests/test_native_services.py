@@ -13,7 +13,7 @@ from results import StopReason
 from tools.arithmetic import add_numbers, multiply_numbers
 from tools.calculator import calculate
 from tools.schema import tool_schema
-from model_servers import OpenAIStandIn, completion, tool_completion
+from model_servers import GeminiStandIn, OpenAIStandIn, completion, gemini_calls, gemini_response, tool_completion
 
 TOOLS = [add_numbers, multiply_numbers, calculate]
 
@@ -28,6 +28,21 @@ def openai(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
         return stand_in, load_model("openai:qwen3:8b")
+    yield start
+    for stand_in in started:
+        stand_in.__exit__(None, None, None)
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    started = []
+
+    def start(replies, name="gemini-3-flash-preview"):
+        stand_in = GeminiStandIn(replies).__enter__()
+        started.append(stand_in)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stand_in.url)
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+        return stand_in, load_model(name)
     yield start
     for stand_in in started:
         stand_in.__exit__(None, None, None)
@@ -114,9 +129,13 @@ def test_the_command_line_runs_native_records_a_trace_that_replays_and_refuses_a
     assert stand_in.bodies[0]["tools"][0]["function"]["name"] == "add_numbers"
     assert cli.main(["--replay", str(trace), "--policies", "full,window:0,elide:0"]) == 0
     assert "violations" not in capsys.readouterr().err
-    monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # no call is made: the model is refused before
-    assert cli.main(["hi", "--protocol", "native", "--model", "gemini-flash-latest", "--trace", str(trace)]) == 2
-    assert capsys.readouterr().err.startswith("error: gemini-flash-latest cannot call tools natively here: use "
+    class TextOnly:  # as the embedded Gemma: its chat template has no tools
+        name, backend, usage_source, window, temperature = "gemma-3-270m", "local", "test", None, 0.0
+
+    import importlib
+    monkeypatch.setattr(importlib.import_module("cli.ask"), "model_for_a_run", lambda args: TextOnly())
+    assert cli.main(["hi", "--protocol", "native", "--trace", str(trace)]) == 2
+    assert capsys.readouterr().err.startswith("error: gemma-3-270m cannot call tools natively here: use "
                                               "--protocol text with it")
     assert cli.main(["--replay", str(trace)]) == 0  # the trace of the run before is left whole
 
@@ -128,3 +147,48 @@ def test_show_prompt_shows_the_native_instructions_and_the_schemas_sent_beside_t
     out = capsys.readouterr().out
     assert "Tools, sent beside the messages as 9 tool schemas:" in out
     assert json.loads(out[out.index("["):]) == [tool_schema(tool) for tool in __import__("tools").DEFAULT_TOOLS]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_gemini_3_gets_its_signed_calls_back_unchanged_and_answers(gemini, stream):
+    stand_in, model = gemini([gemini_calls(("multiply_numbers", {"x": 7, "y": 6}), ("add_numbers", {"x": 1, "y": 1}),
+                                           text="Both."),
+                              gemini_calls(("calculate", {"expression": "42 + 5"})), "47"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None)
+    result = agent.query("What is 7 * 6 + 5?")
+    assert (result.answer, result.stop_reason) == ("47", StopReason.ANSWER), agent.trace.events[-3:]
+    assert observations(agent) == [("call_1", "42"), ("call_2", "2"), ("call_1", "47")]
+    first, second, third = stand_in.bodies
+    declared = first["tools"][0]["functionDeclarations"]
+    # The SDK writes the field in snake case, which the API's JSON (proto3's) accepts as it accepts camel case
+    assert [(d["name"], d.get("parametersJsonSchema", d.get("parameters_json_schema"))) for d in declared] == [
+        (tool.__name__, tool_schema(tool)["parameters"]) for tool in TOOLS]
+    model_turn, results = second["contents"][-2:]
+    assert model_turn["parts"][1]["thoughtSignature"] and model_turn["parts"][0] == {"text": "Both."}
+    assert results == {"role": "user", "parts": [
+        {"functionResponse": {"name": "multiply_numbers", "response": {"result": "42"}}},
+        {"functionResponse": {"name": "add_numbers", "response": {"result": "2"}}}]}
+    assert len(third["contents"]) == 5
+
+
+def test_gemini_3_refuses_a_call_sent_back_without_its_signature_as_the_service_does(gemini):
+    """The rule the stand-in enforces is the service's: a trace recorded elsewhere (no native parts) is sent as
+    rebuilt calls, which Gemini 3 refuses in one line; Gemini 2.5 takes them."""
+    from models import Message, Part, ToolCall
+
+    call = ToolCall("call_1", "add_numbers", '{"x": 1, "y": 2}')
+    history = [Message("system", (Part("instructions", "x"),)), Message("user", (Part("question", "Q: 1 + 2?"),)),
+               Message("model", (Part("reply", "", calls=(call,), said=""),)),
+               Message("user", (Part("observation", "Observation1: 3", call=call, said="3"),))]
+    _, model = gemini([])
+    with pytest.raises(Exception, match="Function call is missing a thought_signature"):
+        model.generate(history, [], tools=[tool_schema(add_numbers)])
+    _, older = gemini(["3"], name="gemini-2.5-flash-lite")
+    assert older.generate(history, [], tools=[tool_schema(add_numbers)]).text == "3"
+
+
+def test_a_malformed_function_call_finish_is_a_reply_the_model_is_told_of(gemini):
+    _, model = gemini([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), "done"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
+    assert agent.query("go").answer == "done"
+    assert "MALFORMED_FUNCTION_CALL" in observations(agent)[0][1]

@@ -9,6 +9,11 @@ What a model accepts depends on its family (FAMILIES below): Gemini 3 and later 
 2.5 models a thinking budget. If the API still rejects the thinking setting or the temperature (400 naming
 it), the call is repeated once without that field, and a `config_fallback` event says so.
 
+In the native protocol the tools go as function declarations (their JSON Schema as `parametersJsonSchema`), the
+reply's `functionCall` parts are its calls, and each result goes back as a `functionResponse` part. The model's
+parts are kept as they came, as JSON in the trace, and sent back unchanged: Gemini 3 refuses a history whose
+function calls lack the `thoughtSignature` they came with (https://ai.google.dev/gemini-api/docs/thought-signatures).
+
 The SDK's own retries are off: models/services/retry.py retries, waits what the server asks, and bounds the call by
 the deadline. Redirects are not followed, so the key is never sent to a host other than the configured one.
 """
@@ -21,7 +26,7 @@ import zlib
 from dataclasses import replace
 
 from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
-                    ModelReply, gemini_key, parse_spec, shortened, within_limit)
+                    ModelReply, gemini_key, native_calls, parse_spec, shortened, within_limit)
 from models.services import checked_url, retry, wire
 from models.services.keys import check_key, redact
 from models.streaming import StreamCut
@@ -167,7 +172,10 @@ class GeminiModel:
     def __repr__(self) -> str:  # never show the key
         return f"GeminiModel({self.name!r})"
 
-    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None) -> ModelReply:
+    native_tools = True  # the native protocol: function declarations, functionCall and functionResponse parts
+
+    def generate(self, messages: list[Message], stop: list[str], *, on_text=None, on_event=None,
+                 tools: list[dict] | None = None) -> ModelReply:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
         models/services/retry.py."""
         from google.genai import types
@@ -176,11 +184,12 @@ class GeminiModel:
             on_event("warning", message=self._notice)
             self._notice = None
         system = "\n\n".join(m.text for m in messages if m.role == "system") or None
-        contents = [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
+        contents = native_contents(messages) if tools else \
+            [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
 
         def attempt(channel: retry.Channel) -> ModelReply:
             while True:
-                config = self._config(system, stop)
+                config = self._config(system, stop, tools)
                 try:
                     if on_text is None:
                         response = self._connect().models.generate_content(model=self.name, contents=contents,
@@ -200,7 +209,7 @@ class GeminiModel:
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
 
-    def _config(self, system: str | None, stop: list[str]):
+    def _config(self, system: str | None, stop: list[str], tools: list[dict] | None = None):
         from google.genai import types
 
         thinking = None
@@ -214,12 +223,17 @@ class GeminiModel:
             stop_sequences=stop[:5] or None,  # the API takes at most five
             max_output_tokens=self.max_output_tokens,
             thinking_config=thinking,
+            tools=[types.Tool(function_declarations=[
+                types.FunctionDeclaration(name=schema["name"], description=schema["description"],
+                                          parameters_json_schema=schema["parameters"]) for schema in tools])]
+            if tools else None,
         )
 
     def _stream(self, contents, config, stop: list[str], channel: retry.Channel) -> ModelReply:
         """generateContent as server-sent events, cut as models/streaming.py says; usage from the last chunk."""
         cut = StreamCut(stop, channel.text, lambda text: channel.event("reasoning", backend=self.backend, text=text))
         last = finish = None
+        kept = []  # every part as it came, for a reply that makes calls
         chunks = self._connect().models.generate_content_stream(model=self.name, contents=contents, config=config)
         try:
             for chunk in chunks:
@@ -231,6 +245,7 @@ class GeminiModel:
                     continue
                 finish = candidate.finish_reason or finish
                 for part in (candidate.content.parts if candidate.content and candidate.content.parts else []):
+                    kept.append(part)
                     if part.text and part.thought:
                         channel.event("reasoning", backend=self.backend, text=part.text)
                     elif part.text and cut.feed(part.text):
@@ -246,7 +261,9 @@ class GeminiModel:
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
         blocked = (None if text or finish_word in (None, "stop", "length")
                    else f"finish reason {getattr(finish, 'value', finish)}")
-        return ModelReply(text, finish=cut.ending(finish_word), blocked=blocked,
+        calls, native = _calls(kept)
+        blocked = None if calls else blocked
+        return ModelReply(text, finish=cut.ending(finish_word), blocked=blocked, calls=calls, native=native,
                           model=last.model_version if last else None, **counts)
 
     def _connect(self):
@@ -467,9 +484,61 @@ def _reply(response) -> ModelReply:
     parts = candidate.content.parts if candidate.content and candidate.content.parts else []
     text = "".join(part.text for part in parts if part.text and not part.thought)
     finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
-    blocked = None if text or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
+    calls, native = _calls(parts)
+    blocked = None if text or calls or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
     text, word = within_limit(text, FINISH.get(finish))
-    return ModelReply(text, blocked=blocked, finish=word, model=response.model_version, **counts)
+    return ModelReply(text, blocked=blocked, finish=word, model=response.model_version, calls=calls, native=native,
+                      **counts)
+
+
+def _calls(parts) -> tuple[tuple, str | None]:
+    """A reply's functionCall parts as ToolCalls, and, when it made any, all its parts as they came (as JSON), to
+    be sent back unchanged with their thought signatures."""
+    calls = native_calls((part.function_call.id, part.function_call.name or "", part.function_call.args or {})
+                         for part in parts if part.function_call)
+    if not calls:
+        return (), None
+    return calls, json.dumps([part.model_dump(mode="json", exclude_none=True) for part in parts])
+
+
+def native_contents(messages: list[Message]) -> list:
+    """The conversation as Gemini contents in the native protocol: a reply that made calls is its own parts as they
+    came (thought signatures included), or, from a trace made with another service, its text and functionCall
+    parts; each result a functionResponse part answering its call (with the call's id when the service gave
+    one); everything else text."""
+    from google.genai import types
+
+    contents, service_ids = [], set()
+    for message in messages:
+        if message.role == "system":
+            continue
+        parts = []
+        for part in message.parts:
+            if part.native:
+                came = [types.Part.model_validate(each) for each in json.loads(part.native)]
+                service_ids |= {each.function_call.id for each in came if each.function_call and each.function_call.id}
+                parts += came
+            elif part.calls:
+                parts += [types.Part(text=part.sent)] if part.sent else []
+                parts += [types.Part(function_call=types.FunctionCall(name=call.name, args=_object(call.arguments)))
+                          for call in part.calls]
+            elif part.call is not None:
+                parts.append(types.Part(function_response=types.FunctionResponse(
+                    name=part.call.name, response={"result": part.sent},
+                    id=part.call.id if part.call.id in service_ids else None)))
+            else:
+                parts.append(types.Part(text=part.sent))
+        contents.append(types.Content(role=message.role, parts=parts))
+    return contents
+
+
+def _object(arguments: str) -> dict:
+    """A call's JSON arguments as the object Gemini's functionCall holds; arguments that are not one, under a key."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"arguments": arguments}
 
 
 def available(backend: str, probe_seconds: float) -> list[dict]:
