@@ -157,6 +157,12 @@ def summarise(events: Sequence[dict]) -> dict:
                 counted_locally=local, temperatures=temperatures, call_seconds=seconds)
 
 
+def unreadable_replies(events: Sequence[dict]) -> int:
+    """How many of a query's replies held neither an action nor an answer (each was answered with an error)."""
+    read = {event["step"] for event in events if event["type"] in ("action", "answer")}
+    return sum(1 for event in events if event["type"] == "reply" and event["step"] not in read)
+
+
 ECHOED = 40  # characters of a tool's error an answer repeats word for word that make it only a repetition
 ECHO_SCAN = 1_000  # characters of an answer and of an error compared (the comparison's time grows with both)
 

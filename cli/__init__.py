@@ -24,7 +24,7 @@ from cli.arguments import DEFAULT_POLICIES, parse_args, policy_specs
 from cli.ask import ask
 from cli.compare import compare
 from cli.models import show_models, show_prompt, verify_cache
-from cli.modes import conflict, mode_of
+from cli.modes import as_comparison, conflict, mode_of
 from cli.output import EXIT_INTERRUPTED, EXIT_OUTPUT, OutputFailed, PipeGuard, UsageError, fail, readable
 from cli.page import page_of_trace
 from cli.record import record
@@ -60,7 +60,7 @@ def _main(argv: list[str] | None) -> int:
         args.question = readable(args.question)
     if args.expect is not None:
         args.expect = readable(args.expect)
-    problem = conflict(args)
+    problem = as_comparison(args) or conflict(args)  # --protocol text,native: a comparison of a question's runs
     if problem:
         return fail(problem)
     mode = mode_of(args)

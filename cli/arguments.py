@@ -45,10 +45,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ttl", type=_positive_int, help="at most this many model calls a question (default: 8)")
     parser.add_argument("--policy", type=_given, metavar="NAME",
                         help=f"context policy, what the model sees each call: {POLICY_HELP} (default: full)")
-    parser.add_argument("--protocol", choices=["text", "native"], default="text",
+    parser.add_argument("--protocol", type=_protocols, metavar="text|native|text,native",
                         help="how tools are offered and calls read: text (Thought/Action/Answer written by the model, "
                              "the default) or native (the service's own function calling: tool schemas and "
-                             "structured calls; openai, ollama and llamacpp models)")
+                             "structured calls; Gemini, openai, ollama, llamacpp and the embedded Qwen); "
+                             "text,native runs the question under both and prints one table")
     parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
     parser.add_argument("--trace", type=_given, metavar="FILE",
                         help="write every event to FILE as JSON Lines, as it happens; "
@@ -112,6 +113,17 @@ def _given(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("needs a value, got an empty one")
     return text
+
+
+def _protocols(text: str) -> list[str]:
+    """--protocol's value: one protocol, or several to compare, each once."""
+    names = comma_separated(text)
+    unknown = [name for name in names if name not in ("text", "native")]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"takes text, native or text,native, got {text!r}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"names a protocol twice: {text!r}")
+    return names
 
 
 def _context_choice(text: str) -> str:

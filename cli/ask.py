@@ -42,7 +42,7 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
 
 def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
     """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
-    protocol = make_protocol(args.protocol)
+    protocol = make_protocol((args.protocol or ["text"])[0])
     try:
         protocol.check(model)  # before the trace file is made
     except ModelConfigError as problem:

@@ -24,7 +24,8 @@ def compare(args, policy: Policy, specs: list[str]) -> int:
     interrupted = _run_comparison(args, specs, model, counter, runs, traces)
     _comparison_report(args, model, counter, runs, traces, interrupted)
     if interrupted:
-        print(f"interrupted after {len(runs)} of {len(specs) * (args.repeat or 1)} runs", file=sys.stderr)
+        planned = len(specs) * len(args.protocol or ["text"]) * (args.repeat or 1)
+        print(f"interrupted after {len(runs)} of {planned} runs", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
 
@@ -61,7 +62,7 @@ def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, t
             for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
                                     finish=args.finish, expect=args.expect, repeat=repeat, counter=counter,
                                     trace_path=trace_path, progress=lambda text: update(f"running {text}"),
-                                    traces=traces):
+                                    traces=traces, protocols=args.protocol or ["text"]):
                 runs.append(run)
     except ModelConfigError as problem:
         raise UsageError(str(problem)) from None
@@ -76,7 +77,11 @@ def _comparison_traces(args, specs: list[str]) -> set[str]:
     """The trace files a comparison writes with --trace, one a run."""
     if not args.trace:
         return set()
-    runs = [(make_policy(spec).name, attempt) for spec in specs for attempt in range(args.repeat or 1)]
+    from experiments.live import arm_name
+
+    protocols = args.protocol or ["text"]
+    runs = [(arm_name(make_policy(spec).name, protocol, protocols), attempt) for spec in specs
+            for protocol in protocols for attempt in range(args.repeat or 1)]
     return {os.path.realpath(compare_trace_path(args.trace, name, attempt, args.repeat or 1)) for name, attempt in runs}
 
 

@@ -76,7 +76,7 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     except ModelConfigError as problem:
         return fail(str(problem))
     tools = DEFAULT_TOOLS + policy.tools(Trace())
-    protocol = make_protocol(args.protocol)
+    protocol = make_protocol((args.protocol or ["text"])[0])
     print(protocol.instructions(tools, name))
     offered = protocol.offer(tools)
     if offered:  # native: the tools go beside the instructions, as the service's tool schemas

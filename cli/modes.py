@@ -25,15 +25,15 @@ class Mode:
 MODES = {
     "page": Mode("source", "html no_stream", needs="html"),
     "record": Mode("record", "trace policy no_stream"),
-    "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat"),
+    "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
-    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream"),
-    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream"),
+    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol"),
+    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
-    "show_prompt": Mode("show_prompt", "policy model", exits="prints the prompt and exits"),
+    "show_prompt": Mode("show_prompt", "policy model protocol", exits="prints the prompt and exits"),
 }
 # Options that a mode takes, but not together.
 EXCLUSIVE = [("json", "quiet")]
@@ -41,7 +41,7 @@ EXCLUSIVE = [("json", "quiet")]
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
            "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
-           "show_prompt"]
+           "show_prompt", "protocol"]
 # The options that name a file: the ones read, then the ones written.
 FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}
@@ -125,6 +125,22 @@ def _not_taken(args, given: list[str]) -> str | None:
 def _by_value(args) -> str | None:
     """The refusals that depend on the values given."""
     return _model_unused(args) or _jobs_for_one(args) or _trace_folder(args) or _named_twice(args)
+
+
+def as_comparison(args) -> str | None:
+    """`--protocol text,native` on a question is a comparison of its runs, as --compare's: said so in args (the
+    --policy becomes the one policy compared). A refusal in one line where several protocols cannot go: a chat,
+    the prompt, or a single run's view."""
+    if len(args.protocol or []) < 2:
+        return None
+    if mode_of(args) == "run" and not (args.show_context or args.quiet):
+        args.compare, args.policy = args.policy or "full", None
+        return None
+    for option in ("chat", "show_prompt", "show_context", "quiet"):
+        if getattr(args, option):
+            return (f"--protocol {','.join(args.protocol)} compares runs of a question: it does not go with "
+                    f"{_flag(option)}")
+    return None
 
 
 def _model_unused(args) -> str | None:

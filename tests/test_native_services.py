@@ -192,3 +192,40 @@ def test_a_malformed_function_call_finish_is_a_reply_the_model_is_told_of(gemini
     agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
     assert agent.query("go").answer == "done"
     assert "MALFORMED_FUNCTION_CALL" in observations(agent)[0][1]
+
+
+@pytest.mark.parametrize("backend, variable, suffix", [("ollama", "OLLAMA_HOST", ""),
+                                                       ("llamacpp", "LLAMACPP_BASE_URL", "/v1")])
+def test_ollama_and_llama_cpp_take_tools_through_their_openai_compatible_endpoint(monkeypatch, backend, variable,
+                                                                                   suffix):
+    """Both document tools on /v1/chat/completions (docs.ollama.com/api/openai-compatibility lists function calling;
+    llama.cpp's server with --jinja); Ollama sends a call's arguments whole, in one delta."""
+    replies = [tool_completion(("calculate", {"expression": "7 * 6 + 5"})), "47"]
+    with OpenAIStandIn(replies, models=("qwen3:8b",)) as stand_in:
+        monkeypatch.setenv(variable, stand_in.url + suffix)
+        agent = TinyReAct(load_model(f"{backend}:qwen3:8b"), tools=TOOLS, protocol=NativeProtocol(), on_text=[].append)
+        assert agent.query("What is 7 * 6 + 5?").answer == "47"
+        assert observations(agent) == [("call_1", "47")]
+        assert stand_in.bodies[0]["tools"] and stand_in.bodies[1]["messages"][-1]["role"] == "tool"
+
+
+def test_protocols_side_by_side_share_the_tool_results_and_print_one_table(openai, capsys, tmp_path, monkeypatch):
+    import cli
+
+    monkeypatch.setenv("COLUMNS", "160")
+    stand_in, _ = openai(['Thought: one expression\nAction: calculate("7 * 6 + 5")', "Thought: done\nAnswer: 47",
+                          tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
+    trace = tmp_path / "side.jsonl"
+    assert cli.main(["What is 7 * 6 + 5?", "--protocol", "text,native", "--model", "openai:qwen3:8b", "--trace",
+                     str(trace), "--expect", "47"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Protocols compared · model qwen3:8b" in out and "unreadable" in out
+    assert out.count("full") >= 2 and "text" in out and "native" in out and out.count("1/1") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["side.full.native.jsonl", "side.full.text.jsonl"]
+    assert "tools" not in stand_in.bodies[0] and "tools" in stand_in.bodies[2]
+    assert cli.main(["What?", "--protocol", "text,native", "--chat"]) == 2
+    assert "compares runs of a question: it does not go with --chat" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["What?", "--protocol", "text,text"])
+    assert "names a protocol twice" in capsys.readouterr().err
+    assert cli.main(["--replay", str(tmp_path / "side.full.native.jsonl")]) == 0

@@ -194,19 +194,26 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
 
     cached = any(row["cached_input_tokens"]["max"] for row in rows)
     costs = any(row.get("cost", {}).get("max") for row in rows)
-    table = Table(title=plain(f"Policies compared · model {model}"), title_justify="left")
-    for column in ["policy", "answer", *(["correct"] if expect else []), "stop", "steps", "calls", "in",
-                   *(["cached"] if cached else []), "peak ctx", "out", *(["cost"] if costs else []), "s", "live tools"]:
-        table.add_column(column, overflow="fold", justify="left" if column in ("policy", "answer", "stop") else "right")
+    protocols = len({row.get("protocol", "text") for row in rows}) > 1  # text and native side by side
+    unreadable = protocols or any(row.get("unreadable", {}).get("max") for row in rows)
+    table = Table(title=plain(f"{'Protocols' if protocols else 'Policies'} compared · model {model}"),
+                  title_justify="left")
+    for column in ["policy", *(["protocol"] if protocols else []), "answer", *(["correct"] if expect else []), "stop",
+                   "steps", "calls", "in", *(["cached"] if cached else []), "peak ctx", "out",
+                   *(["unreadable"] if unreadable else []), *(["cost"] if costs else []), "s", "live tools"]:
+        table.add_column(column, overflow="fold",
+                         justify="left" if column in ("policy", "protocol", "answer", "stop") else "right")
     for row in rows:
         answers = " | ".join(row["answers"])
-        cells = [row["policy"], answers[:80] + ("…" if len(answers) > 80 else "")]
+        cells = [row["policy"], *([row["protocol"]] if protocols else []), answers[:80] + ("…" if len(answers) > 80
+                                                                                            else "")]
         if expect:
             cells.append(f"{row['correct']}/{row['runs']}")
         cells += ([", ".join(row["stop_reasons"])]
                   + [spread(row[name]) for name in ("steps", "model_calls", "input_tokens")])
         cells += [spread(row["cached_input_tokens"])] if cached else []
         cells += [spread(row[name]) for name in ("peak_context", "output_tokens")]
+        cells += [spread(row["unreadable"])] if unreadable else []
         cells += [dollars(row["cost"]["median"]) if "cost" in row else "–"] if costs else []
         cells += [spread(row[name]) for name in ("seconds", "live_tool_calls")]
         table.add_row(*map(plain, cells))
@@ -216,7 +223,10 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
                        f"{counter}. Tool results were recorded on the first run and replayed to the others; live tools "
                        "after the first row are cache misses, which ran the real tool."
                        + (" cached: the part of in served from the service's prompt cache." if cached else "")
-                       + (" cost: at list price (models/prices.json), the median over repeats." if costs else ""),
+                       + (" cost: at list price (models/prices.json), the median over repeats." if costs else "")
+                       + (" unreadable: replies with neither a call nor an answer." if unreadable else "")
+                       + (" in counts the tool schemas sent beside a native run's messages; a text run's tools are in "
+                          "its instructions." if protocols else ""),
                        style="dim"))
 
 
