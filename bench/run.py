@@ -2,6 +2,7 @@
 
     python bench/run.py            # every table; installs the peers on first use
     python bench/run.py --loop     # table 1 for TinyReAct alone: the bare step, the work inline, the loop
+    python bench/run.py --protocols  # the loop in the text protocol and in the native one, timed in turn
 
 On first use it creates bench/.venv-peers and installs bench/requirements-peers.txt there (smolagents and
 LangChain's classic agents, at the versions measured); the project's own environment is never touched.
@@ -70,6 +71,7 @@ REPLIES = [f"Thought: add one more\nAction: add_numbers({n}, 1)" for n in range(
 class Instant:
     """A model that hands back the next prepared reply and does nothing else, so only the framework is timed."""
     name, backend, usage_source, window = "instant", "bench", "none", None
+    native_tools = True
 
     def __init__(self, replies):
         self.replies = iter(replies)
@@ -94,16 +96,20 @@ def per_step_ms(*runs) -> list[float]:
     return [statistics.median(times) / STEPS * 1000 for times in seconds]
 
 
-def tinyreact_run():
-    """One run of TinyReAct's loop on the 20-step task (full policy, no trace file), with the instant model."""
+def tinyreact_run(protocol: str = "text"):
+    """One run of TinyReAct's loop on the 20-step task (full policy, no trace file), with the instant model; in the
+    native protocol its replies are the same calls, made as structured calls."""
     from agent import TinyReAct
-    from models import ModelReply
+    from models import ModelReply, ToolCall
+    from protocols import make_protocol
     seed = seed_tools()
 
-    replies = [ModelReply(text) for text in REPLIES]
+    replies = [ModelReply(text) for text in REPLIES] if protocol == "text" else [
+        ModelReply("", calls=(ToolCall("call_1", "add_numbers", f'{{"x": {n}, "y": 1}}'),))
+        for n in range(1, STEPS + 1)] + [ModelReply("done")]
 
     def run_once():
-        result = TinyReAct(Instant(replies), tools=seed,
+        result = TinyReAct(Instant(replies), tools=seed, protocol=make_protocol(protocol),
                            ttl=STEPS + 5).query("Add one twenty times, starting from 1.")
         assert result.answer == "done" and result.steps == STEPS
 
@@ -326,9 +332,18 @@ def loop_only() -> None:
           f"({ours / bare:.1f}× the bare step, {ours / inlined:.1f}× its work inline)")
 
 
+def protocols_only() -> None:
+    """The loop's time a step in the text protocol and in the native one, with the bare step for scale."""
+    bare, text, native = per_step_ms(bare_run(), tinyreact_run("text"), tinyreact_run("native"))
+    print(f"bare step {bare:.3f} ms · text {text:.3f} ms ({text / bare:.1f}×) · native {native:.3f} ms "
+          f"({native / bare:.1f}× the bare step, {native / text:.2f}× the text protocol)")
+
+
 def main() -> None:
     if sys.argv[1:] == ["--loop"]:
         return loop_only()
+    if sys.argv[1:] == ["--protocols"]:
+        return protocols_only()
     ensure_peers()
     from tokens import count_tokens, local_counter
     from prompts import render_instructions

@@ -212,3 +212,15 @@ def test_the_embedded_qwens_calls_are_read_in_every_form_llama_cpp_reads(written
     assert (read, [(call.name, call.arguments) for call in made]) == (said, calls)
     first = qwen_tools.FirstCall().cut(written + "\n<tool_call>\n{}")
     assert first == -1 or (calls and written[:first].count('"name"') == 1)
+
+
+def test_a_native_runs_page_shows_the_schemas_sent_and_each_call_as_the_model_made_it():
+    from views.pages import run_page
+
+    agent, _ = native_agent([calling(("multiply_numbers", {"x": 7, "y": 6}), text="First the product."),
+                             ModelReply("42")])
+    agent.query("What is 7 * 6?")
+    page = run_page({"model": "scripted", "backend": "scripted"}, agent.trace.events, TokenCounter())
+    assert "Tools, sent beside the messages as 2 tool schemas (native protocol)" in page
+    assert '\\"name\\": \\"multiply_numbers\\"' in page  # the schemas, folded: in the page's store of texts
+    assert "Call: multiply_numbers({&quot;x&quot;: 7, &quot;y&quot;: 6})" in page

@@ -1,6 +1,7 @@
 """The run page: a run, or a whole chat, call by call: what the model was shown at each call (a bar stacked by
 bucket, the full context folded), what changed since the call before, and what the model did with it.
 """
+import json
 import re
 from typing import Sequence
 
@@ -126,7 +127,12 @@ def between_calls(store: Store, event: dict) -> str:
     if kind == "instructions":
         tools = len(re.findall(r"^\w+\(", event.get("tools", ""), re.M))  # one line per tool starts `name(`
         label = f"Instructions: {len(event['text']):,} characters{f', {tools} tools' if tools else ''}"
-        return f'<div class="between">{folded(store, event["text"], label)}</div>'
+        shown = folded(store, event["text"], label)
+        if event.get("schemas"):  # the native protocol: the tools go beside the instructions, as schemas
+            schemas = json.dumps(event["schemas"], indent=1, ensure_ascii=False)
+            shown += folded(store, schemas, f"Tools, sent beside the messages as {len(event['schemas'])} tool schemas "
+                                            "(native protocol)")
+        return f'<div class="between">{shown}</div>'
     if kind == "finish":
         return ('<p class="between finish">The TTL is reached: the program asks for a last answer: '
                 f'<q>{esc(event["text"])}</q></p>')
