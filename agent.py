@@ -16,7 +16,7 @@ import time
 from typing import Callable, Sequence
 
 from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
-                    ModelReply)
+                    ModelReply, ToolCall)
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -32,6 +32,9 @@ MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a 
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
 # characters of a reply kept: a runaway reply must not fill every later context and the trace
 REPLY_LIMIT = MAX_REPLY_CHARS
+# characters of a service's own parts of a reply kept to send back (Gemini's, with its thought signatures); past it
+# they are left out, and the reply is sent back as its text and calls
+NATIVE_LIMIT = 4 * MAX_REPLY_CHARS
 
 
 # A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
@@ -154,12 +157,13 @@ class TinyReAct:
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
         """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
         self._count(reply, "step", messages)
-        text = cap(self.protocol.written(reply.text), REPLY_LIMIT)
-        native = ({"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]}
-                  if reply.calls else {}) | ({"native": reply.native} if reply.native else {})
+        text, calls = cap(self.protocol.written(reply.text), REPLY_LIMIT), self.protocol.calls(reply)
+        native = ({"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}) \
+            | ({"native": reply.native} if reply.native and len(reply.native) <= NATIVE_LIMIT else {})
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
                                   blocked=reply.blocked, **native)
-        parsed = self.protocol.read(recorded["text"], reply)  # as recorded: the trace makes lone surrogates U+FFFD
+        # read as recorded: the trace makes each lone surrogate U+FFFD
+        parsed = self.protocol.read(recorded["text"], tuple(ToolCall(**call) for call in recorded.get("calls", ())))
         if parsed.thought is not None:
             self.trace.add("thought", step=step, text=parsed.thought)
         for action in parsed.actions:
@@ -183,7 +187,7 @@ class TinyReAct:
         if tool is None:
             raise Refused(f"Error: there is no tool named {name!r}. Available tools: {', '.join(self.tools)}.")
         try:
-            args, kwargs = bind_arguments(tool, args, kwargs)
+            args, kwargs = bind_arguments(tool, args, kwargs, self.protocol.by_name)
         except TypeError as problem:
             raise Refused(f"Error: {name}(): {problem}.") from None
         key = self._call_key(tool, args, kwargs)

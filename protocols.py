@@ -20,7 +20,7 @@ from pathlib import Path
 from string import Template
 from typing import Callable, Iterable
 
-from models import ModelConfigError, ModelReply
+from models import ModelConfigError, ModelReply, native_calls
 from prompts import render_instructions
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tools.schema import tool_schema
@@ -55,6 +55,7 @@ class Reading:
 class TextProtocol:
     """Thought / Action / Answer, written by the model as text."""
     name = "text"
+    by_name = False  # an action's values come by position or by name, as written: bound as written
     stop = STOP_SEQUENCES  # a model that writes its own Observation is cut there
     finish_request = ("You have no steps left. Using only the Observations above, write your best final Answer now, "
                       "as: Answer: <answer>")
@@ -74,7 +75,11 @@ class TextProtocol:
     def check(self, model) -> None:
         """Every model speaks the text protocol."""
 
-    def read(self, text: str, reply: ModelReply) -> Reading:
+    def calls(self, reply: ModelReply) -> tuple:
+        """The structured calls of a reply this protocol reads: none, the calls are in the text."""
+        return ()
+
+    def read(self, text: str, calls: tuple) -> Reading:
         parsed = parse_reply(text)
         return Reading(parsed.thought, (Action(parsed.action),) if parsed.action is not None else (), parsed.answer)
 
@@ -101,6 +106,7 @@ class TextProtocol:
 class NativeProtocol:
     """The service's own function calling: tool schemas out, structured calls back."""
     name = "native"
+    by_name = True  # a call's values all come by name: those a tool takes only by position are put in their places
     stop: list[str] = []  # nothing to cut: the model does not write the protocol as text
     finish_request = ("You have no steps left. Using only the tool results above, reply now with your best final "
                       "answer as plain text, and call no tool.")
@@ -126,17 +132,22 @@ class NativeProtocol:
                                    "(native calling works with Gemini, the openai, ollama and llamacpp backends "
                                    "and the embedded Qwen models; Gemma 3's chat template has no tools)")
 
-    def read(self, text: str, reply: ModelReply) -> Reading:
-        """Calls become actions (the first MAX_CALLS run, the rest are refused); text with no call is the answer,
-        text beside calls the thought."""
+    def calls(self, reply: ModelReply) -> tuple:
+        """The reply's calls as the trace records them, whatever a backend put in them (models.native_calls): text
+        names and arguments, bounded, each with an id no other call of the reply has."""
+        return native_calls((call.id, call.name, call.arguments) for call in reply.calls)
+
+    def read(self, text: str, calls: tuple) -> Reading:
+        """Calls (as `calls` made them) become actions, the first MAX_CALLS run, the rest refused; text with no call
+        is the answer, text beside calls the thought."""
         said = text.strip() or None
-        if not reply.calls:
+        if not calls:
             return Reading(None, (), said)
         actions = tuple(Action(f"{call.name}({call.arguments})", call.id, call.name, call.arguments,
                                None if number <= MAX_CALLS else
-                               f"Error: one reply may make at most {MAX_CALLS} tool calls; this one, the "
-                               f"{number}th, was not run. Make it again in your next reply if you still need it.")
-                        for number, call in enumerate(reply.calls, 1))
+                               f"Error: one reply may make at most {MAX_CALLS} tool calls; this one, number {number}, "
+                               "was not run. Make it again in your next reply if you still need it.")
+                        for number, call in enumerate(calls, 1))
         return Reading(said, actions, None)
 
     def call(self, action: Action) -> tuple[str, tuple, dict]:
@@ -165,7 +176,7 @@ def arguments_of(text: str) -> dict:
     """A native call's arguments: a JSON object, read within bounds (its size, its nesting). A service that sends the
     object as a JSON string inside the JSON (arguments encoded twice) is read too. ActionError otherwise."""
     if len(text) > MAX_ARGUMENTS_CHARS:
-        raise ActionError(f"the arguments are {len(text):,} characters long; the limit is {MAX_ARGUMENTS_CHARS:,}")
+        raise ActionError(f"the arguments are longer than {MAX_ARGUMENTS_CHARS:,} characters, the limit")
     value = text
     for _ in range(2):  # once, and once more for arguments encoded twice
         if not isinstance(value, str):

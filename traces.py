@@ -290,6 +290,8 @@ def _texts(fields: dict) -> dict:
     for name, value in fields.items():
         if value.__class__ is str and not value.isascii():
             fields[name] = as_text(value)
+        elif value.__class__ is list and name == "calls":  # a native reply's calls: {id, name, arguments}
+            fields[name] = [_texts(dict(call)) for call in value]
     return fields
 
 

@@ -66,6 +66,8 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
     policy's name (and its protocol's, when there are several), or None for none; a trace file that cannot be
     written is said through `warn`, once, and its run goes on. Each run's (header, events) is appended to `traces`
     when given."""
+    for speaking in protocols:  # a model that cannot speak one is refused before any run is made
+        make_protocol(speaking).check(model)
     tape = ToolTape()
     taped = [tape.wrap(tool) for tool in tools]
     arms = [(s, p, a) for s in specs for p in protocols for a in range(repeat)]

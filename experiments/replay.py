@@ -234,16 +234,19 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             report.summary_output = sum(tokens for _, tokens, _ in made.calls)
             sources = sorted({source for _, _, source in made.calls})
             report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
-        measure, check, previous, docs, read = Meter(counter.count), Checker(), [], "", 0
+        measure, check, previous, docs, read = Meter(counter.count), Checker(), [], ("", ""), 0
         for index in call_points(session):
             prefix = session[:index]
             messages = policy.render(prefix)
             report.repeated.append(repeated_prefix(previous, messages, counter.count))
             previous = messages
-            docs = next((e.get("tools", "") for e in reversed(session[read:index]) if e["type"] == "instructions"),
-                        docs)  # the tools' docs in force, looked for only among the events since the last call
+            # the tools in force, looked for only among the events since the last call: their docs within the
+            # instructions (text protocol), or the schemas sent beside them (native), as the loop measured them
+            docs = next((("", json.dumps(e["schemas"], ensure_ascii=False)) if e.get("schemas") else
+                         (e.get("tools", ""), "") for e in reversed(session[read:index])
+                         if e["type"] == "instructions"), docs)
             read = index
-            counts = measure(messages, docs)
+            counts = measure(messages, *docs)
             report.sizes.append(sum(counts.values()))
             report.calls.append(counts)
             for bucket, count in counts.items():

@@ -75,13 +75,30 @@ class ModelReply:
     native: str | None = None  # the service's own parts of the reply, as JSON, when they must be sent back as they came
 
 
-def native_calls(raw: Iterable[tuple[str | None, str, object]]) -> tuple[ToolCall, ...]:
-    """ToolCalls from what a service sent, as (id or None, name, arguments as JSON text or as an object): an
-    object is written as JSON text; a missing id is made (call_1, call_2, ...), as Gemini and Ollama give none."""
-    calls = []
+MAX_CALLS_READ = 64  # tool calls read from one reply: the loop runs the first protocols.MAX_CALLS, refuses the rest
+# characters of a call's name and arguments kept: protocols.MAX_ARGUMENTS_CHARS, and one more to say it was over
+MAX_CALL_CHARS = 20_001
+
+
+def native_calls(raw: Iterable[tuple[object, object, object]]) -> tuple[ToolCall, ...]:
+    """ToolCalls from what a service sent, as (id, name, arguments as JSON text or as an object), whatever their
+    types: at most MAX_CALLS_READ; an object written as JSON text; a name that is not text is no name; name and
+    arguments cut at MAX_CALL_CHARS (the loop refuses such a call, saying how long it was); an id that is missing,
+    not text, or one an earlier call of the reply has, made (call_1, call_2, ...), so each result answers one call."""
+    calls, taken = [], set()
     for number, (call_id, name, arguments) in enumerate(raw, 1):
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        calls.append(ToolCall(str(call_id) if call_id else f"call_{number}", str(name), text))
+        if number > MAX_CALLS_READ:
+            break
+        try:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError):  # not JSON (a custom backend's object, a NaN): said as not JSON
+            text = repr(arguments)
+        if not isinstance(call_id, str) or not call_id or call_id in taken:
+            call_id = next(f"call_{n}" for n in range(number, number + MAX_CALLS_READ + 2) if f"call_{n}" not in taken)
+        taken.add(call_id)
+        long = len(text) > MAX_CALL_CHARS
+        calls.append(ToolCall(call_id[:200], name[:MAX_CALL_CHARS] if isinstance(name, str) else "",
+                              text[:MAX_CALL_CHARS] + ("…" if long else "")))
     return tuple(calls)
 
 

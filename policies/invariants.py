@@ -35,6 +35,7 @@ class Held:
     def __init__(self):
         self.read = 0  # events read so far, live or not
         self.instructions = self.question = None  # the texts in force
+        self.native = False  # whether the instructions in force are the native protocol's: no Action lines to read
         self.texts: set[str] = set()  # every question, reply, observation and finish as a context shows it
         self.where: dict[str, list[int]] = {}  # question, reply or observation text -> its event indices, in order
         self.observations: dict[str, list[str]] = {}  # "ObservationN: " -> the whole texts of step N's observations
@@ -50,7 +51,7 @@ class Held:
             self.__init__()
             self.read = index + 1
         elif kind == "instructions":
-            self.instructions = text
+            self.instructions, self.native = text, e.get("protocol") == "native"
         elif kind == "question":
             self.question = text
             self.said.append(text)
@@ -90,12 +91,12 @@ class Checker:
             held.add(e)
         self._last = events[-1] if events else None
         parts = [part for message in messages[1:] for part in message.parts]
-        problems = _frame(messages, parts, held) + self._unpaired(parts) + _not_held(parts, held)
+        problems = _frame(messages, parts, held) + self._unpaired(parts, held.native) + _not_held(parts, held)
         if ordered:
             problems += _out_of_order(parts, held)
         return problems
 
-    def _unpaired(self, parts: list) -> list[str]:
+    def _unpaired(self, parts: list, native: bool = False) -> list[str]:
         """Every Action answered by its Observation (or a marker for it), and no Observation without its Action;
         in the native protocol, every call answered right after its reply, in order, and no result without its
         call (a service refuses a history with either)."""
@@ -112,7 +113,7 @@ class Checker:
                     problems.append(f"a tool result without its call: {part.text[:60]!r}")
             elif _answers_a_step(part) and (before is None or before.kind != "reply" or before.calls):
                 problems.append(f"an observation without its action: {part.text[:60]!r}")
-            elif part.kind == "reply" and not part.calls and self._acts_in(part.text) \
+            elif part.kind == "reply" and not native and self._acts_in(part.text) \
                     and not (after and _answers_a_step(after)):
                 problems.append(f"an action without its observation: {part.text[:60]!r}")
         return problems

@@ -182,9 +182,9 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
     calls = native_calls(step.reply)
     parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
                                 native=step.reply.get("native"))))  # said: in native, an empty reply goes empty
-    answered = {event.get("id"): event for event in step.observations}
-    for call in calls or [None]:  # each native call answered, in the order made; a text step's one observation
-        observation = answered.get(call.id) if call else step.observation
+    for number, call in enumerate(calls or [None]):  # each native call answered, in the order made (the loop records
+        # one observation a call, in that order); a text step's one observation
+        observation = step.observations[number] if number < len(step.observations) else None
         if observation and stand_in is not None:
             said, kind = f"[{stand_in}]", "placeholder"
             shown = f"Observation{observation['step']}: {said}"

@@ -70,6 +70,10 @@ MISSING_SIGNATURE = ("Function call is missing a thought_signature in functionCa
                      "to work correctly, and missing thought_signature may lead to degraded model performance. "
                      "Additional data, function call `default_api:{name}` , position {position}. Please refer to "
                      "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.")
+# A text part that is empty, as reported after a MALFORMED_FUNCTION_CALL reply was sent back in a chat
+# (google-gemini/deprecated-generative-ai-python#727, googleapis/google-cloud-go#10309).
+EMPTY_TEXT = ("Unable to submit request because it has an empty text parameter. Add a value to the parameter and try "
+              "again.")
 RESPONSE_AFTER_CALL = ("Please ensure that function response turn comes immediately after a function call turn.")
 RESPONSE_COUNT = ("Please ensure that the number of function response parts is equal to the number of function call "
                   "parts of the function call turn.")
@@ -79,6 +83,9 @@ def function_history_error(contents: list[dict], model: str) -> str | None:
     """What Gemini answers 400 for in a request with function calls: a response that follows no call, a response count
     that is not the call count, and, for Gemini 3 and later, a call of the current turn (since the last user text)
     whose first functionCall part lacks the signature it came with."""
+    if any(part.get("text") == "" and "thoughtSignature" not in part for content in contents
+           for part in content.get("parts", [])):
+        return EMPTY_TEXT
     for before, content in zip([None] + contents, contents):
         responses = [p for p in content.get("parts", []) if "functionResponse" in p]
         if responses:

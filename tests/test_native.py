@@ -86,7 +86,7 @@ def test_the_first_question_is_answered_through_parallel_native_calls_each_answe
     ('{"x": 1, "y": 2, "z": 3}', "got an unexpected keyword argument z"),
     ('{"x": "one", "y": 2}', "x must be a number"),
     ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"nest deeper than {MAX_DEPTH}"),
-    ('"' + "x" * 30_000 + '"', "the limit is 20,000"),
+    ('"' + "x" * 30_000 + '"', "longer than 20,000 characters, the limit"),
 ])
 def test_a_malformed_call_is_answered_with_what_is_wrong_and_the_run_goes_on(arguments, error):
     agent, _ = native_agent([calling(("add_numbers", arguments)), ModelReply("done")])
@@ -224,3 +224,47 @@ def test_a_native_runs_page_shows_the_schemas_sent_and_each_call_as_the_model_ma
     assert "Tools, sent beside the messages as 2 tool schemas (native protocol)" in page
     assert '\\"name\\": \\"multiply_numbers\\"' in page  # the schemas, folded: in the page's store of texts
     assert "Call: multiply_numbers({&quot;x&quot;: 7, &quot;y&quot;: 6})" in page
+
+
+def test_calls_with_one_id_twice_or_a_lone_surrogate_each_get_their_own_result_and_the_trace_reads_back(tmp_path):
+    path = tmp_path / "odd-ids.jsonl"
+    odd = ModelReply("", calls=(ToolCall("same", "add_numbers", '{"x": 1, "y": 1}'),
+                                ToolCall("same", "add_numbers", '{"x": 20, "y": 5}'),
+                                ToolCall("c\ud800", "multiply_numbers", '{"x": 2, "y": 3}'),
+                                ToolCall("", "add_numbers", '{"x": 0, "y": 0}')))
+    agent, model = native_agent([odd, ModelReply("done")], trace=Trace(str(path)))
+    agent.query("go")
+    agent.trace.close()
+    answered = [part.sent for message in model.calls[1] for part in message.parts if part.call]
+    assert answered == ["2", "25", "6", "0"]  # each result once, in the order of the calls
+    ids = [part.call.id for message in model.calls[1] for part in message.parts if part.call]
+    assert len(set(ids)) == 4 and "c\ufffd" in ids
+    header, events = read_trace_file(str(path))  # every id made text a file holds
+    assert [e["id"] for e in events if e["type"] == "observation"] == ids
+
+
+def test_a_native_answer_that_reads_like_an_action_line_is_no_violation():
+    agent, model = native_agent([ModelReply("Action: add_numbers(1, 2) is what I would do. 3"), ModelReply("ok")])
+    agent.query("first")
+    agent.query("second")
+    events = agent.trace.events
+    contexts = [index for index, event in enumerate(events) if event["type"] == "context"]
+    assert violations(model.calls[1], events[:contexts[1]]) == []
+
+
+def test_tools_taking_values_by_position_only_are_called_natively_by_name():
+    def total(*numbers: float) -> float:
+        """Add any numbers."""
+        return sum(numbers)
+
+    def scaled(x: float, /, factor: float = 2) -> float:
+        """x times factor."""
+        return x * factor
+
+    def counted(n: int = None) -> str:
+        """Say n."""
+        return f"n={n}"
+    agent, _ = native_agent([calling(("total", {"numbers": [1, 2, 3.5]}), ("scaled", {"x": 4}), ("counted", {})),
+                             ModelReply("done")], tools=[total, scaled, counted])
+    agent.query("go")
+    assert [text for _, text in results(agent)] == ["6.5", "8", "n=None"]

@@ -13,7 +13,8 @@ from results import StopReason
 from tools.arithmetic import add_numbers, multiply_numbers
 from tools.calculator import calculate
 from tools.schema import tool_schema
-from model_servers import GeminiStandIn, OpenAIStandIn, completion, gemini_calls, gemini_response, tool_completion
+from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_calls, gemini_response, sse,
+                           tool_completion)
 
 TOOLS = [add_numbers, multiply_numbers, calculate]
 
@@ -229,3 +230,77 @@ def test_protocols_side_by_side_share_the_tool_results_and_print_one_table(opena
         cli.main(["What?", "--protocol", "text,text"])
     assert "names a protocol twice" in capsys.readouterr().err
     assert cli.main(["--replay", str(tmp_path / "side.full.native.jsonl")]) == 0
+
+
+def streamed(*deltas) -> Answer:
+    """A completion streamed as these tool_calls deltas, then finish_reason tool_calls."""
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "qwen3:8b"}
+    events = [{**base, "choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}]}
+              for delta in deltas]
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return Answer(200, sse(events + ["[DONE]"]), {"Content-Type": "text/event-stream"})
+
+
+@pytest.mark.parametrize("deltas, read", [
+    # Ollama streams each call whole at index 0, each with its own id (ollama/ollama#15457)
+    ([{"index": 0, "id": "a", "function": {"name": "add_numbers", "arguments": {"x": 1, "y": 2}}},
+      {"index": 0, "id": "b", "function": {"name": "multiply_numbers", "arguments": {"x": 3, "y": 4}}}],
+     [("a", "3"), ("b", "12")]),
+    # the name sent again with every piece
+    ([{"index": 0, "id": "a", "function": {"name": "add_numbers", "arguments": '{"x": 1,'}},
+      {"index": 0, "function": {"name": "add_numbers", "arguments": ' "y": 2}'}}], [("a", "3")]),
+    # pieces with no index continue the call before them
+    ([{"id": "a", "function": {"name": "add_numbers", "arguments": '{"x": 1,'}},
+      {"function": {"arguments": ' "y": 5}'}}], [("a", "6")]),
+])
+def test_streamed_calls_are_joined_as_each_server_sends_them(openai, deltas, read):
+    _, model = openai([streamed(*deltas), "done"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append)
+    assert agent.query("go").answer == "done"
+    assert observations(agent) == read
+
+
+def test_arguments_streamed_as_an_object_then_as_text_are_a_malformed_reply_not_a_crash(openai):
+    _, model = openai([streamed({"index": 0, "id": "a", "function": {"name": "add_numbers", "arguments": {"x": 1}}},
+                                {"index": 0, "function": {"arguments": '{"y": 2}'}})] * 2)
+    result = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append).query("go")
+    assert result.stop_reason is StopReason.ERROR
+    assert "arguments came both as text and as an object" in str(result.error)
+
+
+def test_gemini_is_never_sent_an_empty_text_part_after_an_empty_reply(gemini):
+    stand_in, model = gemini([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), gemini_response(""), "done"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
+    assert agent.query("go").answer == "done"
+    sent = [part for body in stand_in.bodies for content in body["contents"] for part in content["parts"]]
+    assert {"text": ""} not in sent and {"text": "(empty reply)"} in sent
+
+
+def test_a_comparison_refuses_a_model_that_cannot_speak_a_protocol_before_any_run(monkeypatch, capsys, tmp_path):
+    import importlib
+
+    import cli
+
+    class TextOnly:
+        name, backend, usage_source, window, temperature = "gemma-3-270m", "local", "test", None, 0.0
+
+        def generate(self, *args, **kwargs):
+            raise AssertionError("no run is made")
+    monkeypatch.setattr(importlib.import_module("cli.compare"), "model_for_a_run", lambda args: TextOnly())
+    assert cli.main(["2 + 3?", "--protocol", "text,native", "--trace", str(tmp_path / "t.jsonl")]) == 2
+    assert "gemma-3-270m cannot call tools natively here" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_replay_of_a_native_trace_counts_the_schemas_as_the_run_did(openai, tmp_path):
+    from experiments.replay import replay
+    from tokens import local_counter
+    from traces import Trace, read_trace_file
+
+    _, model = openai([tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), trace=Trace(str(tmp_path / "n.jsonl")))
+    agent.query("What is 7 * 6 + 5?")
+    agent.trace.close()
+    header, events = read_trace_file(str(tmp_path / "n.jsonl"))
+    [report] = replay(header, events, ["full"], counter=local_counter(), facts=[], points=[])
+    assert report.calls == [event["tokens"] for event in events if event["type"] == "context"]

@@ -9,6 +9,7 @@ and is made again or checked with `tools_named(those names)`, so a tool added to
 """
 import inspect
 import math
+import typing
 import re
 import sys
 from functools import lru_cache
@@ -75,7 +76,7 @@ def describe(tool: Callable) -> str:
     return f"{tool.__name__}{signature_text}\n" + "\n".join(f"    {line}" for line in doc.splitlines() if line.strip())
 
 
-def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def bind_arguments(tool: Callable, args: tuple, kwargs: dict, by_name: bool = False) -> tuple[tuple, dict]:
     """The call the tool will get, as (positional, named) arguments: the model's literal arguments matched to the
     tool's parameters, numeric strings converted where a number is expected. Every argument is passed by name,
     except those of a tool with positional-only parameters or *args.
@@ -89,6 +90,8 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, di
         return (), _converted(tool, arguments)
     # an unusual signature, or a call that does not fit: inspect binds it and words the error
     parameters = signature(tool)
+    if by_name:  # every value named (a native call): the ones taken only by position go to their places
+        args, kwargs = _positional_by_name(parameters, kwargs)
     try:
         bound = parameters.bind(*args, **kwargs)
     except TypeError as error:
@@ -98,12 +101,37 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict) -> tuple[tuple, di
     return bound.args, bound.kwargs
 
 
+def _unwrapped(annotation):
+    """`Annotated[int, ...]` is an int."""
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+
+
+def _positional_by_name(parameters: inspect.Signature, kwargs: dict) -> tuple[tuple, dict]:
+    """A call whose values are all named, as a native call's are, with the values of parameters taken only by
+    position (`x, /`, `*rest`, and those before a `*rest`) moved to their places in order, a `*rest` given as a
+    list; what does not fit is left for inspect to word."""
+    named, positional = dict(kwargs), []
+    starred = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.parameters.values())
+    for parameter in parameters.parameters.values():
+        by_position = parameter.kind is inspect.Parameter.POSITIONAL_ONLY or (
+            starred and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if by_position and parameter.name in named:
+            positional.append(named.pop(parameter.name))
+        elif parameter.kind is inspect.Parameter.VAR_POSITIONAL and isinstance(named.get(parameter.name), list):
+            positional += named.pop(parameter.name)
+        elif by_position or parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            break
+    return tuple(positional), named
+
+
 def _converted(tool: Callable, arguments: dict) -> dict:
     """`arguments` (name -> value, a tuple for *args and a dict for **kwargs) with each value converted, in place, to
     its parameter's annotation; returned too."""
     parameters = signature(tool).parameters
     for name, value in arguments.items():
-        annotation, kind = parameters[name].annotation, parameters[name].kind
+        annotation, kind = _unwrapped(parameters[name].annotation), parameters[name].kind
+        if value is parameters[name].default:  # the tool's own default, as its author wrote it (`n: int = None`)
+            continue
         try:
             if kind is inspect.Parameter.VAR_POSITIONAL:
                 arguments[name] = tuple(_coerce(name, item, annotation) for item in value)

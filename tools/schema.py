@@ -50,6 +50,8 @@ def _type(annotation) -> dict:
     if annotation in JSON_TYPES:
         return {"type": JSON_TYPES[annotation]}
     origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type(arguments[0])
     if origin in (typing.Union, types.UnionType):
         kinds = [_type(argument) for argument in arguments if argument is not type(None)]
         if len(kinds) == 1:  # X | None: an X that may be left out
@@ -57,11 +59,12 @@ def _type(annotation) -> dict:
         return {"anyOf": kinds} if all(kinds) else {}
     if origin in JSON_TYPES:
         described = {"type": JSON_TYPES[origin]}
-        if origin in (list, tuple) and arguments and arguments[-1] is not Ellipsis:
-            described["items"] = _type(arguments[0])
+        if origin is list and arguments or origin is tuple and (len(set(arguments) - {Ellipsis}) == 1):
+            described["items"] = _type(arguments[0])  # list[int], tuple[int, ...], tuple[int, int]; not tuple[int, str]
         return described
-    if origin is typing.Literal:
-        return {"enum": list(arguments)}
+    if origin is typing.Literal:  # values JSON has (an Enum's own value, else its text)
+        return {"enum": [value if isinstance(value, (str, int, float, bool)) or value is None else
+                         str(getattr(value, "value", value)) for value in arguments]}
     return {}
 
 

@@ -494,11 +494,14 @@ def _reply(response) -> ModelReply:
 def _calls(parts) -> tuple[tuple, str | None]:
     """A reply's functionCall parts as ToolCalls, and, when it made any, all its parts as they came (as JSON), to
     be sent back unchanged with their thought signatures."""
-    calls = native_calls((part.function_call.id, part.function_call.name or "", part.function_call.args or {})
-                         for part in parts if part.function_call)
+    called = [part.function_call for part in parts if part.function_call]
+    calls = native_calls((call.id, call.name, call.args or {}) for call in called)
     if not calls:
         return (), None
-    return calls, json.dumps([part.model_dump(mode="json", exclude_none=True) for part in parts])
+    if len(called) > len(calls):  # past the calls read from one reply: the reply is not sent back as it came
+        return calls, None
+    kept = [part for part in parts if part.text != "" or part.thought_signature]  # not a stream's empty pieces
+    return calls, json.dumps([part.model_dump(mode="json", exclude_none=True) for part in kept])
 
 
 def native_contents(messages: list[Message]) -> list:
@@ -526,9 +529,10 @@ def native_contents(messages: list[Message]) -> list:
                 parts.append(types.Part(function_response=types.FunctionResponse(
                     name=part.call.name, response={"result": part.sent},
                     id=part.call.id if part.call.id in service_ids else None)))
-            else:
+            elif part.sent:  # an empty text part is refused ("Unable to submit request because it has an empty text
+                # parameter", google-gemini/deprecated-generative-ai-python#727)
                 parts.append(types.Part(text=part.sent))
-        contents.append(types.Content(role=message.role, parts=parts))
+        contents.append(types.Content(role=message.role, parts=parts or [types.Part(text="(empty reply)")]))
     return contents
 
 

@@ -24,8 +24,8 @@ import time
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from models import (COUNTED_LOCALLY, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError, ModelReply,
-                    native_calls, shortened, within_limit)
+from models import (COUNTED_LOCALLY, MAX_CALLS_READ, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
+                    ModelReply, native_calls, shortened, within_limit)
 from models.services import endpoints, retry, wire
 from models.services.endpoints import ENDPOINTS, TEMPERATURE_VARIABLE, available, list_models, temperature_for
 from models.services.keys import check_key, redact
@@ -34,7 +34,6 @@ from redaction import shown_url
 
 __all__ = ["OpenAICompatibleModel", "make", "available"]  # make and available: what models.BACKENDS asks for
 
-MAX_CALLS_READ = 64  # tool calls read from one reply; the loop runs the first protocols.MAX_CALLS
 MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
 MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
@@ -243,7 +242,7 @@ class OpenAICompatibleModel:
         reasoned = []
         cut = StreamCut(stop, channel.text, lambda text: (reasoned.append(True),
                                                           channel.event("reasoning", backend=self.backend, text=text)))
-        state = {"finish": None, "usage": None, "model": None, "reading": {}, "response": response, "calls": {}}
+        state = {"finish": None, "usage": None, "model": None, "reading": {}, "response": response, "calls": []}
         events, complete, chunks = wire.EventStream(), False, self._chunks(response, state["reading"])
         for chunk in chunks:
             if not events.started and chunk.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):  # no events: one JSON body
@@ -262,7 +261,8 @@ class OpenAICompatibleModel:
             raise StreamEndedEarly("the stream ended before the reply was complete")
         counts, problem = wire.usage_counts(state["usage"])
         text = cut.finish()
-        reply = replace(_reply(text, cut.ending(state["finish"]), counts), calls=_calls(state["calls"].values()))
+        reply = replace(_reply(text, cut.ending(state["finish"]), counts), calls=native_calls(
+            (call["id"], call["name"], call["arguments"]) for call in state["calls"]))
         return replace(reply, model=wire.model_name(state["model"])), bool(reasoned), problem
 
     def _event(self, data: str, state: dict, cut: StreamCut, channel: retry.Channel, reasoned: list) -> bool:
@@ -377,34 +377,41 @@ def native_chat(messages: list[Message]) -> list[dict]:
 
 
 def _calls(listed) -> tuple:
-    """ToolCalls from the tool_calls of a message (or those joined from a stream): {id, function: {name,
-    arguments}}; whatever a call lacks is left for the loop to refuse, as a result the model reads."""
-    raw = []
-    for call in list(listed)[:MAX_CALLS_READ]:
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
-        name = function.get("name") if isinstance(function.get("name"), str) else ""
-        arguments = function.get("arguments", "")
-        raw.append((call.get("id") if isinstance(call.get("id"), str) else None, name,
-                    "" if arguments is None else arguments))
-    return native_calls(raw)
+    """ToolCalls from the tool_calls of a whole message: {id, function: {name, arguments}}; whatever a call lacks
+    is left for the loop to refuse, as a result the model reads (models.native_calls)."""
+    functions = [call.get("function") if isinstance(call.get("function"), dict) else {} for call in listed]
+    return native_calls((call.get("id"), function.get("name"),
+                         "" if function.get("arguments") is None else function["arguments"])  # none: no arguments
+                        for call, function in zip(listed, functions))
 
 
-def _join_call(calls: dict, delta: dict) -> None:
-    """One streamed tool_calls delta joined into the calls so far, by its index: the first piece of a call brings
-    its id and name, the later ones pieces of its arguments."""
-    index = delta.get("index", len(calls))
-    if type(index) is not int or not 0 <= index < MAX_CALLS_READ:
+def _join_call(calls: list, delta: dict) -> None:
+    """One streamed tool_calls delta joined into the calls so far. A delta continues the last call made at its index
+    (the first piece brings the id and the name, the later ones pieces of the arguments), unless it brings another id
+    or another name: then it is a new call (Ollama streams every call at index 0, each with its own id: ollama/ollama
+    #15457). A delta with no index continues the last call. A name sent again whole is not appended. Arguments come
+    as text pieces, or whole as an object (as Ollama sends them); a mix of the two is malformed."""
+    index = delta.get("index")
+    if index is not None and (type(index) is not int or not 0 <= index < MAX_CALLS_READ):
         raise wire.Malformed(f"a tool call delta with index {str(index)[:20]!r}")
-    call = calls.setdefault(index, {"id": None, "function": {"name": "", "arguments": ""}})
-    if isinstance(delta.get("id"), str):
-        call["id"] = delta["id"]
+    given = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
     function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
-    for key in ("name", "arguments"):
-        piece = function.get(key)
-        if isinstance(piece, str):
-            call["function"][key] += piece
-        elif isinstance(piece, dict) and key == "arguments":  # an object sent whole, as Ollama does
-            call["function"][key] = piece
+    name = function.get("name") if isinstance(function.get("name"), str) and function.get("name") else None
+    last = next((call for call in reversed(calls) if index is None or call["index"] == index), None)
+    if last is None or (given and last["id"] not in (None, given)) or (name and last["name"] not in ("", name)):
+        if len(calls) >= MAX_CALLS_READ:
+            return  # past the calls read from one reply
+        last = {"index": index if index is not None else len(calls), "id": None, "name": "", "arguments": ""}
+        calls.append(last)
+    last["id"] = given or last["id"]
+    last["name"] = name or last["name"]
+    piece = function.get("arguments")
+    if isinstance(piece, str) and isinstance(last["arguments"], str):
+        last["arguments"] += piece
+    elif piece is not None and not isinstance(piece, str) and last["arguments"] == "":
+        last["arguments"] = piece  # an object (or any JSON value) sent whole
+    elif piece is not None:
+        raise wire.Malformed("a tool call whose arguments came both as text and as an object")
 
 
 def _reply(text: str, finish: str | None, counts: dict | None) -> ModelReply:
