@@ -62,6 +62,7 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
                       on_text=display.stream if stream else None, protocol=protocol)
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
+    display.offered = lambda: agent.protocol.offer(agent.tools.values()).get("tools")
     return agent, display
 
 

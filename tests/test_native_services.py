@@ -124,9 +124,10 @@ def test_the_command_line_runs_native_records_a_trace_that_replays_and_refuses_a
     stand_in, _ = openai([tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
     trace = tmp_path / "native.jsonl"
     assert cli.main(["What is 7 * 6 + 5?", "--protocol", "native", "--model", "openai:qwen3:8b", "--trace",
-                     str(trace), "--no-stream"]) == 0
+                     str(trace), "--no-stream", "--show-context", "full"]) == 0
     out = capsys.readouterr().out
     assert 'Action1: calculate({"expression": "7 * 6 + 5"})' in out and "Answer: 47" in out
+    assert "[tools · 9 tool schemas, sent beside the messages ·" in out  # what --show-context shows of them
     assert stand_in.bodies[0]["tools"][0]["function"]["name"] == "add_numbers"
     assert cli.main(["--replay", str(trace), "--policies", "full,window:0,elide:0"]) == 0
     assert "violations" not in capsys.readouterr().err

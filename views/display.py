@@ -6,6 +6,7 @@ Model, tool and user text is hostile to a terminal. It is always handed to rich 
 markup, and control characters (escape sequences that could set the window title, clear the screen or
 write the clipboard) are removed from it on the way out; the trace keeps it raw. NO_COLOR is honoured by rich.
 """
+import json
 import re
 import time
 from contextlib import contextmanager
@@ -52,6 +53,7 @@ class LiveDisplay:
         self.events, self.context = events, context
         self.counter = counter
         self.render_context = None  # set by the caller: renders the context the model is about to see
+        self.offered = lambda: None  # set by the caller: the tool schemas sent beside it (native protocol), or None
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
         self._streamed = ""  # the text of the reply being streamed, shown as it came
@@ -103,7 +105,9 @@ class LiveDisplay:
         the policy dropped."""
         counter = self.counter or local_counter()
         parts = [(message.role, part) for message in messages for part in message.parts]
-        total = sum(counter.count(part.text) for _, part in parts)
+        schemas = self.offered()
+        described = json.dumps(schemas, ensure_ascii=False) if schemas else ""
+        total = sum(counter.count(part.text) for _, part in parts) + (counter.count(described) if schemas else 0)
         title = f"context{' · policy ' + policy if policy else ''} · {total:,} tokens, {counter.name}"
         previous, self._shown = self._shown, parts
         if changes and previous is not None:
@@ -119,6 +123,10 @@ class LiveDisplay:
             parts = [item for item in parts if item not in before]
         else:
             self.console.rule(plain(title, "bold magenta"))
+            if schemas:  # the native protocol: the tools go beside the messages (--show-prompt prints them whole)
+                self.console.print(Text(f"[tools · {len(schemas)} tool schemas, sent beside the messages · "
+                                        f"{counter.count(described):,} tokens]", style="magenta"))
+                self.console.print(plain(", ".join(schema["name"] for schema in schemas)))
         for role, part in parts:
             mark = "+ " if changes and previous is not None else ""
             self.console.print(Text(f"{mark}[{role} · {part.kind} · {counter.count(part.text):,} tokens]",
