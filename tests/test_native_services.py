@@ -219,11 +219,13 @@ def test_protocols_side_by_side_share_the_tool_results_and_print_one_table(opena
                           tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
     trace = tmp_path / "side.jsonl"
     assert cli.main(["What is 7 * 6 + 5?", "--protocol", "text,native", "--model", "openai:qwen3:8b", "--trace",
-                     str(trace), "--expect", "47"]) == 0
+                     str(trace), "--expect", "47", "--html", str(tmp_path / "side.html")]) == 0
+    page = (tmp_path / "side.html").read_text(encoding="utf-8")
+    assert "Protocols compared: What is 7 * 6 + 5?" in page and "full · native" in page
     out = " ".join(capsys.readouterr().out.split())
     assert "Protocols compared · model qwen3:8b" in out and "unreadable" in out
     assert out.count("full") >= 2 and "text" in out and "native" in out and out.count("1/1") == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["side.full.native.jsonl", "side.full.text.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["side.full.native.jsonl", "side.full.text.jsonl", "side.html"]
     assert "tools" not in stand_in.bodies[0] and "tools" in stand_in.bodies[2]
     assert cli.main(["What?", "--protocol", "text,native", "--chat"]) == 2
     assert "compares runs of a question: it does not go with --chat" in capsys.readouterr().err

@@ -24,7 +24,8 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
     labels = [name if names.count(name) == 1 else f"{name} (run {names[:i + 1].count(name)})"
               for i, name in enumerate(names)]
     asked = next((e["text"] for _, _, events, _ in runs for e in events if e["type"] == "question"), "")
-    title = title or f"Policies compared: {asked}"
+    protocols = {header.get("protocol", "text") for _, header, _, _ in runs}
+    title = title or f"{'Protocols' if len(protocols) > 1 else 'Policies'} compared: {asked}"
     models = ", ".join(dict.fromkeys(str(header.get("model")) for _, header, _, _ in runs if header.get("model")))
     first_events = next((events for _, _, events, _ in runs), [])
     body = [f"<h1>{esc(title)}</h1>",
@@ -36,9 +37,11 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
 
 
 def run_of(header: dict, events: Sequence[dict]) -> tuple[str, dict, list[dict], list[Call]]:
-    """A trace as (policy, header, events, calls): the policy its header names, else its first context event's."""
+    """A trace as (its name, header, events, calls): the policy its header names, else its first context event's,
+    and the protocol its header names when it is not the text one."""
     policies = [e["policy"] for e in events if e["type"] == "context"]
     name = header.get("policy") or (policies[0] if policies else "?")
+    name += f" · {header['protocol']}" if header.get("protocol", "text") != "text" else ""
     return name, header, list(events), [item for item in timeline(events) if isinstance(item, Call)]
 
 
