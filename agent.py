@@ -158,12 +158,14 @@ class TinyReAct:
         """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
         self._count(reply, "step", messages)
         text, calls = cap(self.protocol.written(reply.text), REPLY_LIMIT), self.protocol.calls(reply)
-        native = ({"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}) \
-            | ({"native": reply.native} if reply.native and len(reply.native) <= NATIVE_LIMIT else {})
+        native = {"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}
+        if reply.native and len(reply.native) <= NATIVE_LIMIT:
+            native["native"] = reply.native
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
                                   blocked=reply.blocked, **native)
         # read as recorded: the trace makes each lone surrogate U+FFFD
-        parsed = self.protocol.read(recorded["text"], tuple(ToolCall(**call) for call in recorded.get("calls", ())))
+        parsed = self.protocol.read(recorded["text"], tuple(ToolCall(**call) for call in recorded["calls"])
+                                    if calls else ())
         if parsed.thought is not None:
             self.trace.add("thought", step=step, text=parsed.thought)
         for action in parsed.actions:

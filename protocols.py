@@ -15,10 +15,9 @@ against the tool's signature the same way (tools.bind_arguments): what a protoco
 arguments, and whatever is wrong with them becomes a message the model reads as the call's result.
 """
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from models import ModelConfigError, ModelReply, native_calls
 from prompts import render_instructions
@@ -31,8 +30,7 @@ MAX_DEPTH = 20  # brackets nested in one call's arguments: no tool takes more th
 NATIVE_PROMPT = Path(__file__).parent / "prompts" / "native.txt"
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     """One tool call a reply asks for, as the trace records it: `add_numbers(2, 3)` in the text protocol,
     `add_numbers({"x": 2, "y": 3})` in the native one, with its id and the refusal it gets unread, if any."""
     text: str
@@ -45,8 +43,7 @@ class Action:
         return {"id": self.id} if self.id else {}
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     thought: str | None
     actions: tuple[Action, ...]
     answer: str | None

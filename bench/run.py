@@ -157,7 +157,7 @@ def inlined_run(check: bool = False):  # noqa: C901
                    "t": (clock() - started) // 1_000_000 / 1000},
                   {"type": "question", "text": question, "t": (clock() - started) // 1_000_000 / 1000}]
         messages = [Message("system", (Part("instructions", instructions),)),
-                    Message("user", (Part("question", f"Question: {question}"),))]
+                    Message("user", (Part("question", f"Question: {question}", said=question),))]
         append, name_of_counter = events.append, counter.name
         tools_tokens = count(docs)
         instructions_tokens, user_tokens = count(instructions) - tools_tokens, count(messages[1].parts[0].text)
@@ -182,7 +182,7 @@ def inlined_run(check: bool = False):  # noqa: C901
             text = (raw[:raw.find("\nObservation")] if "\nObservation" in raw else raw).rstrip()[:REPLY_LIMIT]
             append({"type": "reply", "step": step, "text": text, "raw": raw[:REPLY_LIMIT], "blocked": reply.blocked,
                            "t": (clock() - started) // 1_000_000 / 1000})
-            part = Part("reply", text or "(empty reply)")
+            part = Part("reply", text or "(empty reply)", said=text)
             messages.append(Message("model", (part,)))
             model_tokens += count(part.text)
             thought, action, answer = parse_reply(text)

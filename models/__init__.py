@@ -17,19 +17,17 @@ With no spec at all: Gemini when a key is set, else the embedded model.
 import json
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, NamedTuple, Protocol
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """A call a model made through the service's own function calling (the native protocol, protocols.py)."""
     id: str  # the service's id for it, answered by the result; made here (call_1, ...) when the service gives none
     name: str
     arguments: str  # JSON text, as the service sent it (an object sent as an object is written as JSON here)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):  # a tuple: made several times a step, it costs a third of a frozen dataclass
     """A labelled piece of a message, so the context can be shown and counted by kind. In the native protocol a
     reply's part carries its tool calls and an observation's part the call it answers; `said` is then what goes to
     the service (the model's own text, the tool's result) where `text` is what is shown and counted."""

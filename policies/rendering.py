@@ -179,9 +179,12 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
     parts = []
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
-    calls = native_calls(step.reply)
-    parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
-                                native=step.reply.get("native"))))  # said: in native, an empty reply goes empty
+    calls = native_calls(step.reply) if "calls" in step.reply else ()
+    if calls:  # said: what goes to the service (an empty reply goes empty)
+        parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
+                                    native=step.reply.get("native"))))
+    else:
+        parts.append(("model", Part("reply", step.reply["text"] or "(empty reply)", said=step.reply["text"])))
     for number, call in enumerate(calls or [None]):  # each native call answered, in the order made (the loop records
         # one observation a call, in that order); a text step's one observation
         observation = step.observations[number] if number < len(step.observations) else None
@@ -189,7 +192,7 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
             said, kind = f"[{stand_in}]", "placeholder"
             shown = f"Observation{observation['step']}: {said}"
         elif observation:
-            said, kind = cap(observation["text"], limit), "observation"
+            said, kind = cap(observation["text"], limit) if call else None, "observation"
             shown = observation_text(observation["step"], observation["text"], limit)
         elif step.action or call:  # the run ended before the action ran (the --finish call, Ctrl-C): say so
             said, kind = "[not run: the run had ended]", "observation"

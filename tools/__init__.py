@@ -101,9 +101,11 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict, by_name: bool = Fa
     return bound.args, bound.kwargs
 
 
-def _unwrapped(annotation):
-    """`Annotated[int, ...]` is an int."""
-    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+@lru_cache(maxsize=1024)
+def _parameters(tool: Callable) -> dict[str, tuple]:
+    """Each parameter's (annotation, kind, default), an `Annotated[int, ...]` read as int."""
+    return {name: (typing.get_args(p.annotation)[0] if typing.get_origin(p.annotation) is typing.Annotated
+                   else p.annotation, p.kind, p.default) for name, p in signature(tool).parameters.items()}
 
 
 def _positional_by_name(parameters: inspect.Signature, kwargs: dict) -> tuple[tuple, dict]:
@@ -127,10 +129,10 @@ def _positional_by_name(parameters: inspect.Signature, kwargs: dict) -> tuple[tu
 def _converted(tool: Callable, arguments: dict) -> dict:
     """`arguments` (name -> value, a tuple for *args and a dict for **kwargs) with each value converted, in place, to
     its parameter's annotation; returned too."""
-    parameters = signature(tool).parameters
+    parameters = _parameters(tool)
     for name, value in arguments.items():
-        annotation, kind = _unwrapped(parameters[name].annotation), parameters[name].kind
-        if value is parameters[name].default:  # the tool's own default, as its author wrote it (`n: int = None`)
+        annotation, kind, default = parameters[name]
+        if value is default:  # the tool's own default, as its author wrote it (`n: int = None`)
             continue
         try:
             if kind is inspect.Parameter.VAR_POSITIONAL:
