@@ -307,3 +307,16 @@ def test_a_replay_of_a_native_trace_counts_the_schemas_as_the_run_did(openai, tm
     header, events = read_trace_file(str(tmp_path / "n.jsonl"))
     [report] = replay(header, events, ["full"], counter=local_counter(), facts=[], points=[])
     assert report.calls == [event["tokens"] for event in events if event["type"] == "context"]
+
+
+def test_native_with_the_embedded_half_billion_model_says_first_what_works_instead(monkeypatch, capsys):
+    import importlib
+
+    import cli
+    from models.scripted import ScriptedModel
+
+    class Small(ScriptedModel):
+        name = "qwen2.5-coder-0.5b"
+    monkeypatch.setattr(importlib.import_module("cli.ask"), "model_for_a_run", lambda args: Small(["4"]))
+    assert cli.main(["2 + 2?", "--protocol", "native", "--no-stream"]) == 0
+    assert "note: the embedded 0.5B repeats its tool calls in the native protocol" in capsys.readouterr().err
