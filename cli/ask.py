@@ -46,13 +46,7 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
 
 def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
     """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
-    protocol = make_protocol((args.protocol or ["text"])[0])
-    try:
-        protocol.check(model)  # before the trace file is made
-    except ModelConfigError as problem:
-        raise UsageError(str(problem)) from None
-    if protocol.name == "native" and model.name in NATIVE_WEAK:
-        print(f"note: {NATIVE_WEAK[model.name]}", file=sys.stderr)
+    protocol = _protocol_for(args, model)
     # rich takes longer to import than --help takes to run: only when showing a run
     from views.display import LiveDisplay
 
@@ -70,6 +64,19 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
     display.render_context = lambda: agent.policy.render(agent.trace.events)
     display.offered = lambda: agent.protocol.offer(agent.tools.values()).get("tools")
     return agent, display
+
+
+def _protocol_for(args, model: Model):
+    """The --protocol of a run or a chat, checked against the model before a trace file is made; a model measured to
+    fail at it is said so, once."""
+    protocol = make_protocol((args.protocol or ["text"])[0])
+    try:
+        protocol.check(model)
+    except ModelConfigError as problem:
+        raise UsageError(str(problem)) from None
+    if protocol.name == "native" and model.name in NATIVE_WEAK:
+        print(f"note: {NATIVE_WEAK[model.name]}", file=sys.stderr)
+    return protocol
 
 
 def _header(model: Model) -> dict:
