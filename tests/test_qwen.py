@@ -147,20 +147,6 @@ def test_react_prompt_continuation_matches_llama_cpp(qwen):
     assert (text, count) == (golden["continuation"], golden["tokens"])
 
 
-@pytest.mark.slow
-def test_the_loop_answers_the_quick_start_questions_with_the_default_tools_and_prompt(qwen):
-    """The questions a newcomer's first minutes hold (the README's and the two beside it in the tuning set), each
-    one calculate call through the real loop, the prompt and tools as a user gets them."""
-    for question, expected, action in [(QUESTION, "47", 'calculate("7 * 6 + 5")'),
-                                       ("What is 12 divided by 4, plus 10?", "13", 'calculate("12 / 4 + 10")'),
-                                       ("What is 25 * 4 + 3?", "103", 'calculate("25 * 4 + 3")')]:
-        result = TinyReAct(qwen).query(question)
-        actions = [e["text"] for e in result.trace if e["type"] == "action"]
-        assert (result.stop_reason.value, result.answer.strip(), actions) == ("answer", expected, [action])
-    assert qwen.network.timings["reused_tokens"] > 1000  # later steps only run the new tokens
-    assert result.usage.input_tokens > 2 * 1000 and result.usage.output_tokens > 10  # its own tokenizer's counts
-
-
 @pytest.mark.slow  # loads the 0.5B and 270M weights; the choice alone is tested fast in test_model_selection.py
 def test_with_no_key_the_default_is_qwen_and_the_notice_names_it():
     from models import load_model
