@@ -8,18 +8,23 @@ the real loop: a scripted model writes the replies, and each tool answers with t
 that step, so the trace holds exactly the events a live run would have written (instructions, contexts, usage
 as the scripted model estimates it). A step without a result runs the real tool; tools the project does not
 have are stood in for under their own names. The policy's own tools (pin_note, forget) always run for real, so
-a script can record a session under pinned or forget. The tools offered are the ones the script's "tools" names,
+a script can record a session under pinned or forget. With "protocol": "native" the same steps are played as the
+native protocol's structured calls (each action's arguments named by the tool's signature; a stand-in's positional
+arguments arg1, arg2, ...) and the answer as plain text. The tools offered are the ones the script's "tools" names,
 or without it today's DEFAULT_TOOLS, then a stand-in for each other tool a step calls: a shipped script names its
 tools, so a tool added to DEFAULT_TOOLS does not change what it records.
 """
 import functools
+import json
 from pathlib import Path
 
 from agent import TinyReAct
+from models import ModelReply, ToolCall
 from models.scripted import ScriptedModel
 from policies import Policy
+from protocols import NativeProtocol, TextProtocol
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
-from tools import DEFAULT_TOOLS, shipped_by_name
+from tools import DEFAULT_TOOLS, shipped_by_name, signature
 from traces import Trace, as_text, header_problem, read_json, replacing
 
 
@@ -38,13 +43,15 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
         problem = header_problem(meta)
     if problem:
         raise ValueError(f"{script_path} is not a conversation script: {problem} (see conversations/README.md)")
-    turns = script["turns"]
+    turns, native = script["turns"], script.get("protocol", "text") == "native"
     replies, results = _replies(turns)
+    if native:
+        replies = [_as_native(reply) for reply in replies]
     model = ScriptedModel(replies)
     used = set()
     tools = _taped_tools(script.get("tools"), results, model, used, policy)
     with replacing(trace_path) as temporary:  # a good trace already there stays until this one is whole
-        calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta))
+        calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta), native)
         unused = sorted(set(results) - used)
         if unused:
             raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
@@ -52,10 +59,11 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     return calls
 
 
-def _play(turns: list, model: ScriptedModel, tools: list, policy: Policy, trace: Trace) -> int:
+def _play(turns: list, model: ScriptedModel, tools: list, policy: Policy, trace: Trace, native: bool = False) -> int:
     """Each turn through the loop, into `trace`; raises ValueError when one goes differently from the script."""
     try:
-        agent = TinyReAct(model, tools=tools, policy=policy, trace=trace)
+        agent = TinyReAct(model, tools=tools, policy=policy, trace=trace,
+                          protocol=NativeProtocol() if native else TextProtocol())
         scripted = 0  # the replies the script gives up to the end of this turn
         for number, turn in enumerate(turns, 1):
             calls = len(turn.get("steps", [])) + 1
@@ -79,6 +87,8 @@ def _script_problem(script) -> str | None:
     """What is wrong with the shape of a conversation script, in a few words; None when nothing is."""
     if not isinstance(script, dict) or not isinstance(script.get("turns"), list) or not script["turns"]:
         return "it needs a \"turns\" list"
+    if script.get("protocol", "text") not in ("text", "native"):
+        return "\"protocol\" must be text or native"
     named = script.get("tools", [])
     if not isinstance(named, list) or not all(isinstance(name, str) and name.isidentifier() for name in named):
         return "\"tools\" must be a list of tool names"
@@ -112,6 +122,25 @@ def _replies(turns: list[dict]) -> tuple[list[str], dict[int, tuple[str, str]]]:
                 results[len(replies)] = (_tool_name(reply), str(step["result"]))
         replies.append(f"Thought{len(steps) + 1}: {turn.get('thought', 'I can answer now.')}\nAnswer: {turn['answer']}")
     return replies, results
+
+
+def _as_native(reply: str) -> ModelReply:
+    """A scripted reply as the native protocol carries it: its Action as a structured call whose arguments are named
+    (by the tool's signature, when the project has the tool; else arg1, arg2, ...), its Thought as the text beside
+    it; an answer as its text alone."""
+    parsed = parse_reply(cut_at_observation(reply))
+    if parsed.action is None:
+        return ModelReply(parsed.answer if parsed.answer is not None else reply)
+    try:
+        call = parse_action(parsed.action)
+    except ActionError:  # the loop refuses it as it would refuse the text: its text as the arguments
+        return ModelReply(parsed.thought or "", calls=(ToolCall("call_1", _tool_name(reply), parsed.action),))
+    tool = shipped_by_name().get(call.name)
+    names = [name for name, parameter in signature(tool).parameters.items()
+             if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)] if tool else []
+    named = {(names[n] if n < len(names) else f"arg{n + 1}"): value for n, value in enumerate(call.args)}
+    return ModelReply(parsed.thought or "", calls=(ToolCall("call_1", call.name,
+                                                            json.dumps(named | call.kwargs, ensure_ascii=False)),))
 
 
 def _tool_name(reply: str) -> str:

@@ -268,3 +268,26 @@ def test_tools_taking_values_by_position_only_are_called_natively_by_name():
                              ModelReply("done")], tools=[total, scaled, counted])
     agent.query("go")
     assert [text for _, text in results(agent)] == ["6.5", "8", "n=None"]
+
+
+def test_a_conversation_script_records_as_native_calls_and_replays_under_every_policy(tmp_path):
+    import cli
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conversations",
+                           "example.script.json"), encoding="utf-8") as file:
+        script = json.load(file) | {"protocol": "native"}
+    (tmp_path / "native.script.json").write_text(json.dumps(script), encoding="utf-8")
+    trace = tmp_path / "native.jsonl"
+    assert cli.main(["--record", str(tmp_path / "native.script.json"), "--trace", str(trace)]) == 0
+    header, events = read_trace_file(str(trace))
+    assert [e.get("protocol") for e in events if e["type"] == "instructions"] == ["native"]
+    calls = [call for e in events if e["type"] == "reply" for call in e.get("calls", [])]
+    assert [(call["name"], json.loads(call["arguments"])) for call in calls] == [
+        ("lookup_order", {"arg1": "ZQ-5521"}), ("subtract_numbers", {"x": 11, "y": 3})]
+    assert [e["text"] for e in events if e["type"] == "observation"][0].startswith("Order ZQ-5521: 2 items")
+    assert [e["text"] for e in events if e["type"] == "answer"][-1] == "8 days ago."
+    specs = ["full", "window:0", "elide:0", "retrieve:1", "budget:600", "forget", "user-only:1+facts"]
+    reports = replay(header, events, specs, counter=TokenCounter(), facts=[], points=[])
+    assert {report.policy: report.violations for report in reports} == dict.fromkeys(specs, 0)
+    (tmp_path / "bad.json").write_text(json.dumps(script | {"protocol": "xml"}), encoding="utf-8")
+    assert cli.main(["--record", str(tmp_path / "bad.json")]) == 2
