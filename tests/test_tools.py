@@ -205,3 +205,19 @@ def test_tools_with_star_arguments_or_positional_only_parameters_run_with_conver
     observations = [(event["call"], event["text"]) for event in result.trace if event["type"] == "observation"]
     assert observations == [("total(1, 2, 3.0)", "6.0"),
                             ("label('box', colour='red', size='3')", "box [colour: red] [size: 3]")]
+
+
+def test_a_literal_parameter_takes_only_the_values_it_names_in_either_protocol():
+    import enum
+    from typing import Literal
+
+    class Scale(enum.Enum):
+        KELVIN = "kelvin"
+
+    def convert(degrees: float, to: Literal["celsius", "fahrenheit", Scale.KELVIN] = "celsius") -> str:
+        """Convert degrees to a scale."""
+        return f"{degrees} {getattr(to, 'value', to)}"
+    assert bind_arguments(convert, (10, "fahrenheit"), {}) == ((), {"degrees": 10.0, "to": "fahrenheit"})
+    assert bind_arguments(convert, (), {"degrees": 1, "to": "kelvin"}, by_name=True)[1]["to"] is Scale.KELVIN
+    with pytest.raises(TypeError, match="to must be one of 'celsius', 'fahrenheit', 'kelvin', got 'rankine'"):
+        bind_arguments(convert, (10, "rankine"), {})

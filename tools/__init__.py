@@ -193,6 +193,11 @@ def _coerce(name: str, value, annotation):
         return str(value)
     if annotation is str and not isinstance(value, str):
         raise TypeError(f"{name} must be text in quotes, got {value!r}")
+    if typing.get_origin(annotation) is typing.Literal:  # one of the values the tool names, as its schema says
+        allowed = [getattr(choice, "value", choice) for choice in typing.get_args(annotation)]
+        if value not in allowed:
+            raise TypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        return typing.get_args(annotation)[allowed.index(value)]
     return value
 
 
