@@ -9,10 +9,8 @@ What a model accepts depends on its family (FAMILIES below): Gemini 3 and later 
 2.5 models a thinking budget. If the API still rejects the thinking setting or the temperature (400 naming
 it), the call is repeated once without that field, and a `config_fallback` event says so.
 
-In the native protocol the tools go as function declarations (their JSON Schema as `parametersJsonSchema`), the
-reply's `functionCall` parts are its calls, and each result goes back as a `functionResponse` part. The model's
-parts are kept as they came, as JSON in the trace, and sent back unchanged: Gemini 3 refuses a history whose
-function calls lack the `thoughtSignature` they came with (https://ai.google.dev/gemini-api/docs/thought-signatures).
+In the native protocol the tools go as function declarations (their JSON Schema as `parametersJsonSchema`); how
+calls are read and the conversation is sent back is models/services/gemini_native.py.
 
 The SDK's own retries are off: models/services/retry.py retries, waits what the server asks, and bounds the call by
 the deadline. Redirects are not followed, so the key is never sent to a host other than the configured one.
@@ -22,12 +20,13 @@ import math
 import os
 import re
 import warnings
-import zlib
 from dataclasses import replace
 
-from models import (COUNTED_LOCALLY, DEFAULT_MODEL, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
-                    ModelReply, gemini_key, native_calls, parse_spec, shortened, within_limit)
+from models import (COUNTED_LOCALLY, DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelReply, gemini_key,
+                    parse_spec, shortened, within_limit)
 from models.services import checked_url, retry, wire
+from models.services.gemini_http import Unread, bound_by_deadline, read_until_abandoned
+from models.services.gemini_native import calls_of, native_contents
 from models.services.keys import check_key, redact
 from models.streaming import StreamCut
 from redaction import shown_url
@@ -261,7 +260,7 @@ class GeminiModel:
         finish_word = FINISH.get(getattr(finish, "value", finish)) if finish else None
         blocked = (None if text or finish_word in (None, "stop", "length")
                    else f"finish reason {getattr(finish, 'value', finish)}")
-        calls, native = _calls(kept)
+        calls, native = calls_of(kept)
         blocked = None if calls else blocked
         return ModelReply(text, finish=cut.ending(finish_word), blocked=blocked, calls=calls, native=native,
                           model=last.model_version if last else None, **counts)
@@ -276,11 +275,11 @@ class GeminiModel:
                                     module=r"google\.genai")
             options = types.HttpOptions(
                 base_url=self._request_url, api_version=API_VERSION,
-                headers={"Accept-Encoding": "gzip, deflate"},  # the encodings _read_until_abandoned decodes
+                headers={"Accept-Encoding": "gzip, deflate"},  # the encodings read_until_abandoned decodes
                 timeout=int(retry.DEFAULT_DEADLINE * 1000),  # per read; the call deadline is enforced around it
                 retry_options=None,  # no SDK retries: models/services/retry.py owns them
                 client_args={"follow_redirects": False,
-                             "event_hooks": {"request": [_bound_by_deadline], "response": [_read_until_abandoned]}},
+                             "event_hooks": {"request": [bound_by_deadline], "response": [read_until_abandoned]}},
             )
             self._client = genai.Client(api_key=self._api_key, vertexai=False, http_options=options)
         return self._client
@@ -360,75 +359,6 @@ class GeminiModel:
         return ModelError(f"Gemini ({where}) failed: {type(error).__name__}: {self._message(error)}")
 
 
-def _bound_by_deadline(request) -> None:
-    """httpx request hook: no socket wait (connect, read, write) may reach past the call's deadline."""
-    timeouts = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {name: retry.read_timeout(value or retry.DEFAULT_DEADLINE)
-                                     for name, value in timeouts.items()}
-
-
-class _Decoder:
-    """gzip or deflate, decoded a chunk at a time to at most `limit` bytes each; deflate as HTTP servers send it,
-    with a zlib header or without one (raw), as httpx reads it too."""
-
-    def __init__(self, encoding: str):
-        self.encoding, self.inner, self.started = encoding, zlib.decompressobj(zlib.MAX_WBITS | 32), False
-
-    def decompress(self, chunk: bytes, limit: int) -> bytes:
-        try:
-            out = self.inner.decompress(chunk, limit)
-        except zlib.error:
-            if self.started or self.encoding != "deflate":
-                raise
-            self.inner = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, no header
-            out = self.inner.decompress(chunk, limit)
-        self.started = True
-        return out
-
-
-class Unread(Exception):
-    """A response body the hook below stopped reading: said as a ModelError naming the model, never retried."""
-
-
-def _read_until_abandoned(response) -> None:
-    """httpx response hook: the body is read chunk by chunk, decoded here (gzip, deflate), and stopped once the
-    caller stopped waiting, so a server that sends one byte every few seconds does not keep an abandoned worker
-    busy, or once it passes MAX_RESPONSE_BYTES as decoded, so a small gzip body cannot inflate to gigabytes."""
-    import httpx2
-
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        decoder = _Decoder(encoding)
-        del response.headers["content-encoding"]  # decoded here: httpx must not decode it again
-    elif encoding in ("", "identity"):
-        decoder = None
-    else:
-        raise Unread(f"sent a body encoded as {encoding[:40]!r}, which is not read")
-
-    class Checked(httpx2.SyncByteStream):
-        def __init__(self, stream):
-            self.stream, self.size = stream, 0
-
-        def __iter__(self):
-            for chunk in self.stream:
-                if retry.abandoned():
-                    raise httpx2.ReadError("the caller stopped waiting for this reply")
-                try:
-                    chunk = decoder.decompress(chunk, MAX_RESPONSE_BYTES - self.size + 1) if decoder else chunk
-                except zlib.error:
-                    raise Unread(f"sent a {encoding} body that does not decode") from None
-                self.size += len(chunk)
-                if self.size > MAX_RESPONSE_BYTES:
-                    raise Unread(f"sent a reply of more than {MAX_RESPONSE_BYTES:,} bytes"
-                                 f"{' once decoded' if decoder else ''}: stopped reading")
-                yield chunk
-
-        def close(self):
-            self.stream.close()
-
-    response.stream = Checked(response.stream)
-
-
 def _daily_quota(details) -> str | None:
     """The quota id of a per-day quota in a 429's QuotaFailure detail,
     e.g. GenerateRequestsPerDayPerProjectPerModel-FreeTier.
@@ -484,65 +414,11 @@ def _reply(response) -> ModelReply:
     parts = candidate.content.parts if candidate.content and candidate.content.parts else []
     text = "".join(part.text for part in parts if part.text and not part.thought)
     finish = getattr(candidate.finish_reason, "value", candidate.finish_reason)
-    calls, native = _calls(parts)
+    calls, native = calls_of(parts)
     blocked = None if text or calls or finish in (None, "STOP", "MAX_TOKENS") else f"finish reason {finish}"
     text, word = within_limit(text, FINISH.get(finish))
     return ModelReply(text, blocked=blocked, finish=word, model=response.model_version, calls=calls, native=native,
                       **counts)
-
-
-def _calls(parts) -> tuple[tuple, str | None]:
-    """A reply's functionCall parts as ToolCalls, and, when it made any, all its parts as they came (as JSON), to
-    be sent back unchanged with their thought signatures."""
-    called = [part.function_call for part in parts if part.function_call]
-    calls = native_calls((call.id, call.name, call.args or {}) for call in called)
-    if not calls:
-        return (), None
-    if len(called) > len(calls):  # past the calls read from one reply: the reply is not sent back as it came
-        return calls, None
-    kept = [part for part in parts if part.text != "" or part.thought_signature]  # not a stream's empty pieces
-    return calls, json.dumps([part.model_dump(mode="json", exclude_none=True) for part in kept])
-
-
-def native_contents(messages: list[Message]) -> list:
-    """The conversation as Gemini contents in the native protocol: a reply that made calls is its own parts as they
-    came (thought signatures included), or, from a trace made with another service, its text and functionCall
-    parts; each result a functionResponse part answering its call (with the call's id when the service gave
-    one); everything else text."""
-    from google.genai import types
-
-    contents, service_ids = [], set()
-    for message in messages:
-        if message.role == "system":
-            continue
-        parts = []
-        for part in message.parts:
-            if part.native:
-                came = [types.Part.model_validate(each) for each in json.loads(part.native)]
-                service_ids |= {each.function_call.id for each in came if each.function_call and each.function_call.id}
-                parts += came
-            elif part.calls:
-                parts += [types.Part(text=part.sent)] if part.sent else []
-                parts += [types.Part(function_call=types.FunctionCall(name=call.name, args=_object(call.arguments)))
-                          for call in part.calls]
-            elif part.call is not None:
-                parts.append(types.Part(function_response=types.FunctionResponse(
-                    name=part.call.name, response={"result": part.sent},
-                    id=part.call.id if part.call.id in service_ids else None)))
-            elif part.sent:  # an empty text part is refused ("Unable to submit request because it has an empty text
-                # parameter", google-gemini/deprecated-generative-ai-python#727)
-                parts.append(types.Part(text=part.sent))
-        contents.append(types.Content(role=message.role, parts=parts or [types.Part(text="(empty reply)")]))
-    return contents
-
-
-def _object(arguments: str) -> dict:
-    """A call's JSON arguments as the object Gemini's functionCall holds; arguments that are not one, under a key."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        value = None
-    return value if isinstance(value, dict) else {"arguments": arguments}
 
 
 def available(backend: str, probe_seconds: float) -> list[dict]:
