@@ -16,10 +16,10 @@ import time
 from typing import Callable, Sequence
 
 from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
-                    ModelReply, ToolCall)
+                    ModelReply)
 from policies import Meter, Policy
 from policies.full import FullHistory
-from policies.rendering import cap
+from policies.rendering import cap, recorded_calls
 from prompts import tool_docs
 from protocols import Action, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
@@ -164,8 +164,7 @@ class TinyReAct:
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
                                   blocked=reply.blocked, **native)
         # read as recorded: the trace makes each lone surrogate U+FFFD
-        parsed = self.protocol.read(recorded["text"], tuple(ToolCall(**call) for call in recorded["calls"])
-                                    if calls else ())
+        parsed = self.protocol.read(recorded["text"], recorded_calls(recorded))
         if parsed.thought is not None:
             self.trace.add("thought", step=step, text=parsed.thought)
         for action in parsed.actions:
@@ -261,9 +260,10 @@ class TinyReAct:
             self.protocol.offer(self.tools.values())
         offered = {"protocol": self.protocol.name, "schemas": self._offer["tools"]} if self._offer else {}
         if text != self._instructions or offered.get("schemas") != self._schemas:
-            self._tool_docs = tool_docs(self.tools.values()) if not offered else ""
+            docs = tool_docs(self.tools.values())
+            self._tool_docs = "" if offered else docs  # within the instructions: the text protocol's only
             self._offered = json.dumps(offered["schemas"], ensure_ascii=False) if offered else ""
-            self.trace.add("instructions", text=text, tools=tool_docs(self.tools.values()), **offered)
+            self.trace.add("instructions", text=text, tools=docs, **offered)
             self._instructions, self._schemas = text, offered.get("schemas")
 
     def _repeats(self, call: str) -> int:

@@ -19,13 +19,13 @@ from pathlib import Path
 from string import Template
 from typing import Callable, Iterable, NamedTuple
 
-from models import ModelConfigError, ModelReply, native_calls
+from models import MAX_CALL_CHARS, ModelConfigError, ModelReply, native_calls
 from prompts import render_instructions
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tools.schema import tool_schema
 
 MAX_CALLS = 8  # tool calls run from one native reply; each one past it is answered with an error, not run
-MAX_ARGUMENTS_CHARS = 20_000  # of one call's JSON arguments
+MAX_ARGUMENTS_CHARS = MAX_CALL_CHARS - 1  # of one call's JSON arguments (the reader keeps one more, to say it is over)
 MAX_DEPTH = 20  # brackets nested in one call's arguments: no tool takes more than a few
 NATIVE_PROMPT = Path(__file__).parent / "prompts" / "native.txt"
 

@@ -74,8 +74,7 @@ class ModelReply:
 
 
 MAX_CALLS_READ = 64  # tool calls read from one reply: the loop runs the first protocols.MAX_CALLS, refuses the rest
-# characters of a call's name and arguments kept: protocols.MAX_ARGUMENTS_CHARS, and one more to say it was over
-MAX_CALL_CHARS = 20_001
+MAX_CALL_CHARS = 20_001  # of a call's name and arguments kept: the loop refuses arguments that fill it (protocols.py)
 
 
 def native_calls(raw: Iterable[tuple[object, object, object]]) -> tuple[ToolCall, ...]:

@@ -97,7 +97,7 @@ class Meter:
             running["tools"] = min(self.count(tool_docs), running["instructions"])
             running["instructions"] -= running["tools"]
         if offered:
-            running["tools"] = running.get("tools", 0) + self.count(offered)
+            running["tools"] += self.count(offered)
         return running
 
     def _kept(self, messages: list[Message]) -> int:

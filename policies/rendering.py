@@ -179,7 +179,7 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
     parts = []
     if step.request:
         parts.append(("user", Part("request", step.request["text"])))
-    calls = native_calls(step.reply) if "calls" in step.reply else ()
+    calls = recorded_calls(step.reply) if "calls" in step.reply else ()
     if calls:  # said: what goes to the service (an empty reply goes empty)
         parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
                                     native=step.reply.get("native"))))
@@ -212,8 +212,8 @@ def reply_text(reply: dict) -> str:
     return "\n".join([reply["text"]] * bool(reply["text"]) + calls) or "(empty reply)"
 
 
-def native_calls(reply: dict) -> tuple[ToolCall, ...]:
-    """The tool calls a reply event made through the native protocol (none for a text reply)."""
+def recorded_calls(reply: dict) -> tuple[ToolCall, ...]:
+    """The tool calls a reply event records, as it made them through the native protocol (none for a text reply)."""
     return tuple(ToolCall(call["id"], call["name"], call["arguments"]) for call in reply.get("calls") or ())
 
 

@@ -13,40 +13,28 @@ from results import StopReason
 from tools.arithmetic import add_numbers, multiply_numbers
 from tools.calculator import calculate
 from tools.schema import tool_schema
-from model_servers import (Answer, GeminiStandIn, OpenAIStandIn, completion, gemini_calls, gemini_response, sse,
-                           tool_completion)
+from model_servers import Answer, OpenAIStandIn, completion, gemini_calls, gemini_response, sse, tool_completion
+from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
+from test_openai_compatible import KEY, openai_model, server  # noqa: F401  (server: a fixture)
 
 TOOLS = [add_numbers, multiply_numbers, calculate]
 
 
 @pytest.fixture
-def openai(monkeypatch):
-    started = []
-
+def openai(server, monkeypatch):
+    """Starts the OpenAI stand-in (test_openai_compatible's `server`); gives it and the model pointed at it."""
     def start(replies, **options):
-        stand_in = OpenAIStandIn(replies, key="sk-test-0123456789", **options).__enter__()
-        started.append(stand_in)
-        monkeypatch.setenv("OPENAI_BASE_URL", stand_in.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-        return stand_in, load_model("openai:qwen3:8b")
-    yield start
-    for stand_in in started:
-        stand_in.__exit__(None, None, None)
+        stand_in = server(replies, key=KEY, **options)
+        return stand_in, openai_model(monkeypatch, stand_in)
+    return start
 
 
 @pytest.fixture
-def gemini(monkeypatch):
-    started = []
-
+def gemini3(gemini):
+    """Starts the Gemini stand-in (test_gemini's `gemini`); gives it and a Gemini 3 model (or `name`) pointed at it."""
     def start(replies, name="gemini-3-flash-preview"):
-        stand_in = GeminiStandIn(replies).__enter__()
-        started.append(stand_in)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", stand_in.url)
-        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-        return stand_in, load_model(name)
-    yield start
-    for stand_in in started:
-        stand_in.__exit__(None, None, None)
+        return gemini(replies), load_model(name)
+    return start
 
 
 def observations(agent):
@@ -152,8 +140,8 @@ def test_show_prompt_shows_the_native_instructions_and_the_schemas_sent_beside_t
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_gemini_3_gets_its_signed_calls_back_unchanged_and_answers(gemini, stream):
-    stand_in, model = gemini([gemini_calls(("multiply_numbers", {"x": 7, "y": 6}), ("add_numbers", {"x": 1, "y": 1}),
+def test_gemini_3_gets_its_signed_calls_back_unchanged_and_answers(gemini3, stream):
+    stand_in, model = gemini3([gemini_calls(("multiply_numbers", {"x": 7, "y": 6}), ("add_numbers", {"x": 1, "y": 1}),
                                            text="Both."),
                               gemini_calls(("calculate", {"expression": "42 + 5"})), "47"])
     agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None)
@@ -173,7 +161,7 @@ def test_gemini_3_gets_its_signed_calls_back_unchanged_and_answers(gemini, strea
     assert len(third["contents"]) == 5
 
 
-def test_gemini_3_refuses_a_call_sent_back_without_its_signature_as_the_service_does(gemini):
+def test_gemini_3_refuses_a_call_sent_back_without_its_signature_as_the_service_does(gemini3):
     """The rule the stand-in enforces is the service's: a trace recorded elsewhere (no native parts) is sent as
     rebuilt calls, which Gemini 3 refuses in one line; Gemini 2.5 takes them."""
     from models import Message, Part, ToolCall
@@ -182,15 +170,15 @@ def test_gemini_3_refuses_a_call_sent_back_without_its_signature_as_the_service_
     history = [Message("system", (Part("instructions", "x"),)), Message("user", (Part("question", "Q: 1 + 2?"),)),
                Message("model", (Part("reply", "", calls=(call,), said=""),)),
                Message("user", (Part("observation", "Observation1: 3", call=call, said="3"),))]
-    _, model = gemini([])
+    _, model = gemini3([])
     with pytest.raises(Exception, match="Function call is missing a thought_signature"):
         model.generate(history, [], tools=[tool_schema(add_numbers)])
-    _, older = gemini(["3"], name="gemini-2.5-flash-lite")
+    _, older = gemini3(["3"], name="gemini-2.5-flash-lite")
     assert older.generate(history, [], tools=[tool_schema(add_numbers)]).text == "3"
 
 
-def test_a_malformed_function_call_finish_is_a_reply_the_model_is_told_of(gemini):
-    _, model = gemini([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), "done"])
+def test_a_malformed_function_call_finish_is_a_reply_the_model_is_told_of(gemini3):
+    _, model = gemini3([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), "done"])
     agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
     assert agent.query("go").answer == "done"
     assert "MALFORMED_FUNCTION_CALL" in observations(agent)[0][1]
@@ -271,8 +259,8 @@ def test_arguments_streamed_as_an_object_then_as_text_are_a_malformed_reply_not_
     assert "arguments came both as text and as an object" in str(result.error)
 
 
-def test_gemini_is_never_sent_an_empty_text_part_after_an_empty_reply(gemini):
-    stand_in, model = gemini([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), gemini_response(""), "done"])
+def test_gemini_is_never_sent_an_empty_text_part_after_an_empty_reply(gemini3):
+    stand_in, model = gemini3([gemini_response("", finish="MALFORMED_FUNCTION_CALL"), gemini_response(""), "done"])
     agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
     assert agent.query("go").answer == "done"
     sent = [part for body in stand_in.bodies for content in body["contents"] for part in content["parts"]]
