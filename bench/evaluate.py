@@ -116,7 +116,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     import prompts
     from agent import TinyReAct
     from models import load_model
-    from protocols import Action, NativeProtocol, TextProtocol
+    from policies.rendering import recorded_calls
+    from protocols import NativeProtocol, TextProtocol
     from replies import ActionError
     from tools import DEFAULT_TOOLS, bind_arguments
 
@@ -134,14 +135,13 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         began = time.perf_counter()
         result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
-        calls = [Action(f"{c['name']}({c['arguments']})", c["id"], c["name"], c["arguments"])  # as the protocol
-                 for e in result.trace if e["type"] == "reply" for c in e.get("calls", [])] \
-            if protocol == "native" else [Action(text) for text in actions]
+        calls = [action for e in result.trace if e["type"] == "reply"  # each reply read again, as the loop read it
+                 for action in speaking.read(e["text"], recorded_calls(e)).actions]
         unrunnable = 0
         for action in calls:  # the loop could not run it as written
             try:
                 name, args, kwargs = speaking.call(action)
-                bind_arguments(tools[name], args, kwargs)
+                bind_arguments(tools[name], args, kwargs, speaking.by_name)
             except (ActionError, KeyError, TypeError, ValueError):
                 unrunnable += 1
         right = scored(result.answer, expected)
