@@ -165,7 +165,7 @@ OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model
 BACKENDS = {
     "gemini": "models.services.gemini",
     "openai": "models.services.openai_compatible",
-    "ollama": "models.services.openai_compatible",
+    "ollama": "models.services.ollama_chat",
     "llamacpp": "models.services.openai_compatible",
     "local": "models.embedded",
 }

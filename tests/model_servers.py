@@ -250,6 +250,16 @@ def tool_completion(*calls: tuple[str, object], text: str | None = None, ids: bo
     return answer
 
 
+def ollama_answer(text: str = "", *calls: tuple[str, dict], model: str = "qwen3:8b", reason: str = "stop") -> dict:
+    """An answer of Ollama's /api/chat: the message (its tool calls with their arguments as an object, and no id),
+    done_reason and the counts (https://docs.ollama.com/api/chat)."""
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{"function": {"name": name, "arguments": arguments}} for name, arguments in calls]
+    return {"model": model, "created_at": "2026-12-03T10:00:00Z", "message": message, "done": True,
+            "done_reason": reason, "prompt_eval_count": 120, "eval_count": 12}
+
+
 # A function's name as OpenAI accepts it: https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools
 FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
@@ -319,15 +329,9 @@ class OpenAIStandIn(Loopback):
         if self.key is not None and sent_key != self.key:
             shown = sent_key if self.echo_key else sent_key[:3] + "****"
             return openai_error(401, f"Incorrect API key provided: {shown}.", code="invalid_api_key")
-        if request["method"] == "GET" and request["path"] == "/api/ps" and self.ollama_context:
-            return Answer.json(200, {"models": [{"name": m, "model": m, "size": 1,
-                                                 "context_length": self.ollama_context}
-                                                for m in self.models]})
-        if request["method"] == "GET" and request["path"] == "/v1/models":
-            return Answer.json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
-                                                                 "owned_by": "library"} for m in self.models]})
-        if request["path"] != "/v1/chat/completions":
-            return Answer(404, [b"404 page not found"], {"Content-Type": "text/plain"})
+        other = self._other_path(request)
+        if other is not None:
+            return other
         body = request["body"]
         if body["model"] not in self.models:
             # Ollama: `model "x" not found, try pulling it first`; OpenAI: code model_not_found.
@@ -363,6 +367,61 @@ class OpenAIStandIn(Loopback):
         if not body.get("stream"):
             return Answer.json(200, reply)
         return Answer(200, sse(self._chunks(reply, body)), {"Content-Type": "text/event-stream"}, self.pause)
+
+    def _other_path(self, request) -> Answer | None:
+        """The answer to a request for anything but /v1/chat/completions: Ollama's /api/ps and /api/chat, the
+        model list; None for chat/completions."""
+        if request["method"] == "GET" and request["path"] == "/api/ps" and self.ollama_context:
+            return Answer.json(200, {"models": [{"name": m, "model": m, "size": 1,
+                                                 "context_length": self.ollama_context}
+                                                for m in self.models]})
+        if request["method"] == "GET" and request["path"] == "/v1/models":
+            return Answer.json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                                 "owned_by": "library"} for m in self.models]})
+        if request["path"] == "/api/chat":
+            return self._api_chat(request["body"])
+        if request["path"] != "/v1/chat/completions":
+            return Answer(404, [b"404 page not found"], {"Content-Type": "text/plain"})
+        return None
+
+    def _api_chat(self, body: dict) -> Answer:
+        """Ollama's own /api/chat (https://docs.ollama.com/api/chat; docs.ollama.com/capabilities/tool-calling): a
+        reply from the queue as one object, or (the default, "stream" true) as a JSON object a line, whose last says
+        "done": true with the counts."""
+        if body["model"] not in self.models:
+            return Answer.json(404, {"error": f'model "{body["model"]}" not found, try pulling it first'})
+        for message in body["messages"]:
+            # Ollama decodes the request into Go structs; these are its answers to what users' clients sent
+            # (BerriAI/litellm#11273: content as a list; aliasrobotics/cai#76, neuron-core/neuron-ai#219: arguments
+            # sent as JSON text, as OpenAI's API takes them).
+            if not isinstance(message.get("content", ""), str):
+                return Answer.json(400, {"error": "json: cannot unmarshal array into Go struct field "
+                                                  "ChatRequest.messages.content of type string"})
+            for call in message.get("tool_calls") or []:
+                if not isinstance(call["function"].get("arguments", {}), dict):
+                    return Answer.json(400, {"error": "json: cannot unmarshal string into Go struct field "
+                                                      "ChatRequest.messages.tool_calls.function.arguments of type "
+                                                      "api.ToolCallFunctionArguments"})
+        if not self.replies:
+            return Answer.json(500, {"error": "the stand-in has no replies left"})
+        reply = self.replies.pop(0)
+        if isinstance(reply, Answer):
+            return reply
+        if isinstance(reply, str):
+            stop = (body.get("options") or {}).get("stop") or []
+            reply = ollama_answer(cut_at_stops(reply, stop), model=body["model"])
+        if body.get("stream") is False:
+            return Answer.json(200, reply)
+        lines = [{"model": reply["model"], "created_at": reply["created_at"],
+                  "message": {"role": "assistant", "content": piece}, "done": False}
+                 for piece in pieces(reply["message"].get("content") or "")]
+        if reply["message"].get("tool_calls"):  # streamed whole, in one line (ollama.com/blog/streaming-tool)
+            calls = reply["message"]["tool_calls"]
+            lines.append({"model": reply["model"], "created_at": reply["created_at"], "done": False,
+                          "message": {"role": "assistant", "content": "", "tool_calls": calls}})
+        lines.append({**reply, "message": {"role": "assistant", "content": ""}})
+        return Answer(200, [json.dumps(line).encode() + b"\n" for line in lines],
+                      {"Content-Type": "application/x-ndjson"}, self.pause)
 
     def _chunks(self, reply: dict, body: dict) -> list:
         """A completion as chat.completion.chunk events: reasoning and content deltas, the finish reason, then

@@ -13,7 +13,8 @@ from results import StopReason
 from tools.arithmetic import add_numbers, multiply_numbers
 from tools.calculator import calculate
 from tools.schema import tool_schema
-from model_servers import Answer, OpenAIStandIn, completion, gemini_calls, gemini_response, sse, tool_completion
+from model_servers import (Answer, OpenAIStandIn, completion, gemini_calls, gemini_response, ollama_answer, sse,
+                           tool_completion)
 from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
 from test_openai_compatible import KEY, openai_model, server  # noqa: F401  (server: a fixture)
 
@@ -184,19 +185,112 @@ def test_a_malformed_function_call_finish_is_a_reply_the_model_is_told_of(gemini
     assert "MALFORMED_FUNCTION_CALL" in observations(agent)[0][1]
 
 
-@pytest.mark.parametrize("backend, variable, suffix", [("ollama", "OLLAMA_HOST", ""),
-                                                       ("llamacpp", "LLAMACPP_BASE_URL", "/v1")])
-def test_ollama_and_llama_cpp_take_tools_through_their_openai_compatible_endpoint(monkeypatch, backend, variable,
-                                                                                   suffix):
-    """Both document tools on /v1/chat/completions (docs.ollama.com/api/openai-compatibility lists function calling;
-    llama.cpp's server with --jinja); Ollama sends a call's arguments whole, in one delta."""
+def test_llama_cpp_takes_tools_through_its_openai_compatible_endpoint(monkeypatch):
+    """llama.cpp's server documents tools on /v1/chat/completions (with --jinja: tools/server/README.md)."""
     replies = [tool_completion(("calculate", {"expression": "7 * 6 + 5"})), "47"]
     with OpenAIStandIn(replies, models=("qwen3:8b",)) as stand_in:
-        monkeypatch.setenv(variable, stand_in.url + suffix)
-        agent = TinyReAct(load_model(f"{backend}:qwen3:8b"), tools=TOOLS, protocol=NativeProtocol(), on_text=[].append)
+        monkeypatch.setenv("LLAMACPP_BASE_URL", stand_in.url + "/v1")
+        agent = TinyReAct(load_model("llamacpp:qwen3:8b"), tools=TOOLS, protocol=NativeProtocol(), on_text=[].append)
         assert agent.query("What is 7 * 6 + 5?").answer == "47"
         assert observations(agent) == [("call_1", "47")]
         assert stand_in.bodies[0]["tools"] and stand_in.bodies[1]["messages"][-1]["role"] == "tool"
+
+
+@pytest.fixture
+def ollama(monkeypatch):
+    """Starts the Ollama stand-in (its /api/chat and its /v1) and gives it and `ollama:qwen3:8b` pointed at it."""
+    started = []
+
+    def start(replies, **options):
+        stand_in = OpenAIStandIn(replies, models=("qwen3:8b",), **options).__enter__()
+        started.append(stand_in)
+        monkeypatch.setenv("OLLAMA_HOST", stand_in.url)
+        return stand_in, load_model("ollama:qwen3:8b")
+    yield start
+    for stand_in in started:
+        stand_in.__exit__(None, None, None)
+
+
+def api_chat_bodies(stand_in) -> list[dict]:
+    return [request["body"] for request in stand_in.requests if request["path"] == "/api/chat"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_ollama_calls_tools_through_its_own_api_chat_and_gets_each_result_by_tool_name(ollama, stream):
+    """Ollama's tool calling is documented on /api/chat: arguments as an object and no id in either direction, each
+    result a `tool` message naming its tool, in the calls' order (docs.ollama.com/capabilities/tool-calling)."""
+    calls = ("add_numbers", {"x": 1, "y": 2}), ("multiply_numbers", {"x": 3, "y": 4})
+    stand_in, model = ollama([ollama_answer("", *calls), "Answer: 3 and 12"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None)
+    result = agent.query("1 + 2 and 3 * 4?")
+    assert result.answer == "Answer: 3 and 12" and observations(agent) == [("call_1", "3"), ("call_2", "12")]
+    first, second = api_chat_bodies(stand_in)
+    assert first["stream"] is stream and first["tools"][0]["function"]["name"] == "add_numbers"
+    assert first["options"] == {"temperature": 0}  # greedy on one's own server; no stop: nothing to cut
+    sent = second["messages"]
+    assert sent[-3] == {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "add_numbers", "arguments": {"x": 1, "y": 2}}},
+        {"function": {"name": "multiply_numbers", "arguments": {"x": 3, "y": 4}}}]}
+    assert sent[-2:] == [{"role": "tool", "tool_name": "add_numbers", "content": "3"},
+                         {"role": "tool", "tool_name": "multiply_numbers", "content": "12"}]
+    assert not stand_in.bodies  # nothing went to /v1
+    assert vars(result.usage)["input_tokens"] == 240 and result.usage_source == "reported by the server"
+
+
+def test_ollama_text_protocol_stays_on_its_openai_compatible_endpoint(ollama):
+    stand_in, model = ollama(["Thought: done\nAnswer: 47"])
+    assert TinyReAct(model, tools=TOOLS, on_text=[].append).query("What is 7 * 6 + 5?").answer == "47"
+    assert len(stand_in.bodies) == 1 and not api_chat_bodies(stand_in)
+
+
+def ndjson(*lines) -> Answer:
+    return Answer(200, [json.dumps(line).encode() + b"\n" for line in lines], {"Content-Type": "application/x-ndjson"})
+
+
+@pytest.mark.parametrize("answer, said", [
+    # an error once the stream has begun comes as a line of it (docs.ollama.com/api/errors)
+    (ndjson({"model": "qwen3:8b", "message": {"role": "assistant", "content": "Th"}, "done": False},
+            {"error": "an error was encountered while running the model"}),
+     "failed in the middle of the reply: an error was encountered while running the model"),
+    (ndjson([1, 2]), "a list where an object was expected: not an answer of Ollama's /api/chat"),
+    (ndjson({"message": {"tool_calls": {"function": {}}}, "done": True}), "tool_calls that are an object"),
+])
+def test_ollama_answers_that_cannot_be_read_are_one_line_errors_not_tracebacks(ollama, answer, said):
+    stand_in, model = ollama([answer])
+    result = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append).query("go")
+    assert result.stop_reason is StopReason.ERROR and said in str(result.error)
+
+
+def test_an_ollama_stream_cut_before_its_last_line_is_asked_for_once_more_whole(ollama):
+    cut = Answer(200, [b'{"message": {"content": "x"}, "don'], {"Content-Type": "application/x-ndjson"})
+    stand_in, model = ollama([cut, "Answer: 47"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append)
+    assert agent.query("What is 7 * 6 + 5?").answer == "Answer: 47"
+    assert [body["stream"] for body in api_chat_bodies(stand_in)] == [True, False]
+    assert any("the stream ended before its last line" in event.get("message", "") for event in agent.trace.events
+               if event["type"] == "warning")
+
+
+def test_ollama_counts_missing_after_a_cached_prompt_are_counted_here_and_cached_ones_read(ollama):
+    """An older Ollama leaves prompt_eval_count out when the prompt was cached (ollama/ollama#2068); a newer one
+    sends prompt_eval_cached_count beside it."""
+    uncounted = ollama_answer("Answer: 47")
+    del uncounted["prompt_eval_count"], uncounted["eval_count"]
+    cached = {**ollama_answer("Answer: 47"), "prompt_eval_cached_count": 100}
+    stand_in, model = ollama([uncounted, cached])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol())
+    assert agent.query("What is 7 * 6 + 5?").answer == "Answer: 47"
+    assert agent.query("Again?").answer == "Answer: 47"
+    counted = [event for event in agent.trace.events if event["type"] == "usage"]
+    assert counted[0].get("counted_locally") and counted[0]["input_tokens"] > 0
+    assert not counted[1].get("counted_locally") and counted[1]["cached_tokens"] == 100
+
+
+def test_an_unknown_ollama_model_says_how_to_fetch_it(ollama):
+    stand_in, _ = ollama([])
+    stand_in.models = ["llama3.2"]
+    result = TinyReAct(load_model("ollama:qwen3:8b"), tools=TOOLS, protocol=NativeProtocol()).query("go")
+    assert "has no model 'qwen3:8b'; it has: llama3.2 — to fetch it: ollama pull qwen3:8b" in str(result.error)
 
 
 def test_protocols_side_by_side_share_the_tool_results_and_print_one_table(openai, capsys, tmp_path, monkeypatch):

@@ -6,7 +6,8 @@ arguments arrive in pieces, joined by their index), and each result goes back as
 `tool_call_id` (https://platform.openai.com/docs/guides/function-calling).
 
     openai:NAME    OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY required
-    ollama:NAME    OLLAMA_HOST (default http://localhost:11434; /v1 is added), no key
+    ollama:NAME    OLLAMA_HOST (default http://localhost:11434; /v1 is added), no key; native tools go to its
+                   own /api/chat instead (models/services/ollama_chat.py)
     llamacpp:NAME  LLAMACPP_BASE_URL (default http://localhost:8080/v1), no key
 
 The request and the stream follow https://platform.openai.com/docs/api-reference/chat/create and
@@ -155,7 +156,8 @@ class OpenAICompatibleModel:
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
 
-    def _post(self, body: dict):
+    def _post(self, body: dict, url: str | None = None):
+        """POST `body` to chat/completions, or to `url`."""
         import requests
 
         if self._session is None:
@@ -163,8 +165,8 @@ class OpenAICompatibleModel:
             self._session.trust_env = True  # proxies from the environment, as curl would
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            return self._session.post(self._request_url + "/chat/completions", json=body, headers=headers, stream=True,
-                                      allow_redirects=False,
+            return self._session.post(url or self._request_url + "/chat/completions", json=body, headers=headers,
+                                      stream=True, allow_redirects=False,
                                       timeout=(retry.read_timeout(CONNECT_SECONDS),
                                                retry.read_timeout(retry.DEFAULT_DEADLINE)))
         except requests.ConnectionError as error:
@@ -352,23 +354,26 @@ class OpenAICompatibleModel:
         return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"
 
 
-def native_chat(messages: list[Message]) -> list[dict]:
+def native_chat(messages: list[Message], write_call=None, write_result=None) -> list[dict]:
     """The messages in the native protocol's shape: a reply that made calls is an assistant message with its
-    `tool_calls` (its text, possibly empty, as content), and each result a `tool` message answering its call's id,
-    right after it; what else a user message holds (a marker, the next question) follows as a user message."""
+    `tool_calls` (its text, possibly empty, as content), and each result a `tool` message answering its call, right
+    after it; what else a user message holds (a marker, the next question) follows as a user message. A call and a
+    result are written as OpenAI's API takes them unless `write_call(call)` and `write_result(call, text)` say
+    otherwise (Ollama's /api/chat: models/services/ollama_chat.py)."""
+    write_call = write_call or (lambda call: {"id": call.id, "type": "function",
+                                              "function": {"name": call.name, "arguments": call.arguments}})
+    write_result = write_result or (lambda call, text: {"role": "tool", "tool_call_id": call.id, "content": text})
     chat = []
     for message in messages:
         calls = [call for part in message.parts for call in part.calls]
         if calls:
             said = "\n\n".join(part.sent for part in message.parts if part.sent)
-            chat.append({"role": "assistant", "content": said, "tool_calls": [
-                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-                for call in calls]})
+            chat.append({"role": "assistant", "content": said, "tool_calls": [write_call(call) for call in calls]})
             continue
         rest = []
         for part in message.parts:
             if part.call is not None:
-                chat.append({"role": "tool", "tool_call_id": part.call.id, "content": part.sent})
+                chat.append(write_result(part.call, part.sent))
             else:
                 rest.append(part.sent)
         if rest:
