@@ -2,6 +2,7 @@
 
     python bench/evaluate.py [--set tuning|test] [--models qwen,gemma] [--prompt FILE] [--out results.json]
     python bench/evaluate.py --set tuning --llama-python /path/to/python-with-llama-cpp   # the same, through llama.cpp
+    python bench/evaluate.py --protocol native --llama-server /path/to/llama-server --models none  # its own server
     python bench/evaluate.py --compare a.json b.json [...]                                 # side by side
     python bench/evaluate.py --layout chat-system        # Qwen's chat template around the transcript (measured worse)
     python bench/evaluate.py --models qwen-1.5b          # the opt-in Qwen2.5-Coder 1.5B (requirements-1.5b.txt)
@@ -208,14 +209,19 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def llama_server(python: str, folder: str, path: str, alias: str, context: int = 8192):
-    """llama.cpp's OpenAI-compatible server, started in `python`, on the GGUF file at `path`, answering to the
-    model name `alias`; (process, base URL)."""
+def llama_server(python: str | None, folder: str, path: str, alias: str, context: int = 8192,
+                 binary: str | None = None):
+    """llama.cpp's OpenAI-compatible server on the GGUF file at `path`, answering to the model name `alias`:
+    llama-cpp-python's, started in `python`, or llama.cpp's own `binary` (llama-server, with --jinja, so that it
+    renders the model's chat template with the tools and reads the model's calls back as tool_calls: its
+    tools/server/README.md); (process, base URL)."""
     port = free_port()
     log = open(os.path.join(folder, "server.log"), "w+")  # the server writes much: a pipe would fill and stop it
-    process = subprocess.Popen([python, "-m", "llama_cpp.server", "--model", str(path), "--port", str(port),
-                                "--n_ctx", str(context), "--n_threads", "2", "--model_alias", alias],
-                               stdout=log, stderr=log, text=True)
+    command = ([binary, "--model", str(path), "--port", str(port), "--ctx-size", str(context), "--threads", "2",
+                "--alias", alias, "--jinja"] if binary else
+               [python, "-m", "llama_cpp.server", "--model", str(path), "--port", str(port), "--n_ctx", str(context),
+                "--n_threads", "2", "--model_alias", alias])
+    process = subprocess.Popen(command, stdout=log, stderr=log, text=True)
     import requests
     for _ in range(600):
         try:
@@ -256,6 +262,8 @@ def main() -> None:
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
                              "(the 1.5B one when --models names qwen-1.5b)")
+    parser.add_argument("--llama-server", help="llama.cpp's own llama-server binary: ask it instead of "
+                                               "llama-cpp-python's server (it reads native tool calls, with --jinja)")
     parser.add_argument("--gguf", help="with --llama-python: serve this GGUF file instead of the embedded Qwen's, "
                                        "under the Qwen model's name, so with its prompt unless --prompt says "
                                        "otherwise (add --models none to ask llama.cpp alone)")
@@ -264,7 +272,7 @@ def main() -> None:
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
     args = parser.parse_args()
-    if args.gguf and not args.llama_python:
+    if args.gguf and not (args.llama_python or args.llama_server):
         parser.error("--gguf is served by llama.cpp: give --llama-python (or LLAMA_PYTHON) too")
     if args.compare:
         print(table([rescored(run) for path in args.compare for run in saved_runs(path)]))
@@ -284,7 +292,7 @@ def main() -> None:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
         runs.append(evaluate(MODELS[name], questions, args.prompt, label,
                              args.layout if name != "gemma" else "transcript", offered, args.protocol))
-    if args.llama_python:
+    if args.llama_python or args.llama_server:
         from models.embedded.cache import ModelCache
         from models.embedded.qwen import LARGER, SMALL
 
@@ -294,7 +302,7 @@ def main() -> None:
             served = f" · {os.path.basename(args.gguf)}" if args.gguf else ""
             # The server answers to the name it is given, which also chooses the prompt profile; the run is named
             # by what the file holds.
-            server, url = llama_server(args.llama_python, folder, path, alias=qwen.name)
+            server, url = llama_server(args.llama_python, folder, path, alias=qwen.name, binary=args.llama_server)
             try:
                 os.environ["LLAMACPP_BASE_URL"] = url
                 print(f"llamacpp:{qwen.name} (llama.cpp's server{served}), {args.set} set, prompt {label}:",

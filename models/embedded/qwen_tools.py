@@ -44,8 +44,9 @@ TOOLS_HEADER = ("\n\n# Tools\n\nYou may call one or more functions to assist wit
 TOOLS_FOOTER = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
                 "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
                 "<args-json-object>}\n</tool_call>")
-# Where a call begins, as llama.cpp's server finds one (common/chat.cpp, the Hermes 2 Pro format's open_regex): an
-# optional fence, an optional tag, then a JSON object whose first key is "name".
+# Where a call begins, as llama.cpp's server found one (common/chat.cpp, the Hermes 2 Pro format's open_regex): an
+# optional fence, an optional tag, then a JSON object whose first key is "name". Its newer template analysis reads only
+# calls inside <tool_call> tags, which these models seldom write (measured: docs/protocols.md).
 OPEN = re.compile(r"\s*(?:```(?:xml|json)?\n\s*)?(?:<tool_call>|<function_call>|<tool>|<tools>|<response>|<json>|<xml>|"
                   r"<JSON>)?\s*(?P<call>\{\s*\"name\")")
 CLOSE = re.compile(r"\s*(?:</(?:tool_call|function_call|tool|tools|response|json|xml|JSON)>)?\s*(?:```)?")
