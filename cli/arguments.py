@@ -51,6 +51,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "structured calls; Gemini, openai, ollama, llamacpp and the embedded Qwen); "
                              "text,native runs the question under both and prints one table")
     parser.add_argument("--chat", action="store_true", help="a conversation: each line you type is a question")
+    parser.add_argument("--mcp", type=_given, action="append", metavar="COMMAND|URL",
+                        help="also offer the tools of an MCP server: a command to run (over stdio, quoted as one "
+                             "argument) or an http(s):// URL (Streamable HTTP); repeatable; default "
+                             "$TINYREACT_MCP, several separated by ';'")
+    parser.add_argument("--tools", action="store_true",
+                        help="list every tool a run would offer, with where each comes from, and exit")
     parser.add_argument("--trace", type=_given, metavar="FILE",
                         help="write every event to FILE as JSON Lines, as it happens; "
                              "with --compare, one file per run, named FILE.POLICY.jsonl")

@@ -10,7 +10,8 @@ from protocols import make_protocol
 from tokens import local_counter
 from traces import Trace
 from views.terminal import clean
-from cli.loading import model_for_a_run
+from tools import DEFAULT_TOOLS
+from cli.loading import mcp_servers, model_for_a_run
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         write_output)
 
@@ -28,7 +29,17 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
     if not chat and not (args.question or "").strip():
         return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
     model = model_for_a_run(args)
-    agent, display = _agent_shown(args, model, policy)
+    servers = mcp_servers(args, DEFAULT_TOOLS)
+    try:
+        return _run_with(args, model, policy, chat, servers.tools if servers else [])
+    finally:
+        if servers:
+            servers.close()  # the servers' processes end with the run, Ctrl-C included
+
+
+def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list) -> int:
+    """A question or a chat, with the built-in tools and `more_tools` (an MCP server's)."""
+    agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools)
     trace = agent.trace
     try:
         return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
@@ -44,7 +55,7 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
             _write_run_page(args.html, model, trace, agent.counter)
 
 
-def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]:
+def _agent_shown(args, model: Model, policy: Policy, tools: list) -> tuple[TinyReAct, object]:
     """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
     protocol = _protocol_for(args, model)
     # rich takes longer to import than --help takes to run: only when showing a run
@@ -58,7 +69,7 @@ def _agent_shown(args, model: Model, policy: Policy) -> tuple[TinyReAct, object]
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
-    agent = TinyReAct(model, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
+    agent = TinyReAct(model, tools, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
                       on_text=display.stream if stream else None, protocol=protocol)
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)

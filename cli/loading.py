@@ -6,6 +6,7 @@ from pathlib import Path
 from models import Model, ModelConfigError, load_model
 from models.prices import prices
 from tokens import read_vocabulary_elsewhere
+from tools.mcp import McpError, McpServers, specs_from_environment
 from traces import TraceFile, load_trace
 from cli.output import UsageError
 
@@ -64,3 +65,20 @@ def open_trace(path: str) -> TraceFile:
     if recorded.warning:
         print(f"warning: {path}: {recorded.warning}", file=sys.stderr)
     return recorded
+
+
+def mcp_servers(args, offered: list):
+    """The MCP servers (tools.mcp.McpServers) --mcp (else TINYREACT_MCP) names, started and their tools listed (as
+    `.tools`), beside the tools `offered` already; None when there are none; a UsageError in one line when one cannot
+    be used. What was cut or left out of a server's tools is said on stderr, a line each. The caller closes them."""
+    specs = args.mcp or specs_from_environment()
+    if not specs:
+        return None
+    try:
+        servers = McpServers(specs, {tool.__name__: f"the built-in tool {tool.__name__}" for tool in offered})
+        servers.tools = servers.start()
+    except McpError as problem:
+        raise UsageError(str(problem)) from None
+    for note in servers.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return servers

@@ -10,7 +10,7 @@ from protocols import make_protocol
 from tools import DEFAULT_TOOLS
 from traces import Trace
 from views.terminal import clean
-from cli.loading import load_env_files
+from cli.loading import load_env_files, mcp_servers
 from cli.output import EXIT_ANSWERED, EXIT_NO_ANSWER, fail
 
 
@@ -75,11 +75,42 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
         _, name = resolved_spec(args.model)
     except ModelConfigError as problem:
         return fail(str(problem))
-    tools = DEFAULT_TOOLS + policy.tools(Trace())
     protocol = make_protocol((args.protocol or ["text"])[0])
-    print(protocol.instructions(tools, name))
-    offered = protocol.offer(tools)
+    servers = mcp_servers(args, DEFAULT_TOOLS)
+    try:
+        tools = DEFAULT_TOOLS + (servers.tools if servers else []) + policy.tools(Trace())
+        print(protocol.instructions(tools, name))
+        offered = protocol.offer(tools)
+    finally:
+        if servers:
+            servers.close()
     if offered:  # native: the tools go beside the instructions, as the service's tool schemas
         print(f"\nTools, sent beside the messages as {len(offered['tools'])} tool schemas:\n")
         print(json.dumps(offered["tools"], indent=2, ensure_ascii=False))
     return EXIT_ANSWERED
+
+
+def list_tools(args, policy: Policy, specs: list[str]) -> int:
+    """`agent.py --tools [--mcp SERVER] [--policy NAME]`: every tool a run would offer, where it comes from, and
+    which an MCP server marks destructive."""
+    load_env_files()
+    servers = mcp_servers(args, DEFAULT_TOOLS)
+    try:
+        rows = [(tool.__name__, "built in", "") for tool in DEFAULT_TOOLS]
+        rows += [_served(tool) for tool in (servers.tools if servers else [])]
+        rows += [(tool.__name__, f"the policy {policy.name}", "") for tool in policy.tools(Trace())]
+    finally:
+        if servers:
+            servers.close()
+    width = max(len(name) for name, _, _ in rows)
+    for name, source, note in rows:
+        print(f"{name:<{width}}  {source}{f'  · {note}' if note else ''}")
+    return EXIT_ANSWERED
+
+
+def _served(tool) -> tuple[str, str, str]:
+    """An MCP server's tool as --tools lists it: its name, its server (and its own name, if it had to be respelled),
+    and whether the server marks it destructive."""
+    renamed = f" (its name: {clean(tool.mcp['name'])})" if tool.mcp["name"] != tool.__name__ else ""
+    return (tool.__name__, f"MCP server {tool.mcp['server']}{renamed}",
+            "destructive, says the server" if tool.mcp["destructive"] else "")

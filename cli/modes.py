@@ -29,11 +29,12 @@ MODES = {
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
-    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol"),
-    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol"),
+    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp"),
+    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
-    "show_prompt": Mode("show_prompt", "policy model protocol", exits="prints the prompt and exits"),
+    "show_prompt": Mode("show_prompt", "policy model protocol mcp", exits="prints the prompt and exits"),
+    "tools": Mode("tools", "policy mcp", exits="lists the tools and exits"),
 }
 # Options that a mode takes, but not together.
 EXCLUSIVE = [("json", "quiet")]
@@ -41,7 +42,7 @@ EXCLUSIVE = [("json", "quiet")]
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
            "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
-           "show_prompt", "protocol"]
+           "show_prompt", "protocol", "mcp", "tools"]
 # The options that name a file: the ones read, then the ones written.
 FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}

@@ -65,6 +65,7 @@ def test_every_triple_is_refused_or_allowed_as_before(tmp_path, monkeypatch):
     (["--replay", "r", "--probe"], "probe"), (["--record", "s.json"], "record"),
     (["--html", "p", "--from", "t"], "page"), (["--models"], "models"),
     (["--show-prompt", "--policy", "pinned"], "show_prompt"), (["--verify-cache"], "verify_cache"),
+    (["--tools"], "tools"),
 ])
 def test_each_mode_has_its_handler(argv, mode):
     args = parse_args(argv)
@@ -85,7 +86,8 @@ def test_no_function_of_the_command_line_is_above_complexity_10():
 
 def modes_table() -> str:
     """The table of docs/command-line.md, read from cli.modes.MODES."""
-    order = ["run", "chat", "compare", "replay", "probe", "record", "page", "models", "show_prompt", "verify_cache"]
+    order = ["run", "chat", "compare", "replay", "probe", "record", "page", "models", "show_prompt", "tools",
+             "verify_cache"]
     assert sorted(order) == sorted(MODES)
     rows = ["| mode | chosen by | takes |", "| --- | --- | --- |"]
     for name in order:

@@ -27,8 +27,11 @@ SECTION = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$")
 
 @lru_cache(maxsize=1024)
 def tool_schema(tool: Callable) -> dict:
-    """The tool as a function declaration: its name, its docstring and a JSON Schema of its parameters."""
+    """The tool as a function declaration: its name, its docstring and a JSON Schema of its parameters (an MCP
+    server's tool: the server's own input schema, unchanged; tools/mcp.py)."""
     doc = inspect.getdoc(tool) or "(no description)"
+    if isinstance(getattr(tool, "mcp", None), dict):
+        return {"name": tool.__name__, "description": doc, "parameters": tool.mcp["schema"]}
     properties, required = {}, []
     for parameter in signature(tool).parameters.values():
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:

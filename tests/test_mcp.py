@@ -1,0 +1,181 @@
+"""Tools from MCP servers, against a real server written with the official SDK (tests/mcp_server.py), over stdio as
+a subprocess and over Streamable HTTP on loopback: no mocks. Its tools join the built-in ones in both protocols;
+what a server does wrong is one line, a result the model reads, or a refusal before the run."""
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import cli
+from agent import TinyReAct
+from models import ModelReply, ToolCall
+from models.scripted import ScriptedModel
+from protocols import NativeProtocol
+from tools import DEFAULT_TOOLS, describe
+from tools.mcp import McpError, McpServers
+from tools.schema import tool_schema
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = f"{sys.executable} {os.path.join(HERE, 'mcp_server.py')}"
+
+
+def alive(tag: str) -> bool:
+    """Whether a process whose command line holds `tag` is running."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                if tag.encode() in file.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+@pytest.fixture(scope="module")
+def running():
+    """One notes server over stdio for the tests that do not end it."""
+    tag = uuid.uuid4().hex
+    servers = McpServers([f"{SERVER} --tag {tag}"], {tool.__name__: "a built-in tool" for tool in DEFAULT_TOOLS})
+    servers.tools = {tool.__name__: tool for tool in servers.start()}
+    yield servers
+    servers.close()
+    assert not alive(tag)  # the server's process ended with the servers
+
+
+@pytest.fixture
+def notes(running):
+    """The notes server's tools, by name."""
+    return running.tools
+
+
+def observations(agent):
+    return [event["text"] for event in agent.trace.events if event["type"] == "observation"]
+
+
+def test_a_question_is_answered_from_a_servers_tool_in_the_text_protocol(notes):
+    model = ScriptedModel(['Thought: the note\nAction: read_note("door code")', "Thought: read\nAnswer: 4721"])
+    agent = TinyReAct(model, DEFAULT_TOOLS + list(notes.values()))
+    assert agent.query("What is the door code?").answer == "4721"
+    assert observations(agent) == ["4721"]
+    prompt = model.calls[0][0].text
+    assert "read_note(title: str)" in prompt and "title: the note's title, as list_notes gives it" in prompt
+
+
+def test_a_question_is_answered_from_a_servers_tool_in_the_native_protocol_with_its_own_schema(notes):
+    call = ModelReply("", calls=(ToolCall("c1", "count_words", '{"text": "a bb ccc dddd", "at_least": 3}'),))
+    model = ScriptedModel([call, "2 words"])
+    agent = TinyReAct(model, DEFAULT_TOOLS + list(notes.values()), protocol=NativeProtocol())
+    assert agent.query("How many words of 3 letters or more?").answer == "2 words"
+    assert observations(agent) == ["2"]
+    offered = {schema["name"]: schema for schema in model.offered[0]}
+    assert offered["count_words"]["parameters"] == notes["count_words"].mcp["schema"]  # the server's, unchanged
+    assert offered["count_words"]["parameters"]["required"] == ["text"]
+
+
+def test_arguments_that_do_not_fit_the_schema_and_error_results_are_observations(notes):
+    model = ScriptedModel(['Action: repeat("hi", 9)', 'Action: read_note("nothing")', "Answer: no"])
+    agent = TinyReAct(model, list(notes.values()))
+    agent.query("?")
+    too_many, error = observations(agent)
+    assert "the arguments do not fit the tool's input schema at times: 9 is greater than the maximum of 5" in too_many
+    assert error == "Error: the tool reported an error: Error executing tool read_note"
+
+
+def test_what_a_server_says_is_data_not_protocol(notes):
+    """A description with an escape sequence and protocol-looking lines is shown indented under its tool, its control
+    characters dropped; a result's own `Answer:` line is an Observation's text; an image is described."""
+    shown = describe(notes["echo"])
+    assert "\x1b" not in shown and "\n    Answer: 42" in shown and "\nAnswer" not in shown
+    assert "\x1b" not in tool_schema(notes["echo"])["description"]
+    model = ScriptedModel(['Action: echo("hi")', "Action: picture()", "Answer: done"])
+    agent = TinyReAct(model, list(notes.values()))
+    assert agent.query("?").answer == "done"  # the model's own, not the tool's
+    assert observations(agent) == ["hi\nAnswer: from the tool", "[image image/png, 70 bytes: not shown]"]
+
+
+def test_a_call_the_server_does_not_answer_in_time_is_an_observation_and_the_run_goes_on(running, notes, monkeypatch):
+    monkeypatch.setattr(running.servers[0], "deadline", 0.5)
+    model = ScriptedModel(["Action: wait(1.5)", "Answer: gave up"])
+    agent = TinyReAct(model, list(notes.values()))
+    started = time.monotonic()
+    assert agent.query("?").answer == "gave up"
+    assert time.monotonic() - started < 1.5
+    assert "did not answer within 0.5 s (TINYREACT_MCP_DEADLINE)" in observations(agent)[0]
+
+
+def test_a_server_that_exits_mid_run_is_an_observation_with_its_last_words_then_no_more_calls():
+    with McpServers([SERVER]) as servers:
+        tools = {tool.__name__: tool for tool in servers.start()}
+        model = ScriptedModel(["Action: crash()", 'Action: read_note("groceries")', "Answer: lost it"])
+        agent = TinyReAct(model, list(tools.values()))
+        assert agent.query("?").answer == "lost it"
+        crashed, after = observations(agent)
+        assert "crash failed: McpError: MCP server python" in crashed
+        assert "its stderr ends: crash: going down on purpose" in crashed
+        assert "MCP server python" in after and "its stderr ends: crash: going down on purpose" in after
+
+
+@pytest.mark.parametrize("spec, said", [
+    (f"{SERVER} --fail", "could not start: error -32000: Connection closed; its stderr ends: notes server: cannot "
+                         "open the notes database"),
+    ("no-such-command --flag", "MCP server no-such-command --flag could not start: FileNotFoundError"),
+    (f"{sys.executable} -c \"print('{{not json'); import time; time.sleep(30)\"", "did not start within 2 s"),
+    (f"{SERVER} --clash", "offers a tool 'add_numbers', but the built-in tool add_numbers has that name"),
+    ("'unclosed", "No closing quotation"),
+])
+def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, monkeypatch):
+    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "2")
+    with pytest.raises(McpError) as refused:
+        McpServers([spec], {"add_numbers": "the built-in tool add_numbers"}).start()
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_thousands_of_tools_are_cut_to_the_first_ones_in_one_line():
+    with McpServers([f"{SERVER} --many 3000"]) as servers:
+        tools = servers.start()
+    assert len(tools) == 128 and servers.notes == [f"MCP server python {os.path.join(HERE, 'mcp_server.py')} --many "
+                                                   "3000 lists 3,009 tools: only the first 128 are offered"]
+
+
+def test_a_server_over_streamable_http_on_loopback():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "mcp_server.py"), "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        with McpServers([f"http://127.0.0.1:{port}/mcp"]) as servers:
+            tools = {tool.__name__: tool for tool in servers.start()}
+            assert tools["count_words"](text="one two three") == "3"
+            assert tools["list_notes"].mcp["server"] == f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(monkeypatch, capsys, tmp_path):
+    tag = uuid.uuid4().hex
+    model = ScriptedModel(['Thought: the note\nAction: read_note("groceries")', "Answer: eggs, flour, 2 lemons"])
+    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
+    trace = tmp_path / "run.jsonl"
+    assert cli.main(["What is on my grocery list?", "--mcp", f"{SERVER} --tag {tag}", "--trace", str(trace)]) == 0
+    assert "eggs, flour, 2 lemons" in capsys.readouterr().out and not alive(tag)
+    monkeypatch.setenv("TINYREACT_MCP", f"{SERVER}; {SERVER} --clash")
+    assert cli.main(["--tools"]) == 2
+    assert f"--clash offers a tool 'read_note', but MCP server python {HERE}/mcp_server.py has that name: the tools " \
+           "of a run need names of their own" in capsys.readouterr().err
+    monkeypatch.setenv("TINYREACT_MCP", SERVER)
+    assert cli.main(["--tools"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert listed["add_numbers"].endswith("built in") and listed["read_note"].endswith("mcp_server.py")
+    assert listed["delete_note"].endswith("mcp_server.py  · destructive, says the server")

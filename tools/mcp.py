@@ -1,0 +1,356 @@
+"""Tools from MCP servers: each server's tools become plain functions beside the built-in ones, with a signature and
+a docstring made from the tool's input schema, so they render into the text protocol's prompt and (the schema
+itself, unchanged) into the native protocol's tool schemas, and calls are bound and checked as any tool's are.
+
+    servers = McpServers(["python tests/mcp_server.py", "http://127.0.0.1:8000/mcp"])
+    tools = servers.start()      # every server started and its tools listed, or McpError in one line
+    ...                          # TinyReAct(model, tools=DEFAULT_TOOLS + tools)
+    servers.close()              # the servers' processes end with the run
+
+The client is the official `mcp` SDK (its `Client`, over stdio or Streamable HTTP): no JSON-RPC is written here.
+The SDK is asynchronous; the loop is not, so the servers live on one event loop in a thread of their own. A server
+is given TINYREACT_MCP_DEADLINE seconds to start, and each call as long. What a server says is bounded: at most
+MAX_TOOLS tools from one server, a description cut at MAX_DESCRIPTION_CHARS, a schema of at most MAX_SCHEMA_CHARS,
+a result of at most MAX_RESULT_CHARS; control characters are dropped from all of it. A description is shown
+indented under its tool, and a result as an Observation's text: whatever they hold is data, never a line of the
+protocol.
+"""
+import asyncio
+import base64
+import binascii
+import concurrent.futures
+import inspect
+import json
+import keyword
+import os
+import re
+import shlex
+import tempfile
+import threading
+from typing import Callable
+
+MAX_TOOLS = 128  # of one server: a server that lists more is cut here, in one line
+MAX_PAGES = 20  # of tools/list: a server that pages forever is stopped here
+MAX_DESCRIPTION_CHARS = 4_000
+MAX_SCHEMA_CHARS = 20_000  # of a tool's input schema as JSON
+MAX_RESULT_CHARS = 200_000  # of a result's text, before the loop's own cap on what the model sees
+DEFAULT_CALL_SECONDS = 60.0  # for a server to start and list its tools, and for each call
+CLOSE_SECONDS = 5.0
+DEADLINE_VARIABLE = "TINYREACT_MCP_DEADLINE"
+SERVERS_VARIABLE = "TINYREACT_MCP"  # several servers separated by ";"
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+REQUEST_TIMEOUT, CONNECTION_CLOSED = -32001, -32000  # the SDK's error codes (mcp_types/jsonrpc.py)
+JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+
+
+class McpError(Exception):
+    """A server that cannot be used: said in one line, before the run or as a tool's failure."""
+
+
+def call_seconds() -> float:
+    """TINYREACT_MCP_DEADLINE: how long a server is given to start, and a call to be answered (default
+    DEFAULT_CALL_SECONDS)."""
+    given = os.environ.get(DEADLINE_VARIABLE, "").strip()
+    if not given:
+        return DEFAULT_CALL_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise McpError(f"{DEADLINE_VARIABLE} must be a number of seconds from 0 to 3600, got {given[:40]!r}")
+    return seconds
+
+
+def specs_from_environment() -> list[str]:
+    """The servers TINYREACT_MCP names, separated by ";"."""
+    return [spec.strip() for spec in os.environ.get(SERVERS_VARIABLE, "").split(";") if spec.strip()]
+
+
+def clean(text: str, limit: int) -> str:
+    """Text from a server as data: control characters dropped, cut at `limit` characters (marked)."""
+    text = CONTROL.sub("", text)
+    return text if len(text) <= limit else text[:limit] + f"… [cut: {len(text):,} characters]"
+
+
+class McpServer:
+    """One server: a command run over stdio, or a URL spoken to over Streamable HTTP."""
+
+    def __init__(self, spec: str, deadline: float):
+        self.spec, self.deadline = spec.strip(), deadline
+        self.url = self.spec if re.match(r"https?://", self.spec) else None
+        if self.url is None:
+            try:
+                self.command = shlex.split(self.spec)
+            except ValueError as problem:
+                raise McpError(f"--mcp {self.spec!r}: {problem}") from None
+            if not self.command:
+                raise McpError("--mcp needs a command to run, or an http:// or https:// URL")
+        self.label = self.url or self.command[0].rsplit("/", 1)[-1] + " " + " ".join(self.command[1:])
+        self.label = clean(self.label.strip(), 80)
+        self.client = self.gone = self._closing = self._held = self._loop = self._task = None
+        self._finished = threading.Event()  # set when the connection has ended, whatever ended it
+        self.notes: list[str] = []  # what was cut or refused of its tools, a line each
+        self._stderr = None
+
+    def start(self, loop: asyncio.AbstractEventLoop, seconds: float) -> list:
+        """Connect and list the tools: the SDK's Tool objects, or McpError."""
+        ready, self._loop = concurrent.futures.Future(), loop
+        self._held = asyncio.run_coroutine_threadsafe(self._hold(ready), loop)
+        try:
+            return ready.result(timeout=seconds)
+        except concurrent.futures.TimeoutError:
+            raise McpError(f"MCP server {self.label} did not start within {seconds:g} s ({DEADLINE_VARIABLE})"
+                           f"{self._last_words()}") from None
+
+    async def _hold(self, ready: concurrent.futures.Future) -> None:
+        """The connection, held open until close(): the SDK's Client is entered and left in this one task."""
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        self._closing, self._task = asyncio.Event(), asyncio.current_task()
+        try:
+            if self.url is None:
+                self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+                transport = stdio_client(StdioServerParameters(command=self.command[0], args=self.command[1:]),
+                                         errlog=self._stderr)
+            else:
+                transport = self.url
+            async with Client(transport, read_timeout_seconds=self.deadline) as client:
+                self.client = client
+                listed = await self._list(client)
+                ready.set_result(listed)
+                await self._closing.wait()
+        except BaseException as failure:  # the SDK raises groups of them, from its task groups
+            said = _said(failure)
+            if not ready.done():
+                ready.set_exception(McpError(f"MCP server {self.label} could not start: {said}{self._last_words()}"))
+            else:
+                self.gone = said
+            if isinstance(failure, (KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            self._finished.set()
+
+    async def _list(self, client) -> list:
+        tools, cursor = [], None
+        for _ in range(MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor or len(tools) > MAX_TOOLS:
+                break
+        if len(tools) > MAX_TOOLS:
+            self.notes.append(f"MCP server {self.label} lists {len(tools):,}{'+' if cursor else ''} tools: only the "
+                              f"first {MAX_TOOLS} are offered")
+        return tools[:MAX_TOOLS]
+
+    def call(self, name: str, arguments: dict) -> str:
+        """The tool's result as an Observation's text; McpError when the server cannot answer."""
+        if self.gone is not None or self.client is None:
+            raise McpError(f"MCP server {self.label} is no longer running ({self.gone}){self._last_words()}")
+        asked = self.client.call_tool(name, arguments, read_timeout_seconds=self.deadline)
+        future = asyncio.run_coroutine_threadsafe(asked, self._loop)
+        late = McpError(f"MCP server {self.label} did not answer within {self.deadline:g} s ({DEADLINE_VARIABLE})")
+        try:
+            result = future.result(timeout=self.deadline + 1)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise late from None
+        except Exception as failure:
+            code = getattr(failure, "code", None) if type(failure).__name__ == "MCPError" else None
+            if code == REQUEST_TIMEOUT:
+                raise late from None
+            # a JSON-RPC error is the server's answer; anything else (the connection closed) is news of its end
+            raise McpError(f"MCP server {self.label}: {_said(failure)}"
+                           f"{self._last_words() if code in (None, CONNECTION_CLOSED) else ''}") from None
+        return observation(result)
+
+    def close(self) -> None:
+        """The connection closed and the server's process ended: asked to close, and, when it is still starting or
+        does not close within CLOSE_SECONDS, cancelled (the SDK then ends the process)."""
+        if self._held is not None and not self._finished.is_set():
+            if self.client is not None:
+                self._loop.call_soon_threadsafe(self._closing.set)
+            if self.client is None or not self._finished.wait(CLOSE_SECONDS):
+                self._loop.call_soon_threadsafe(self._task.cancel)
+                self._finished.wait(CLOSE_SECONDS)
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _last_words(self) -> str:
+        """The last line the server wrote to its stderr, if any, as `; its last words: ...`."""
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            size = self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, size - 8192))
+            lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return f"; its stderr ends: {clean(lines[-1], 300)}" if lines else ""
+
+
+def _said(failure: BaseException) -> str:
+    """A failure in one line: the first of a group, its type and message."""
+    while isinstance(failure, BaseExceptionGroup) and failure.exceptions:
+        failure = failure.exceptions[0]
+    code = getattr(failure, "code", None)
+    message = " ".join(str(failure).split()) or type(failure).__name__
+    if type(failure).__name__ == "MCPError":
+        return clean(f"error {code}: {getattr(getattr(failure, 'error', None), 'message', message)}", 300)
+    return clean(f"{type(failure).__name__}: {message}", 300)
+
+
+def observation(result) -> str:
+    """A CallToolResult as text: its text content whole, any other content described by type and size, the
+    structured content as JSON when there is no text; an error result said to be one."""
+    pieces = []
+    for block in result.content:
+        kind = getattr(block, "type", "?")
+        if kind == "text":
+            pieces.append(block.text)
+        elif kind in ("image", "audio"):
+            pieces.append(f"[{kind} {block.mime_type}, {_decoded_size(block.data):,} bytes: not shown]")
+        elif kind == "resource_link":
+            pieces.append(f"[a link to the resource {block.uri} ({block.name})]")
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            pieces.append(f"[the resource {resource.uri}]\n{text}" if text is not None else
+                          f"[the resource {resource.uri}, {resource.mime_type or 'binary'}, "
+                          f"{_decoded_size(resource.blob):,} bytes: not shown]")
+        else:
+            pieces.append(f"[content of type {clean(str(kind), 40)}: not shown]")
+    if not pieces and result.structured_content is not None:
+        pieces.append(json.dumps(result.structured_content, ensure_ascii=False))
+    text = clean("\n".join(pieces), MAX_RESULT_CHARS) or "(the tool returned nothing)"
+    return f"Error: the tool reported an error: {text}" if result.is_error else text
+
+
+def _decoded_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        return len(data)
+
+
+def mcp_tool(server: McpServer, tool, name: str) -> Callable:
+    """The server's tool as a plain function named `name`: its signature from the input schema's properties (required
+    ones first, the others defaulting to None and then left out of the call), its docstring the description and
+    each property's description, and its schema kept whole for the native protocol (tools/schema.py). A call is
+    checked against the schema before it is sent."""
+    import jsonschema
+
+    schema = tool.input_schema
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = [key for key in schema.get("required") or [] if isinstance(key, str) and key in properties]
+    parameters, only_by_name = [], False
+    for key in sorted(properties, key=lambda key: key not in required):
+        if not key.isidentifier() or keyword.iskeyword(key):
+            only_by_name = True  # a name Python cannot spell: taken through **arguments, as a native call sends it
+            continue
+        kind = properties[key].get("type") if isinstance(properties[key], dict) else None
+        annotation = JSON_TYPES.get(kind, inspect.Parameter.empty) if isinstance(kind, str) else inspect.Parameter.empty
+        default = inspect.Parameter.empty if key in required else None
+        parameters.append(inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                            annotation=annotation))
+    if only_by_name:
+        parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+    validator = jsonschema.validators.validator_for(schema)(schema)
+
+    def call(**arguments):
+        arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
+        problem = next(iter(sorted(validator.iter_errors(arguments), key=lambda error: error.path)), None)
+        if problem is not None:
+            where = "/".join(str(part) for part in problem.absolute_path)
+            raise ValueError(f"the arguments do not fit the tool's input schema{f' at {where}' if where else ''}: "
+                             f"{clean(problem.message, 300)}")
+        return server.call(tool.name, arguments)
+
+    described = clean(tool.description or "(no description)", MAX_DESCRIPTION_CHARS)
+    lines = [f"{key}: {clean(str(properties[key].get('description')), 300)}" for key in properties
+             if isinstance(properties[key], dict) and properties[key].get("description")]
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = described + ("\n\nArgs:\n" + "\n".join(f"    {line}" for line in lines) if lines else "")
+    call.__signature__ = inspect.Signature(parameters)
+    annotations = tool.annotations
+    call.mcp = {"server": server.label, "name": tool.name, "schema": schema,
+                "destructive": bool(annotations and annotations.destructive_hint is True
+                                    and not annotations.read_only_hint)}
+    return call
+
+
+def python_name(name: str) -> str:
+    """A tool's name as the text protocol can write it: what is not a letter, digit or _ becomes _."""
+    spelled = re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
+    return "_" + spelled if spelled[0].isdigit() or keyword.iskeyword(spelled) else spelled
+
+
+class McpServers:
+    """The MCP servers of a run: started together, their tools offered beside the built-in ones, closed together
+    (also on Ctrl-C: the caller closes them in a `finally`)."""
+
+    def __init__(self, specs: list[str], taken: dict[str, str] | None = None):
+        """`taken`: the names already offered, each with where it comes from (a built-in tool)."""
+        deadline = call_seconds()
+        self.servers = [McpServer(spec, deadline) for spec in specs]
+        self.taken = dict(taken or {})
+        self.notes: list[str] = []
+        self._loop = self._thread = None
+
+    def start(self) -> list[Callable]:
+        """Every server's tools, as functions; McpError, with every server closed, when one cannot be used."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp servers", daemon=True)
+        self._thread.start()
+        tools = []
+        try:
+            for server in self.servers:
+                for tool in server.start(self._loop, server.deadline):
+                    made = self._tool(server, tool)
+                    if made is not None:
+                        tools.append(made)
+                self.notes += server.notes
+        except BaseException:
+            self.close()
+            raise
+        return tools
+
+    def _tool(self, server: McpServer, tool) -> Callable | None:
+        """The tool as a function, None (and a note) for one whose schema cannot be used; McpError for a name taken."""
+        shown = clean(str(tool.name), 80)
+        size = len(json.dumps(tool.input_schema, default=str))
+        if size > MAX_SCHEMA_CHARS or tool.input_schema.get("type") != "object":
+            self.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: its input schema is "
+                              + (f"{size:,} characters long" if size > MAX_SCHEMA_CHARS else "not of type object"))
+            return None
+        name = python_name(tool.name)
+        if name in self.taken:
+            spelled = "" if name == tool.name else f" (written {name})"
+            raise McpError(f"MCP server {server.label} offers a tool {shown!r}{spelled}, but {self.taken[name]} has "
+                           "that name: the tools of a run need names of their own")
+        try:
+            made = mcp_tool(server, tool, name)
+        except Exception as problem:  # a schema jsonschema cannot read
+            self.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: {_said(problem)}")
+            return None
+        self.taken[name] = f"MCP server {server.label}"
+        return made
+
+    def close(self) -> None:
+        """Every server closed (its process ended), then the loop stopped; safe to call more than once."""
+        for server in self.servers:
+            server.close()
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=CLOSE_SECONDS)
+        self._loop = None
+
+    def __enter__(self) -> "McpServers":
+        return self
+
+    def __exit__(self, *failure) -> None:
+        self.close()
