@@ -126,12 +126,13 @@ def test_a_server_that_exits_mid_run_is_an_observation_with_its_last_words_then_
     (f"{sys.executable} -c \"print('{{not json'); import time; time.sleep(30)\"", "did not start within 2 s"),
     (f"{SERVER} --clash", "offers a tool 'add_numbers', but the built-in tool add_numbers has that name"),
     ("'unclosed", "No closing quotation"),
+    ("http://bob:secret@127.0.0.1:9/mcp", "MCP server http://127.0.0.1:9/mcp could not start"),  # named without them
 ])
 def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, monkeypatch):
     monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "2")
     with pytest.raises(McpError) as refused:
         McpServers([spec], {"add_numbers": "the built-in tool add_numbers"}).start()
-    assert said in str(refused.value) and "\n" not in str(refused.value)
+    assert said in str(refused.value) and "\n" not in str(refused.value) and "secret" not in str(refused.value)
 
 
 def test_thousands_of_tools_are_cut_to_the_first_ones_in_one_line():

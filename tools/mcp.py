@@ -29,6 +29,8 @@ import tempfile
 import threading
 from typing import Callable
 
+from redaction import shown_url
+
 MAX_TOOLS = 128  # of one server: a server that lists more is cut here, in one line
 MAX_PAGES = 20  # of tools/list: a server that pages forever is stopped here
 MAX_DESCRIPTION_CHARS = 4_000
@@ -86,7 +88,9 @@ class McpServer:
                 raise McpError(f"--mcp {self.spec!r}: {problem}") from None
             if not self.command:
                 raise McpError("--mcp needs a command to run, or an http:// or https:// URL")
-        self.label = self.url or self.command[0].rsplit("/", 1)[-1] + " " + " ".join(self.command[1:])
+        # named without a user and password a URL may hold: the label is in messages, the trace and --tools
+        self.label = shown_url(self.url) if self.url else self.command[0].rsplit("/", 1)[-1] + " " + " ".join(
+            self.command[1:])
         self.label = clean(self.label.strip(), 80)
         self.client = self.gone = self._closing = self._held = self._loop = self._task = None
         self._finished = threading.Event()  # set when the connection has ended, whatever ended it
