@@ -52,39 +52,26 @@ class OllamaModel(OpenAICompatibleModel):
     """`ollama:NAME`: the text protocol through /v1, as any OpenAI-compatible server; the native one through
     /api/chat, where Ollama documents tool calling."""
 
-    def generate(self, messages, stop, *, on_text=None, on_event=None, tools=None) -> ModelReply:
+    def _chat(self, messages, tools):
+        return api_chat(messages) if tools else super()._chat(messages, tools)
+
+    def _request(self, chat, stop, tools, streaming):
         if not tools:
-            return super().generate(messages, stop, on_text=on_text, on_event=on_event)
-        chat = api_chat(messages)
-        streaming = [on_text is not None]  # a stream that ends early is asked for whole, once
-        url = self._request_url.removesuffix("/v1") + "/api/chat"
+            return super()._request(chat, stop, tools, streaming)
+        options = {"stop": stop} if stop else {}
+        options |= {"temperature": self._temperature_sent()} if self._temperature_sent() is not None else {}
+        body = {"model": self.name, "messages": chat, "stream": streaming,
+                "tools": [{"type": "function", "function": schema} for schema in tools],
+                **({"options": options} if options else {})}
+        return self._request_url.removesuffix("/v1") + "/api/chat", body
 
-        def attempt(channel: retry.Channel) -> ModelReply:
-            while True:
-                options = {"stop": stop} if stop else {}
-                options |= {"temperature": self.temperature} if self.temperature is not None else {}
-                body = {"model": self.name, "messages": chat, "stream": streaming[0],
-                        "tools": [{"type": "function", "function": schema} for schema in tools],
-                        **({"options": options} if options else {})}
-                with self._post(body, url) as response:
-                    if response.status_code != 200:
-                        raise self._explain(response)
-                    try:
-                        reply, problem = (self._lines(response, stop, channel) if streaming[0]
-                                          else self._answer(b"".join(self._chunks(response))))
-                    except StreamEndedEarly as ended:
-                        streaming[0] = False
-                        channel.event("warning", message=f"{self._where()}: {ended}; asking once more without "
-                                                         "streaming, for the server's own answer",
-                                      restart_stream=channel.shown)
-                        continue
-                    if problem:
-                        channel.event("warning", message=f"{self._where()} sent {problem}: its tokens are counted "
-                                                         "here instead")
-                    return replace(reply, temperature=self.temperature)
-
-        return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
-                         on_text=on_text, on_event=on_event)
+    def _read(self, response, stop, channel, streaming, tools):
+        """/api/chat's answer: its thinking is never reply text, so the reply is never empty but for it."""
+        if not tools:
+            return super()._read(response, stop, channel, streaming, tools)
+        reply, problem = (self._lines(response, stop, channel) if streaming
+                          else self._answer(b"".join(self._chunks(response))))
+        return reply, False, problem
 
     def _answer(self, data: bytes) -> tuple[ModelReply, str | None]:
         """A whole answer (`"stream": false`): one object with the message, `done_reason` and the counts."""

@@ -109,26 +109,17 @@ class OpenAICompatibleModel:
         whole request with its error), and a reply that is empty but for its reasoning is asked for without the stop
         sequence (Ollama, vLLM and llama.cpp apply a stop string inside the reasoning too: vLLM issues #52393 and
         #53066; the loop's own cut at Observation still applies)."""
-        chat = native_chat(messages) if tools else [{"role": ROLES[m.role], "content": m.text} for m in messages]
+        chat = self._chat(messages, tools)
         streaming = [on_text is not None]  # [whether this call still streams]: a broken stream is asked whole once
 
         def attempt(channel: retry.Channel) -> ModelReply:
             while True:
-                body = {"model": self.name, "messages": chat, "stream": streaming[0]}
-                if tools:
-                    body["tools"] = [{"type": "function", "function": schema} for schema in tools]
-                if stop and "stop" not in self.dropped:
-                    body["stop"] = stop[:MAX_STOPS]
-                if self.temperature is not None and "temperature" not in self.dropped:
-                    body["temperature"] = self.temperature
-                if streaming[0]:
-                    body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
-                response = self._post(body)
+                url, body = self._request(chat, stop, tools, streaming[0])
+                response = self._post(body, url)
                 with response:
                     if response.status_code == 200:
                         try:
-                            reply, reasoned, problem = (self._stream(response, stop, channel) if streaming[0]
-                                                        else self._whole(response))
+                            reply, reasoned, problem = self._read(response, stop, channel, streaming[0], tools)
                         except StreamEndedEarly as ended:
                             streaming[0] = False
                             channel.event("warning", message=f"{self._where()}: {ended}; asking once more without "
@@ -144,7 +135,7 @@ class OpenAICompatibleModel:
                         if problem:
                             channel.event("warning", message=f"{self._where()} sent {problem}: its tokens are counted "
                                                              "here instead")
-                        return replace(reply, temperature=body.get("temperature"))
+                        return replace(reply, temperature=self._temperature_sent())
                     refused = self._refused_field(response)
                     if refused is None:
                         raise self._explain(response)
@@ -155,6 +146,34 @@ class OpenAICompatibleModel:
 
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
+
+    def _chat(self, messages: list[Message], tools: list[dict] | None) -> list[dict]:
+        """The messages as the server takes them: in the native protocol's shape when tools are offered."""
+        return native_chat(messages) if tools else [{"role": ROLES[m.role], "content": m.text} for m in messages]
+
+    def _request(self, chat: list[dict], stop: list[str], tools: list[dict] | None,
+                 streaming: bool) -> tuple[str | None, dict]:
+        """Where the request goes (None: chat/completions) and its body: what the server refused before is left
+        out."""
+        body = {"model": self.name, "messages": chat, "stream": streaming}
+        if tools:
+            body["tools"] = [{"type": "function", "function": schema} for schema in tools]
+        if stop and "stop" not in self.dropped:
+            body["stop"] = stop[:MAX_STOPS]
+        if self._temperature_sent() is not None:
+            body["temperature"] = self._temperature_sent()
+        if streaming:
+            body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
+        return None, body
+
+    def _read(self, response, stop: list[str], channel: retry.Channel, streaming: bool,
+              tools: list[dict] | None) -> tuple[ModelReply, bool, str | None]:
+        """The reply of a 200 answer, whether it held reasoning, and what was wrong with its usage."""
+        return self._stream(response, stop, channel) if streaming else self._whole(response)
+
+    def _temperature_sent(self) -> float | None:
+        """The temperature a request carries: none once the server has refused it."""
+        return self.temperature if "temperature" not in self.dropped else None
 
     def _post(self, body: dict, url: str | None = None):
         """POST `body` to chat/completions, or to `url`."""
