@@ -29,12 +29,8 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
     if not chat and not (args.question or "").strip():
         return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
     model = model_for_a_run(args)
-    servers = mcp_servers(args, DEFAULT_TOOLS)
-    try:
-        return _run_with(args, model, policy, chat, servers.tools if servers else [])
-    finally:
-        if servers:
-            servers.close()  # the servers' processes end with the run, Ctrl-C included
+    with mcp_servers(args, DEFAULT_TOOLS) as servers:  # their processes end with the run, Ctrl-C included
+        return _run_with(args, model, policy, chat, servers.tools)
 
 
 def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list) -> int:

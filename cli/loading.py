@@ -67,16 +67,14 @@ def open_trace(path: str) -> TraceFile:
     return recorded
 
 
-def mcp_servers(args, offered: list):
-    """The MCP servers (tools.mcp.McpServers) --mcp (else TINYREACT_MCP) names, started and their tools listed (as
-    `.tools`), beside the tools `offered` already; None when there are none; a UsageError in one line when one cannot
-    be used. What was cut or left out of a server's tools is said on stderr, a line each. The caller closes them."""
-    specs = args.mcp or specs_from_environment()
-    if not specs:
-        return None
+def mcp_servers(args, offered: list) -> McpServers:
+    """The MCP servers --mcp (else TINYREACT_MCP) names, none or several, started and their tools listed (as
+    `.tools`), beside the tools `offered` already; a UsageError in one line when one cannot be used. What was cut or
+    left out of a server's tools is said on stderr, a line each. Used as a `with` block, which ends their processes."""
     try:
-        servers = McpServers(specs, {tool.__name__: f"the built-in tool {tool.__name__}" for tool in offered})
-        servers.tools = servers.start()
+        servers = McpServers(args.mcp or specs_from_environment(),
+                             {tool.__name__: f"the built-in tool {tool.__name__}" for tool in offered})
+        servers.start()
     except McpError as problem:
         raise UsageError(str(problem)) from None
     for note in servers.notes:

@@ -76,14 +76,10 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     except ModelConfigError as problem:
         return fail(str(problem))
     protocol = make_protocol((args.protocol or ["text"])[0])
-    servers = mcp_servers(args, DEFAULT_TOOLS)
-    try:
-        tools = DEFAULT_TOOLS + (servers.tools if servers else []) + policy.tools(Trace())
+    with mcp_servers(args, DEFAULT_TOOLS) as servers:
+        tools = DEFAULT_TOOLS + servers.tools + policy.tools(Trace())
         print(protocol.instructions(tools, name))
         offered = protocol.offer(tools)
-    finally:
-        if servers:
-            servers.close()
     if offered:  # native: the tools go beside the instructions, as the service's tool schemas
         print(f"\nTools, sent beside the messages as {len(offered['tools'])} tool schemas:\n")
         print(json.dumps(offered["tools"], indent=2, ensure_ascii=False))
@@ -94,14 +90,10 @@ def list_tools(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --tools [--mcp SERVER] [--policy NAME]`: every tool a run would offer, where it comes from, and
     which an MCP server marks destructive."""
     load_env_files()
-    servers = mcp_servers(args, DEFAULT_TOOLS)
-    try:
+    with mcp_servers(args, DEFAULT_TOOLS) as servers:
         rows = [(tool.__name__, "built in", "") for tool in DEFAULT_TOOLS]
-        rows += [_served(tool) for tool in (servers.tools if servers else [])]
+        rows += [_served(tool) for tool in servers.tools]
         rows += [(tool.__name__, f"the policy {policy.name}", "") for tool in policy.tools(Trace())]
-    finally:
-        if servers:
-            servers.close()
     width = max(len(name) for name, _, _ in rows)
     for name, source, note in rows:
         print(f"{name:<{width}}  {source}{f'  · {note}' if note else ''}")

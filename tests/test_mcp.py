@@ -40,7 +40,7 @@ def running():
     """One notes server over stdio for the tests that do not end it."""
     tag = uuid.uuid4().hex
     servers = McpServers([f"{SERVER} --tag {tag}"], {tool.__name__: "a built-in tool" for tool in DEFAULT_TOOLS})
-    servers.tools = {tool.__name__: tool for tool in servers.start()}
+    servers.named = {tool.__name__: tool for tool in servers.start()}
     yield servers
     servers.close()
     assert not alive(tag)  # the server's process ended with the servers
@@ -49,7 +49,7 @@ def running():
 @pytest.fixture
 def notes(running):
     """The notes server's tools, by name."""
-    return running.tools
+    return running.named
 
 
 def observations(agent):

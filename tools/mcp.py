@@ -2,10 +2,10 @@
 a docstring made from the tool's input schema, so they render into the text protocol's prompt and (the schema
 itself, unchanged) into the native protocol's tool schemas, and calls are bound and checked as any tool's are.
 
-    servers = McpServers(["python tests/mcp_server.py", "http://127.0.0.1:8000/mcp"])
-    tools = servers.start()      # every server started and its tools listed, or McpError in one line
-    ...                          # TinyReAct(model, tools=DEFAULT_TOOLS + tools)
-    servers.close()              # the servers' processes end with the run
+    with McpServers(["python tests/mcp_server.py", "http://127.0.0.1:8000/mcp"]) as servers:
+        tools = servers.start()  # every server started and its tools listed, or McpError in one line
+        ...                      # TinyReAct(model, tools=DEFAULT_TOOLS + tools)
+                                 # the servers' processes end with the block
 
 The client is the official `mcp` SDK (its `Client`, over stdio or Streamable HTTP): no JSON-RPC is written here.
 The SDK is asynchronous; the loop is not, so the servers live on one event loop in a thread of their own. A server
@@ -30,6 +30,7 @@ import threading
 from typing import Callable
 
 from redaction import shown_url
+from tools.schema import JSON_TYPES
 
 MAX_TOOLS = 128  # of one server: a server that lists more is cut here, in one line
 MAX_PAGES = 20  # of tools/list: a server that pages forever is stopped here
@@ -42,7 +43,7 @@ DEADLINE_VARIABLE = "TINYREACT_MCP_DEADLINE"
 SERVERS_VARIABLE = "TINYREACT_MCP"  # several servers separated by ";"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
 REQUEST_TIMEOUT, CONNECTION_CLOSED = -32001, -32000  # the SDK's error codes (mcp_types/jsonrpc.py)
-JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+PYTHON_TYPES = {kind: python for python, kind in JSON_TYPES.items() if python is not tuple}  # "array": list, ...
 
 
 class McpError(Exception):
@@ -97,14 +98,14 @@ class McpServer:
         self.notes: list[str] = []  # what was cut or refused of its tools, a line each
         self._stderr = None
 
-    def start(self, loop: asyncio.AbstractEventLoop, seconds: float) -> list:
-        """Connect and list the tools: the SDK's Tool objects, or McpError."""
+    def start(self, loop: asyncio.AbstractEventLoop) -> list:
+        """Connect and list the tools, within the deadline: the SDK's Tool objects, or McpError."""
         ready, self._loop = concurrent.futures.Future(), loop
         self._held = asyncio.run_coroutine_threadsafe(self._hold(ready), loop)
         try:
-            return ready.result(timeout=seconds)
+            return ready.result(timeout=self.deadline)
         except concurrent.futures.TimeoutError:
-            raise McpError(f"MCP server {self.label} did not start within {seconds:g} s ({DEADLINE_VARIABLE})"
+            raise McpError(f"MCP server {self.label} did not start within {self.deadline:g} s ({DEADLINE_VARIABLE})"
                            f"{self._last_words()}") from None
 
     async def _hold(self, ready: concurrent.futures.Future) -> None:
@@ -162,7 +163,9 @@ class McpServer:
             future.cancel()
             raise late from None
         except Exception as failure:
-            code = getattr(failure, "code", None) if type(failure).__name__ == "MCPError" else None
+            from mcp import MCPError
+
+            code = failure.code if isinstance(failure, MCPError) else None
             if code == REQUEST_TIMEOUT:
                 raise late from None
             # a JSON-RPC error is the server's answer; anything else (the connection closed) is news of its end
@@ -184,7 +187,7 @@ class McpServer:
             self._stderr = None
 
     def _last_words(self) -> str:
-        """The last line the server wrote to its stderr, if any, as `; its last words: ...`."""
+        """The last line the server wrote to its stderr, if any, as `; its stderr ends: ...`."""
         if self._stderr is None:
             return ""
         try:
@@ -198,14 +201,14 @@ class McpServer:
 
 
 def _said(failure: BaseException) -> str:
-    """A failure in one line: the first of a group, its type and message."""
+    """A failure in one line: the first of a group; a JSON-RPC error's code and message, else its type and message."""
+    from mcp import MCPError
+
     while isinstance(failure, BaseExceptionGroup) and failure.exceptions:
         failure = failure.exceptions[0]
-    code = getattr(failure, "code", None)
-    message = " ".join(str(failure).split()) or type(failure).__name__
-    if type(failure).__name__ == "MCPError":
-        return clean(f"error {code}: {getattr(getattr(failure, 'error', None), 'message', message)}", 300)
-    return clean(f"{type(failure).__name__}: {message}", 300)
+    if isinstance(failure, MCPError):
+        return clean(" ".join(f"error {failure.code}: {failure.error.message}".split()), 300)
+    return clean(f"{type(failure).__name__}: {' '.join(str(failure).split()) or type(failure).__name__}", 300)
 
 
 def observation(result) -> str:
@@ -257,8 +260,9 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
             only_by_name = True  # a name Python cannot spell: taken through **arguments, as a native call sends it
             continue
         kind = properties[key].get("type") if isinstance(properties[key], dict) else None
-        annotation = JSON_TYPES.get(kind, inspect.Parameter.empty) if isinstance(kind, str) else inspect.Parameter.empty
-        default = inspect.Parameter.empty if key in required else None
+        empty = inspect.Parameter.empty
+        annotation = PYTHON_TYPES.get(kind, empty) if isinstance(kind, str) else empty
+        default = empty if key in required else None
         parameters.append(inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                             annotation=annotation))
     if only_by_name:
@@ -267,7 +271,7 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
 
     def call(**arguments):
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
-        problem = next(iter(sorted(validator.iter_errors(arguments), key=lambda error: error.path)), None)
+        problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
             raise ValueError(f"the arguments do not fit the tool's input schema{f' at {where}' if where else ''}: "
@@ -294,41 +298,45 @@ def python_name(name: str) -> str:
 
 
 class McpServers:
-    """The MCP servers of a run: started together, their tools offered beside the built-in ones, closed together
-    (also on Ctrl-C: the caller closes them in a `finally`)."""
+    """The MCP servers of a run (none, or several): started together, their tools offered beside the built-in ones,
+    closed together, as a `with` block ends, Ctrl-C included."""
 
     def __init__(self, specs: list[str], taken: dict[str, str] | None = None):
         """`taken`: the names already offered, each with where it comes from (a built-in tool)."""
         deadline = call_seconds()
         self.servers = [McpServer(spec, deadline) for spec in specs]
         self.taken = dict(taken or {})
-        self.notes: list[str] = []
+        self.tools: list[Callable] = []
         self._loop = self._thread = None
 
+    @property
+    def notes(self) -> list[str]:
+        """What was cut or left out of the servers' tools, a line each."""
+        return [note for server in self.servers for note in server.notes]
+
     def start(self) -> list[Callable]:
-        """Every server's tools, as functions; McpError, with every server closed, when one cannot be used."""
+        """Every server's tools, as functions (kept as `.tools`); McpError, with every server closed, when one cannot
+        be used."""
+        if not self.servers:
+            return self.tools
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp servers", daemon=True)
         self._thread.start()
-        tools = []
         try:
             for server in self.servers:
-                for tool in server.start(self._loop, server.deadline):
-                    made = self._tool(server, tool)
-                    if made is not None:
-                        tools.append(made)
-                self.notes += server.notes
+                made = [self._tool(server, tool) for tool in server.start(self._loop)]
+                self.tools += [tool for tool in made if tool is not None]
         except BaseException:
             self.close()
             raise
-        return tools
+        return self.tools
 
     def _tool(self, server: McpServer, tool) -> Callable | None:
         """The tool as a function, None (and a note) for one whose schema cannot be used; McpError for a name taken."""
         shown = clean(str(tool.name), 80)
         size = len(json.dumps(tool.input_schema, default=str))
         if size > MAX_SCHEMA_CHARS or tool.input_schema.get("type") != "object":
-            self.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: its input schema is "
+            server.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: its input schema is "
                               + (f"{size:,} characters long" if size > MAX_SCHEMA_CHARS else "not of type object"))
             return None
         name = python_name(tool.name)
@@ -339,7 +347,7 @@ class McpServers:
         try:
             made = mcp_tool(server, tool, name)
         except Exception as problem:  # a schema jsonschema cannot read
-            self.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: {_said(problem)}")
+            server.notes.append(f"MCP server {server.label}: its tool {shown!r} is not offered: {_said(problem)}")
             return None
         self.taken[name] = f"MCP server {server.label}"
         return made

@@ -164,8 +164,6 @@ def _counts(final: dict) -> tuple[dict | None, str | None]:
         return None, None
     usage = {"prompt_tokens": prompt, "completion_tokens": output,
              "prompt_tokens_details": {"cached_tokens": final.get("prompt_eval_cached_count")}}
-    counts, problem = wire.usage_counts(usage)
-    names = {"prompt_tokens": "prompt_eval_count", "completion_tokens": "eval_count"}
-    for name, theirs in names.items():
-        problem = problem.replace(name, theirs) if problem else problem
-    return counts, problem
+    counts, problem = wire.usage_counts(usage)  # its words named as Ollama names the counts
+    return counts, problem and problem.replace("prompt_tokens", "prompt_eval_count").replace("completion_tokens",
+                                                                                             "eval_count")
