@@ -25,7 +25,8 @@ from protocols import Action, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
 from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES: the text protocol's, re-exported)
 from tokens import TokenCounter, local_counter
-from tools import DEFAULT_TOOLS, bind_arguments
+from tools import DEFAULT_TOOLS, bind_arguments, bind_named, named_arguments
+from tools.approval import Approval
 from traces import Trace
 
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
@@ -65,14 +66,16 @@ class Refused(Exception):
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
                  policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
-                 on_text: Callable[[str], None] | None = None, protocol=None):
+                 on_text: Callable[[str], None] | None = None, protocol=None, approval: Approval | None = None):
         """`on_text`, when given, receives each reply's text as the model writes it (streaming); `protocol` is
-        TextProtocol() (the default) or NativeProtocol() (protocols.py)."""
+        TextProtocol() (the default) or NativeProtocol() (protocols.py); `approval` says which calls need a person's
+        yes and asks for it (tools/approval.py; by default, a tool an MCP server marks destructive is declined)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
         self.protocol = protocol or TextProtocol()
         self.protocol.check(model)  # ModelConfigError for a model that cannot speak it
         self.model, self.ttl, self.base_tools, self.on_text = model, ttl, list(tools), on_text
+        self.approval = approval or Approval()
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
         self._measure = Meter(self.counter.count)
@@ -195,7 +198,27 @@ class TinyReAct:
         if self._repeats(key) >= MAX_REPEATS:
             raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a row; it was not run "
                           "again. Use the earlier Observation, try something different, or give your Answer.", key)
-        return tool, args, kwargs, key
+        return self._approved(tool, args, kwargs, key)
+
+    def _approved(self, tool: Callable, args: tuple, kwargs: dict, call: str) -> tuple[Callable, tuple, dict, str]:
+        """The call as a person allowed it (its arguments perhaps edited) when it needs their yes, the decision
+        recorded; Refused, telling the model, when it is declined."""
+        named = named_arguments(tool, args, kwargs)
+        decision = self.approval.decide(tool, named, lambda edited: bind_named(tool, edited))
+        if decision is None:
+            return tool, args, kwargs, call
+        self.trace.add("approval", tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why,
+                       arguments=json.dumps(named, ensure_ascii=False),
+                       **({"edited": json.dumps(decision.arguments, ensure_ascii=False)} if decision.edited else {}))
+        if not decision.run:
+            asked = "the person declined it" if decision.by == "the person" else f"it needs a person's yes " \
+                                                                                  f"and got none: {decision.by}"
+            raise Refused(f"Declined: {call} was not run, because {asked}. Do not ask for it again; go on without it, "
+                          "or give your Answer and say what was not done.")
+        if decision.edited:
+            args, kwargs = bind_named(tool, decision.arguments)
+            call = self._call_key(tool, args, kwargs)
+        return tool, args, kwargs, call
 
     def _observe(self, step: int, text: str, call: str | None = None, action: Action | None = None) -> None:
         """Record an observation whole (with the tool call that made it, and a native call's id; past the safety

@@ -37,7 +37,8 @@ HISTORY = {
        "reports. Also new, needing no bump: forget, retry, config_fallback and warning events; call on observations; "
        "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the "
        "header; a stop event ending each query (reason, answer); the native protocol's fields: protocol and schemas "
-       "on instructions, calls and native on replies, id on actions and observations",
+       "on instructions, calls and native on replies, id on actions and observations; approval events (a person's "
+       "decision on a tool call)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -78,6 +79,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "config_fallback": ({"backend": TEXT, "field": TEXT}, {"message": TEXT, "variable": OPTIONAL_TEXT}),
     "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),
     "error": ({"message": TEXT}, {}),
+    # a person's yes or no before a tool call (tools/approval.py): the arguments asked about and, edited, those run
+    "approval": ({"tool": TEXT, "decision": TEXT}, {"by": TEXT, "why": TEXT, "arguments": TEXT, "edited": TEXT}),
     "stop": ({"reason": TEXT}, {"answer": OPTIONAL_TEXT}),
     "reset": ({}, {}),
 }

@@ -55,6 +55,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="also offer the tools of an MCP server: a command to run (over stdio, quoted as one "
                              "argument) or an http(s):// URL (Streamable HTTP); repeatable; default "
                              "$TINYREACT_MCP, several separated by ';'")
+    parser.add_argument("--confirm", action="store_true",
+                        help="ask on the terminal before every tool call: y runs it, n declines it, e edits its "
+                             "arguments, a allows that tool for the session (without it, only the tools an MCP server "
+                             "marks destructive ask; with no terminal, a call that would ask is declined)")
+    parser.add_argument("--yes", action="store_true",
+                        help="run every tool call without asking, also those a server marks destructive "
+                             "(or TINYREACT_YES=1)")
     parser.add_argument("--tools", action="store_true",
                         help="list every tool a run would offer, with where each comes from, and exit")
     parser.add_argument("--trace", type=_given, metavar="FILE",

@@ -11,6 +11,7 @@ from tokens import local_counter
 from traces import Trace
 from views.terminal import clean
 from tools import DEFAULT_TOOLS
+from cli.approval import approval_for
 from cli.loading import mcp_servers, model_for_a_run
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         write_output)
@@ -20,7 +21,7 @@ NATIVE_WEAK = {"qwen2.5-coder-0.5b": "the embedded 0.5B repeats its tool calls i
                                      "questions right, against 30 with text): use --protocol text, or --model "
                                      "local:qwen2.5-coder-1.5b"}
 CHAT_HELP = ("one question per line · /context shows what the model sees · /policy NAME switches · "
-             "/reset starts over · Ctrl-D quits")
+             "/confirm on|off asks before every tool call, or only where needed · /reset starts over · Ctrl-D quits")
 
 
 def ask(args, policy: Policy, specs: list[str]) -> int:
@@ -66,7 +67,8 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list) -> tuple[TinyR
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
     agent = TinyReAct(model, tools, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
-                      on_text=display.stream if stream else None, protocol=protocol)
+                      on_text=display.stream if stream else None, protocol=protocol,
+                      approval=approval_for(args, display))
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
     display.offered = lambda: agent.protocol.offer(agent.tools.values()).get("tools")
@@ -170,7 +172,7 @@ def _chat(agent: TinyReAct, display, args) -> int:
 
 
 def _chat_command(agent: TinyReAct, display, line: str) -> None:
-    """/context, /policy NAME, /reset, or a command that is none of them."""
+    """/context, /policy NAME, /confirm on|off, /reset, or a command that is none of them."""
     command, _, argument = line.partition(" ")
     if command == "/context":
         display.show_context(agent.policy.render(agent.trace.events))
@@ -180,6 +182,11 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
             display.note(f"policy: {agent.policy.name}")
         except ValueError as problem:
             display.note(f"error: {problem}")
+    elif command == "/confirm" and argument in ("on", "off"):
+        agent.approval.confirm = argument == "on"
+        display.note("asking before every tool call" if agent.approval.confirm else
+                     "asking only before tools a server marks destructive" + (" (but --yes runs them all)"
+                                                                              if agent.approval.yes else ""))
     elif command == "/reset":
         agent.reset()
         display.note("a new conversation; the trace keeps the old one")

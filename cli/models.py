@@ -10,6 +10,7 @@ from protocols import make_protocol
 from tools import DEFAULT_TOOLS
 from traces import Trace
 from views.terminal import clean
+from cli.approval import approval_for
 from cli.loading import load_env_files, mcp_servers
 from cli.output import EXIT_ANSWERED, EXIT_NO_ANSWER, fail
 
@@ -87,22 +88,23 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
 
 
 def list_tools(args, policy: Policy, specs: list[str]) -> int:
-    """`agent.py --tools [--mcp SERVER] [--policy NAME]`: every tool a run would offer, where it comes from, and
-    which an MCP server marks destructive."""
+    """`agent.py --tools [--mcp SERVER] [--policy NAME] [--confirm|--yes]`: every tool a run would offer, where it
+    comes from, and which would ask for a person's yes before it runs."""
     load_env_files()
+    approval = approval_for(args)
     with mcp_servers(args, DEFAULT_TOOLS) as servers:
-        rows = [(tool.__name__, "built in", "") for tool in DEFAULT_TOOLS]
-        rows += [_served(tool) for tool in servers.tools]
-        rows += [(tool.__name__, f"the policy {policy.name}", "") for tool in policy.tools(Trace())]
-    width = max(len(name) for name, _, _ in rows)
-    for name, source, note in rows:
-        print(f"{name:<{width}}  {source}{f'  · {note}' if note else ''}")
+        rows = [(tool, "built in") for tool in DEFAULT_TOOLS] + [(tool, _served(tool)) for tool in servers.tools]
+        rows += [(tool, f"the policy {policy.name}") for tool in policy.tools(Trace())]
+    width = max(len(tool.__name__) for tool, _ in rows)
+    for tool, source in rows:
+        why = approval.why(tool)
+        asks = f"  · asks first: {why}" if why and not approval.yes else f"  · runs without asking (--yes): {why}" \
+            if why else ""
+        print(f"{tool.__name__:<{width}}  {source}{clean(asks)}")
     return EXIT_ANSWERED
 
 
-def _served(tool) -> tuple[str, str, str]:
-    """An MCP server's tool as --tools lists it: its name, its server (and its own name, if it had to be respelled),
-    and whether the server marks it destructive."""
+def _served(tool) -> str:
+    """Where an MCP server's tool comes from, as --tools says it: its server, and its own name if it was respelled."""
     renamed = f" (its name: {clean(tool.mcp['name'])})" if tool.mcp["name"] != tool.__name__ else ""
-    return (tool.__name__, f"MCP server {tool.mcp['server']}{renamed}",
-            "destructive, says the server" if tool.mcp["destructive"] else "")
+    return f"MCP server {tool.mcp['server']}{renamed}"

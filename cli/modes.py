@@ -29,20 +29,21 @@ MODES = {
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
-    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp"),
-    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp"),
+    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes"),
+    "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp "
+                      "confirm yes"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
     "show_prompt": Mode("show_prompt", "policy model protocol mcp", exits="prints the prompt and exits"),
-    "tools": Mode("tools", "policy mcp", exits="lists the tools and exits"),
+    "tools": Mode("tools", "policy mcp confirm yes", exits="lists the tools and exits"),
 }
 # Options that a mode takes, but not together.
-EXCLUSIVE = [("json", "quiet")]
+EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
            "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
-           "show_prompt", "protocol", "mcp", "tools"]
+           "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
 FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}

@@ -179,4 +179,4 @@ def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(
     assert cli.main(["--tools"]) == 0
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert listed["add_numbers"].endswith("built in") and listed["read_note"].endswith("mcp_server.py")
-    assert listed["delete_note"].endswith("mcp_server.py  · destructive, says the server")
+    assert listed["delete_note"].endswith("mcp_server.py  · asks first: its MCP server marks it destructive")

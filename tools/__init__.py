@@ -101,6 +101,33 @@ def bind_arguments(tool: Callable, args: tuple, kwargs: dict, by_name: bool = Fa
     return bound.args, bound.kwargs
 
 
+def named_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
+    """A checked call's arguments by parameter name, as a person reads and edits them and a native call sends them:
+    *rest as a list, **more spread out, a parameter left at its default None left out. `bind_arguments(tool, (),
+    named, by_name=True)` gives the call back."""
+    named = {}
+    parameters = signature(tool).parameters
+    for name, value in signature(tool).bind(*args, **kwargs).arguments.items():
+        kind, default = parameters[name].kind, parameters[name].default
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            named.update(value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            named[name] = list(value)
+        elif not (value is None and default is None):
+            named[name] = value
+    return named
+
+
+def bind_named(tool: Callable, named: dict) -> tuple[tuple, dict]:
+    """A call given by name (as `named_arguments` gives it, or a person edited it) checked as a model's is, and
+    against an MCP tool's input schema too; TypeError or ValueError, with a message for a person, when it does not
+    fit."""
+    args, kwargs = bind_arguments(tool, (), named, by_name=True)
+    if hasattr(tool, "check"):
+        tool.check(named_arguments(tool, args, kwargs))
+    return args, kwargs
+
+
 @lru_cache(maxsize=1024)
 def _parameters(tool: Callable) -> dict[str, tuple]:
     """Each parameter's (annotation, kind, default), an `Annotated[int, ...]` read as int."""

@@ -269,14 +269,19 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
     validator = jsonschema.validators.validator_for(schema)(schema)
 
-    def call(**arguments):
+    def check(arguments: dict) -> dict:
+        """The arguments as they are sent (a parameter left at None left out); ValueError when they do not fit the
+        input schema."""
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
         problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
             raise ValueError(f"the arguments do not fit the tool's input schema{f' at {where}' if where else ''}: "
                              f"{clean(problem.message, 300)}")
-        return server.call(tool.name, arguments)
+        return arguments
+
+    def call(**arguments):
+        return server.call(tool.name, check(arguments))
 
     described = clean(tool.description or "(no description)", MAX_DESCRIPTION_CHARS)
     lines = [f"{key}: {clean(str(properties[key].get('description')), 300)}" for key in properties
@@ -284,6 +289,7 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
     call.__name__ = call.__qualname__ = name
     call.__doc__ = described + ("\n\nArgs:\n" + "\n".join(f"    {line}" for line in lines) if lines else "")
     call.__signature__ = inspect.Signature(parameters)
+    call.check = check  # what an edit of its arguments (tools/approval.py) is checked against, besides its signature
     annotations = tool.annotations
     call.mcp = {"server": server.label, "name": tool.name, "schema": schema,
                 "destructive": bool(annotations and annotations.destructive_hint is True

@@ -25,6 +25,7 @@ from replies import continued
 from views.reports import caching_cells
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
+from tools.approval import approval_line
 
 
 
@@ -71,6 +72,9 @@ class LiveDisplay:
                 self._end_stream()
             line = f"warning: {event['message']}" if kind == "warning" else describe(event)
             Console(stderr=True, highlight=False).print(plain(line, "yellow"))
+        if kind == "approval":  # on stderr too, where the person was asked (or would have been)
+            style = "red" if event["decision"] == "declined" else "yellow"
+            Console(stderr=True, highlight=False).print(plain(f"Approval: {approval_line(event)}", style))
         if not self.events:
             return
         if kind == "reply":
@@ -82,7 +86,7 @@ class LiveDisplay:
         if kind in STYLES:
             label, style = STYLES[kind]
             text = event.get("text") or event.get("message") or ""
-            if kind == "observation" and text.startswith(("Error", "Warning")):
+            if kind == "observation" and text.startswith(("Error", "Warning", "Declined")):
                 style = "red"
             if len(text) > SHOWN_CHARS:
                 text = text[:SHOWN_CHARS] + f" … ({len(text) - SHOWN_CHARS:,} more characters in the trace)"

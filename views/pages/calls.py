@@ -11,11 +11,12 @@ from models.services.retry import describe
 from policies import make_policy
 from policies.elide import is_elided
 from tokens import TokenCounter
+from tools.approval import approval_line
 from views.pages.parts import Store, esc, folded, plural, preview
 
 NOTICES = ["retry", "config_fallback"]  # what a model backend reports during a call
 SHOWN_ORDER = {"retry": 0, "config_fallback": 0, "thought": 1, "action": 2, "answer": 3, "reply": 4, "note": 5,
-               "forget": 5, "observation": 6, "error": 7, "usage": 8}
+               "forget": 5, "approval": 5, "observation": 6, "error": 7, "usage": 8}
 
 
 # ---------------------------------------------------------------- reading a trace
@@ -55,7 +56,7 @@ def timeline(events: Sequence[dict]) -> list:
             if kind == "context":
                 continue
         if kind in ("reply", "thought", "action", "answer", "observation", "usage", "note", "forget", "error",
-                    *NOTICES):
+                    "approval", *NOTICES):
             (call.events if call else items).append(event)
     return items
 
@@ -173,7 +174,7 @@ def call_event(store: Store, event: dict, seconds: float | None = None) -> str:
         return f'<p class="{kind}"><b>{kind.capitalize()}:</b> {esc(event["text"])}</p>'
     if kind == "observation":
         text = event["text"]
-        css = "observation failed" if text.startswith(("Error", "Warning")) else "observation"
+        css = "observation failed" if text.startswith(("Error", "Warning", "Declined")) else "observation"
         label = f'<b>Observation{esc(event.get("step", ""))}</b> ({plural(len(text), "character")}): {preview(text)}'
         return folded(store, text, label, css)
     if kind == "note":
@@ -192,6 +193,8 @@ def call_event(store: Store, event: dict, seconds: float | None = None) -> str:
         steps = len(event.get("replies", []))
         return (f'<p class="note">forgot {plural(steps, "earlier step")} mentioning '
                 f'<q>{esc(event.get("what", ""))}</q></p>')
+    if kind == "approval":
+        return f'<p class="approval {esc(event.get("decision", ""))}"><b>Approval:</b> {esc(approval_line(event))}</p>'
     if kind in NOTICES:
         try:
             line = describe(event)

@@ -1,0 +1,230 @@
+"""A person's yes before a tool runs (tools/approval.py, cli/approval.py): a tool an MCP server marks destructive
+never runs without one; asked on a real pseudo-terminal against the real notes server (tests/mcp_server.py), each
+answer (n, e with a bad then a good edit, a), every decision in the trace and on the page, and Ctrl-C at the question
+ending the run and the server."""
+import json
+import os
+import select
+import subprocess
+import sys
+import uuid
+
+
+import cli
+from agent import TinyReAct
+from models.scripted import ScriptedModel
+from test_hostile_replies import openai  # noqa: F401 (a fixture: the OpenAI-compatible stand-in)
+from test_mcp import SERVER, alive
+from tools.approval import Approval
+
+AGENT = os.path.join(os.path.dirname(cli.__path__[0]), "agent.py")
+
+
+def remove(path: str) -> str:
+    """Remove a file."""
+    return f"removed {path}"
+
+
+remove.mcp = {"server": "files", "name": "remove", "schema": {}, "destructive": True}
+
+
+def looked_up(name: str) -> str:
+    """Look a name up."""
+    return f"found {name}"
+
+
+def events(agent, kind):
+    return [event for event in agent.trace.events if event["type"] == kind]
+
+
+def test_a_destructive_tool_never_runs_without_a_yes_and_the_model_is_told():
+    """No one to ask, or no answer (Ctrl-D), declines; --yes allows; a tool no server marks asks nothing."""
+    for approval, by in [(Approval(), "no one to ask (no terminal)"),
+                         (Approval(ask=lambda *asked: (_ for _ in ()).throw(EOFError)), "no answer (the input ended)")]:
+        agent = TinyReAct(ScriptedModel(['Action: remove("/home")', 'Action: looked_up("x")', "Answer: kept"]),
+                          tools=[remove, looked_up], approval=approval)
+        assert agent.query("Tidy up").answer == "kept"
+        declined, found = [event["text"] for event in events(agent, "observation")]
+        assert declined.startswith("Declined: remove(path='/home') was not run") and found == "found x"
+        assert [(e["tool"], e["decision"], e["by"], e["arguments"]) for e in events(agent, "approval")] == [
+            ("remove", "declined", by, '{"path": "/home"}')]
+    agent = TinyReAct(ScriptedModel(['Action: remove("/tmp/x")', "Answer: done"]), tools=[remove],
+                      approval=Approval(yes=True))
+    agent.query("Tidy up")
+    assert events(agent, "observation")[0]["text"] == "removed /tmp/x"
+    assert events(agent, "approval")[0]["by"] == "--yes"
+
+
+def test_an_edit_is_checked_again_until_the_tool_can_take_it():
+    answers = iter([("e", "{not json"), ("e", '["/a"]'), ("e", '{"where": "/a"}'), ("e", '{"path": "/tmp/old"}')])
+    problems = []
+
+    def ask(tool, arguments, why, problem):
+        problems.append(problem)
+        return next(answers)
+    agent = TinyReAct(ScriptedModel(['Action: remove("/")', "Answer: done"]), tools=[remove],
+                      approval=Approval(ask=ask))
+    agent.query("Tidy up")
+    assert problems[0] is None and problems[1].startswith("that is not JSON")
+    assert problems[2] == 'the arguments are a JSON object, like {"name": "value"}'
+    assert "unexpected keyword argument" in problems[3] or "missing a required argument" in problems[3]
+    assert events(agent, "observation")[0]["text"] == "removed /tmp/old"  # the edit ran, not the model's call
+    approval, = events(agent, "approval")
+    assert (approval["decision"], approval["arguments"], approval["edited"]) == ("edited", '{"path": "/"}',
+                                                                                 '{"path": "/tmp/old"}')
+
+
+def test_a_declined_call_in_a_piped_chat_and_the_confirm_command(monkeypatch, capsys, tmp_path):
+    """Piped (no terminal), /confirm on makes even a built-in tool ask, and so be declined; /confirm off, it runs."""
+    import io
+    model = ScriptedModel(["Action: add_numbers(2, 3)", "Answer: could not", "Action: add_numbers(2, 3)", "Answer: 5"])
+    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm on\n2+3?\n/confirm off\n2+3?\n"))
+    trace = tmp_path / "chat.jsonl"
+    assert cli.main(["--chat", "--trace", str(trace)]) == 0
+    out, err = capsys.readouterr()
+    assert "asking before every tool call" in out and "asking only before tools a server marks destructive" in out
+    assert 'Approval: add_numbers {"x": 2, "y": 3} declined by no one to ask (no terminal)' in " ".join(err.split())
+    written = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    assert [event["decision"] for event in written if event["type"] == "approval"] == ["declined"]
+    assert [event["text"] for event in written if event["type"] == "observation"][1] == "5"
+
+
+def test_yes_and_confirm_on_the_command_line(monkeypatch, capsys):
+    assert cli.main(["Q?", "--confirm", "--yes"]) == 2
+    assert "--confirm does not go with --yes" in capsys.readouterr().err
+    monkeypatch.setenv("TINYREACT_YES", "maybe")
+    assert cli.main(["--tools"]) == 2
+    assert capsys.readouterr().err == ("error: TINYREACT_YES is 'maybe': set it to 1 to run every tool call without "
+                                       "asking, or leave it unset\n")
+    monkeypatch.setenv("TINYREACT_YES", "1")
+    assert cli.main(["--tools", "--mcp", SERVER]) == 0
+    assert "delete_note" in (listed := capsys.readouterr().out) and "asks first" not in listed
+    assert "runs without asking (--yes): its MCP server marks it destructive" in listed
+    assert cli.main(["--tools", "--confirm"]) == 0  # --confirm wins over TINYREACT_YES, for every tool
+    assert capsys.readouterr().out.count("asks first: --confirm asks before every tool call") == 9
+
+
+def test_the_page_shows_each_decision(tmp_path):
+    from views.pages import run_page
+    agent = TinyReAct(ScriptedModel(['Action: remove("<b>/home</b>")', "Answer: kept"]), tools=[remove])
+    agent.query("Tidy up")
+    page = run_page({"model": "scripted"}, agent.trace.events, agent.counter)
+    assert ('<p class="approval declined"><b>Approval:</b> remove {&quot;path&quot;: &quot;&lt;b&gt;/home&lt;/b&gt;'
+            '&quot;} declined by no one to ask (no terminal)') in page
+
+
+def controlled_by_stdin() -> None:
+    """In the child, after it starts a session of its own: its stdin (the pseudo-terminal) becomes its controlling
+    terminal, so that Ctrl-C typed there is SIGINT to its foreground processes, the agent and the servers it starts."""
+    import fcntl
+    import termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """agent.py on a pseudo-terminal: what it shows, read until a marker, and keys typed."""
+
+    def __init__(self, argv: list[str], env: dict):
+        import pty
+        self.leader, follower = pty.openpty()
+        self.process = subprocess.Popen([sys.executable, AGENT, *argv], stdin=follower, stdout=follower,
+                                        stderr=follower, env={**os.environ, **env, "TERM": "dumb"},
+                                        start_new_session=True, preexec_fn=controlled_by_stdin)
+        os.close(follower)
+        self.shown = b""
+
+    def wait_for(self, marker: str) -> str:
+        """What was shown up to and including `marker`, which is then read past."""
+        while marker.encode() not in self.shown:
+            assert select.select([self.leader], [], [], 30)[0], f"no {marker!r} on the terminal: {self.shown[-600:]!r}"
+            try:
+                self.shown += os.read(self.leader, 65536)
+            except OSError:  # the process ended and closed the terminal
+                raise AssertionError(f"no {marker!r}; the terminal closed after {self.shown[-600:]!r}") from None
+        before, _, self.shown = self.shown.partition(marker.encode())
+        return before.decode(errors="replace") + marker
+
+    def type(self, keys: str) -> None:
+        os.write(self.leader, keys.encode())
+
+    def close(self) -> None:
+        self.process.kill()
+        os.close(self.leader)
+
+
+def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa: F811 (the fixture)
+    replies = ['Thought: tidy\nAction: delete_note("groceries")', "Thought: declined\nAction: list_notes()",
+               "Answer: kept",
+               'Action: repeat("hi", 2)', "Answer: ho",
+               'Action: delete_note("door code")', 'Action: delete_note("groceries")', 'Action: list_notes()',
+               "Answer: gone"]
+    server = openai(replies)
+    trace = tmp_path / "chat.jsonl"
+    terminal = Terminal(["--chat", "--model", "openai:m", "--mcp", SERVER, "--trace", str(trace)],
+                        {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
+    choices = "y run it, n decline it, e edit its arguments, a allow this tool for the session? "
+    try:
+        terminal.wait_for("> ")
+        terminal.type("Tidy my notes\r")
+        asked = terminal.wait_for(choices)
+        assert "Run delete_note (from the MCP server python" in asked
+        assert "A yes is needed: its MCP server marks it destructive." in asked
+        assert 'arguments: {"title": "groceries"}' in asked
+        terminal.type("maybe\r")  # not a choice: asked again
+        terminal.wait_for(choices)
+        terminal.type("n\r")
+        assert "groceries" in terminal.wait_for("Answer: kept")  # list_notes ran, without asking: still there
+        terminal.wait_for("> ")
+        terminal.type("/confirm on\r")
+        terminal.wait_for("asking before every tool call")
+        terminal.type("Say hi\r")
+        assert "--confirm asks before every tool call" in terminal.wait_for(choices)
+        offered = '(Enter keeps them): {"text": "hi", "times": 2}'  # the model's, on the line to edit
+        terminal.type("e\r")
+        terminal.wait_for(offered)
+        terminal.type('\x15{"text": "ho", "times": 9}\r')  # Ctrl-U clears the line
+        assert "is greater than the maximum of 5" in terminal.wait_for(choices)
+        terminal.type('e\r')
+        terminal.wait_for(offered)
+        terminal.type('\x15{"text": "ho", "times": 3}\r')
+        terminal.wait_for("Answer: ho")
+        terminal.type("/confirm off\r")
+        terminal.wait_for("> ")
+        terminal.type("Delete them all\r")
+        terminal.wait_for(choices)
+        terminal.type("a\r")  # for the session: the second deletion is not asked about
+        assert choices not in terminal.wait_for("Answer: gone")
+        terminal.wait_for("> ")
+        terminal.type("\x04")
+        assert terminal.process.wait(timeout=30) == 0
+    finally:
+        terminal.close()
+    written = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    decided = [(e["tool"], e["decision"], e["by"], e.get("edited")) for e in written if e["type"] == "approval"]
+    assert decided == [("delete_note", "declined", "the person", None),
+                       ("repeat", "edited", "the person", '{"text": "ho", "times": 3}'),
+                       ("delete_note", "allowed", "the person, for the session", None),
+                       ("delete_note", "allowed", "the person, for the session", None)]
+    seen = [e["text"] for e in written if e["type"] == "observation"]
+    assert seen[0].startswith("Declined: delete_note(title='groceries') was not run, because the person declined it")
+    assert seen[2] == "ho ho ho" and seen[-1] == "(the tool returned nothing)"  # every note deleted
+
+
+def test_ctrl_c_at_the_question_ends_the_run_and_the_server(openai, tmp_path):  # noqa: F811 (the fixture)
+    server = openai(['Action: delete_note("groceries")'])
+    tag = uuid.uuid4().hex
+    trace = tmp_path / "run.jsonl"
+    terminal = Terminal(["Tidy my notes", "--model", "openai:m", "--mcp", f"{SERVER} --tag {tag}", "--trace",
+                         str(trace)], {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
+    try:
+        terminal.wait_for("for the session? ")
+        assert alive(tag)
+        terminal.type("\x03")
+        assert "interrupted; the trace so far is in" in terminal.wait_for("run.jsonl")
+        assert terminal.process.wait(timeout=30) == 130
+    finally:
+        terminal.close()
+    assert not alive(tag)
+    last = json.loads(trace.read_text().splitlines()[-1])
+    assert (last["type"], last["message"]) == ("error", "interrupted")

@@ -1,0 +1,97 @@
+"""A person's yes before a tool runs.
+
+Which calls need one: with `confirm` (--confirm, or /confirm on in a chat), every call; without it, the calls of a
+tool its MCP server marks destructive (`destructiveHint` true and `readOnlyHint` not true); with `yes` (--yes, or
+TINYREACT_YES=1), none is asked about and each is recorded as allowed by it. The person answers y (run it), n
+(decline it: the model is told), e (edit the arguments, which are checked again) or a (allow this tool for the rest of
+the session). With no one to ask (no terminal), a call that needs a yes is declined, never left waiting.
+
+The loop (agent.py) asks before each call and records every decision in the trace; asking on a terminal is the
+command line's (cli/approval.py), handed in as `ask`.
+"""
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+# A person's answer: (tool, its arguments by name, why a yes is needed, what was wrong with the last edit or None) ->
+# (one of "y", "n", "e", "a"; with "e", the arguments as the person edited them, as JSON text). EOFError: no answer.
+Ask = Callable[[Callable, dict, str, str | None], tuple[str, str | None]]
+CHOICES = {"y": "run it", "n": "decline it", "e": "edit its arguments", "a": "allow this tool for the session"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    run: bool
+    arguments: dict  # what the tool runs with: as the model gave them, or as the person edited them
+    by: str  # who or what decided, as the trace and the pages say it
+    why: str  # why a yes was needed
+    edited: bool = False
+
+    @property
+    def word(self) -> str:
+        return "edited" if self.edited else "allowed" if self.run else "declined"
+
+
+class Approval:
+    def __init__(self, ask: Ask | None = None, confirm: bool = False, yes: bool = False):
+        self.ask, self.confirm, self.yes = ask, confirm, yes
+        self.allowed: set[str] = set()  # tools the person allowed for the rest of the session
+
+    def why(self, tool: Callable) -> str | None:
+        """Why a call of `tool` needs a person's yes; None when it needs none."""
+        if self.confirm:
+            return "--confirm asks before every tool call"
+        if getattr(tool, "mcp", {}).get("destructive"):
+            return "its MCP server marks it destructive"
+        return None
+
+    def decide(self, tool: Callable, arguments: dict, check: Callable[[dict], object]) -> Decision | None:
+        """Whether the call runs, and with which arguments; None when it needs no yes. `check` raises TypeError or
+        ValueError, with a message for the person, for edited arguments the tool cannot take."""
+        why = self.why(tool)
+        if why is None:
+            return None
+        if self.yes:
+            return Decision(True, arguments, "--yes", why)
+        if tool.__name__ in self.allowed:
+            return Decision(True, arguments, "the person, for the session", why)
+        if self.ask is None:
+            return Decision(False, arguments, "no one to ask (no terminal)", why)
+        problem = None
+        while True:
+            try:
+                choice, text = self.ask(tool, arguments, why, problem)
+            except EOFError:
+                return Decision(False, arguments, "no answer (the input ended)", why)
+            if choice == "e":
+                edited, problem = _edited(text, check)
+                if problem is None:
+                    return Decision(True, edited, "the person", why, edited=edited != arguments)
+                continue
+            if choice == "a":
+                self.allowed.add(tool.__name__)
+                return Decision(True, arguments, "the person, for the session", why)
+            return Decision(choice == "y", arguments, "the person", why)
+
+
+def _edited(text: str | None, check: Callable[[dict], object]) -> tuple[dict, str | None]:
+    """Arguments as the person edited them, and what is wrong with them (None when the tool can take them)."""
+    try:
+        edited = json.loads(text or "")
+    except ValueError as problem:
+        return {}, f"that is not JSON ({problem}): write the arguments as an object, like {{\"name\": \"value\"}}"
+    if not isinstance(edited, dict):
+        return {}, "the arguments are a JSON object, like {\"name\": \"value\"}"
+    try:
+        check(edited)
+    except (TypeError, ValueError) as problem:
+        return edited, str(problem)
+    return edited, None
+
+
+def approval_line(event: dict) -> str:
+    """An approval event of a trace in one line, as the terminal and the pages show it."""
+    edited = f", run as {event['edited']}" if event.get("edited") else ""
+    why = f" (a yes was needed: {event['why']})" if event.get("why") else ""
+    return (f"{event.get('tool', '?')} {event.get('arguments', '')} {event.get('decision', '?')} by "
+            f"{event.get('by', '?')}{edited}{why}")
