@@ -180,3 +180,13 @@ def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert listed["add_numbers"].endswith("built in") and listed["read_note"].endswith("mcp_server.py")
     assert listed["delete_note"].endswith("mcp_server.py  · asks first: its MCP server marks it destructive")
+
+
+def test_an_environment_without_the_sdk_is_told_what_to_install_at_once(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp raises ImportError, as where it was never installed
+    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "2")
+    started = time.monotonic()
+    with pytest.raises(McpError, match=r"^--mcp needs the package mcp, which is not installed here: pip install -r "
+                                       r"requirements.txt$"):
+        McpServers([SERVER]).start()
+    assert time.monotonic() - started < 1

@@ -110,11 +110,11 @@ class McpServer:
 
     async def _hold(self, ready: concurrent.futures.Future) -> None:
         """The connection, held open until close(): the SDK's Client is entered and left in this one task."""
-        from mcp import Client, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
         self._closing, self._task = asyncio.Event(), asyncio.current_task()
         try:
+            from mcp import Client, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
             if self.url is None:
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
                 transport = stdio_client(StdioServerParameters(command=self.command[0], args=self.command[1:]),
@@ -179,7 +179,7 @@ class McpServer:
         if self._held is not None and not self._finished.is_set():
             if self.client is not None:
                 self._loop.call_soon_threadsafe(self._closing.set)
-            if self.client is None or not self._finished.wait(CLOSE_SECONDS):
+            if (self.client is None or not self._finished.wait(CLOSE_SECONDS)) and self._task is not None:
                 self._loop.call_soon_threadsafe(self._task.cancel)
                 self._finished.wait(CLOSE_SECONDS)
         if self._stderr is not None:
@@ -325,6 +325,12 @@ class McpServers:
         be used."""
         if not self.servers:
             return self.tools
+        try:
+            import jsonschema  # noqa: F401
+            import mcp  # noqa: F401
+        except ImportError as missing:  # an environment made before requirements.txt named them
+            raise McpError(f"--mcp needs the package {missing.name}, which is not installed here: "
+                           "pip install -r requirements.txt") from None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp servers", daemon=True)
         self._thread.start()
