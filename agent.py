@@ -69,7 +69,7 @@ class TinyReAct:
                  on_text: Callable[[str], None] | None = None, protocol=None, approval: Approval | None = None):
         """`on_text`, when given, receives each reply's text as the model writes it (streaming); `protocol` is
         TextProtocol() (the default) or NativeProtocol() (protocols.py); `approval` says which calls need a person's
-        yes and asks for it (tools/approval.py; by default, a tool an MCP server marks destructive is declined)."""
+        yes and asks for it (tools/approval.py; by default, an MCP tool that may be destructive is declined)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
         self.protocol = protocol or TextProtocol()

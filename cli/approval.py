@@ -14,7 +14,7 @@ PROMPT = "  " + ", ".join(f"{key} {what}" for key, what in CHOICES.items()) + "?
 
 def approval_for(args, display=None) -> Approval:
     """The Approval of a run or a chat: --confirm asks before every call, --yes (or TINYREACT_YES=1) before none, and
-    otherwise before the tools an MCP server marks destructive; asked on the terminal, if stdin is one (with a
+    otherwise before the MCP tools that may be destructive; asked on the terminal, if stdin is one (with a
     `display` to pause: without one, as for --tools, nobody is asked)."""
     ask = terminal_asker(display) if display is not None and sys.stdin.isatty() else None
     return Approval(ask, confirm=args.confirm, yes=args.yes or (not args.confirm and yes_from_environment()))

@@ -57,10 +57,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "$TINYREACT_MCP, several separated by ';'")
     parser.add_argument("--confirm", action="store_true",
                         help="ask on the terminal before every tool call: y runs it, n declines it, e edits its "
-                             "arguments, a allows that tool for the session (without it, only the tools an MCP server "
-                             "marks destructive ask; with no terminal, a call that would ask is declined)")
+                             "arguments, a allows that tool for the session (without it, only MCP tools that may be "
+                             "destructive ask: those not marked read-only; with no terminal, a call that would ask is "
+                             "declined)")
     parser.add_argument("--yes", action="store_true",
-                        help="run every tool call without asking, also those a server marks destructive "
+                        help="run every tool call without asking, also those of MCP tools that may be destructive "
                              "(or TINYREACT_YES=1)")
     parser.add_argument("--tools", action="store_true",
                         help="list every tool a run would offer, with where each comes from, and exit")

@@ -185,7 +185,7 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
     elif command == "/confirm" and argument in ("on", "off"):
         agent.approval.confirm = argument == "on"
         display.note("asking before every tool call" if agent.approval.confirm else
-                     "asking only before tools a server marks destructive" + (" (but --yes runs them all)"
+                     "asking only before MCP tools that may be destructive" + (" (but --yes runs them all)"
                                                                               if agent.approval.yes else ""))
     elif command == "/reset":
         agent.reset()

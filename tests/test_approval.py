@@ -1,5 +1,5 @@
-"""A person's yes before a tool runs (tools/approval.py, cli/approval.py): a tool an MCP server marks destructive
-never runs without one; asked on a real pseudo-terminal against the real notes server (tests/mcp_server.py), each
+"""A person's yes before a tool runs (tools/approval.py, cli/approval.py): an MCP tool that may be destructive never
+runs without one; asked on a real pseudo-terminal against the real notes server (tests/mcp_server.py), each
 answer (n, e with a bad then a good edit, a), every decision in the trace and on the page, and Ctrl-C at the question
 ending the run and the server."""
 import json
@@ -25,7 +25,7 @@ def remove(path: str) -> str:
     return f"removed {path}"
 
 
-remove.mcp = {"server": "files", "name": "remove", "schema": {}, "destructive": True}
+remove.mcp = {"server": "files", "name": "remove", "schema": {}, "destructive": "its MCP server marks it destructive"}
 
 
 def looked_up(name: str) -> str:
@@ -83,7 +83,7 @@ def test_a_declined_call_in_a_piped_chat_and_the_confirm_command(monkeypatch, ca
     trace = tmp_path / "chat.jsonl"
     assert cli.main(["--chat", "--trace", str(trace)]) == 0
     out, err = capsys.readouterr()
-    assert "asking before every tool call" in out and "asking only before tools a server marks destructive" in out
+    assert "asking before every tool call" in out and "asking only before MCP tools that may be destructive" in out
     assert 'Approval: add_numbers {"x": 2, "y": 3} declined by no one to ask (no terminal)' in " ".join(err.split())
     written = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
     assert [event["decision"] for event in written if event["type"] == "approval"] == ["declined"]
@@ -98,11 +98,13 @@ def test_yes_and_confirm_on_the_command_line(monkeypatch, capsys):
     assert capsys.readouterr().err == ("error: TINYREACT_YES is 'maybe': set it to 1 to run every tool call without "
                                        "asking, or leave it unset\n")
     monkeypatch.setenv("TINYREACT_YES", "1")
-    assert cli.main(["--tools", "--mcp", SERVER]) == 0
-    assert "delete_note" in (listed := capsys.readouterr().out) and "asks first" not in listed
-    assert "runs without asking (--yes): its MCP server marks it destructive" in listed
+    monkeypatch.setattr(sys.modules["cli.models"], "DEFAULT_TOOLS", [remove, looked_up])
+    assert cli.main(["--tools"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "remove     built in  · runs without asking (--yes): its MCP server marks it destructive",
+        "looked_up  built in"]
     assert cli.main(["--tools", "--confirm"]) == 0  # --confirm wins over TINYREACT_YES, for every tool
-    assert capsys.readouterr().out.count("asks first: --confirm asks before every tool call") == 9
+    assert capsys.readouterr().out.count("asks first: --confirm asks before every tool call") == 2
 
 
 def test_the_page_shows_each_decision(tmp_path):
@@ -154,14 +156,16 @@ class Terminal:
 
 
 def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa: F811 (the fixture)
+    """A chat on a pseudo-terminal: n, then a tool that asks nothing; /confirm on, e with an edit the schema refuses,
+    then one it takes; a for the session; last, Ctrl-C at a question, then at the prompt, which ends the server."""
     replies = ['Thought: tidy\nAction: delete_note("groceries")', "Thought: declined\nAction: list_notes()",
                "Answer: kept",
                'Action: repeat("hi", 2)', "Answer: ho",
                'Action: delete_note("door code")', 'Action: delete_note("groceries")', 'Action: list_notes()',
-               "Answer: gone"]
+               "Answer: gone", 'Action: list_notes()']
     server = openai(replies)
-    trace = tmp_path / "chat.jsonl"
-    terminal = Terminal(["--chat", "--model", "openai:m", "--mcp", SERVER, "--trace", str(trace)],
+    trace, tag = tmp_path / "chat.jsonl", uuid.uuid4().hex
+    terminal = Terminal(["--chat", "--model", "openai:m", "--mcp", f"{SERVER} --tag {tag}", "--trace", str(trace)],
                         {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
     choices = "y run it, n decline it, e edit its arguments, a allow this tool for the session? "
     try:
@@ -196,11 +200,20 @@ def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa
         terminal.type("a\r")  # for the session: the second deletion is not asked about
         assert choices not in terminal.wait_for("Answer: gone")
         terminal.wait_for("> ")
-        terminal.type("\x04")
-        assert terminal.process.wait(timeout=30) == 0
+        terminal.type("/confirm on\r")
+        terminal.type("Once more\r")
+        terminal.wait_for(choices)
+        assert alive(tag)
+        terminal.type("\x03")  # Ctrl-C at the question cancels the question; at the prompt, it leaves
+        terminal.wait_for("the question was cancelled")
+        terminal.wait_for("> ")
+        terminal.type("\x03")
+        assert terminal.process.wait(timeout=30) == 130
     finally:
         terminal.close()
+    assert not alive(tag)  # the server ended with the chat
     written = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    assert (written[-1]["type"], written[-1]["message"]) == ("error", "interrupted")
     decided = [(e["tool"], e["decision"], e["by"], e.get("edited")) for e in written if e["type"] == "approval"]
     assert decided == [("delete_note", "declined", "the person", None),
                        ("repeat", "edited", "the person", '{"text": "ho", "times": 3}'),
@@ -209,22 +222,3 @@ def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa
     seen = [e["text"] for e in written if e["type"] == "observation"]
     assert seen[0].startswith("Declined: delete_note(title='groceries') was not run, because the person declined it")
     assert seen[2] == "ho ho ho" and seen[-1] == "(the tool returned nothing)"  # every note deleted
-
-
-def test_ctrl_c_at_the_question_ends_the_run_and_the_server(openai, tmp_path):  # noqa: F811 (the fixture)
-    server = openai(['Action: delete_note("groceries")'])
-    tag = uuid.uuid4().hex
-    trace = tmp_path / "run.jsonl"
-    terminal = Terminal(["Tidy my notes", "--model", "openai:m", "--mcp", f"{SERVER} --tag {tag}", "--trace",
-                         str(trace)], {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
-    try:
-        terminal.wait_for("for the session? ")
-        assert alive(tag)
-        terminal.type("\x03")
-        assert "interrupted; the trace so far is in" in terminal.wait_for("run.jsonl")
-        assert terminal.process.wait(timeout=30) == 130
-    finally:
-        terminal.close()
-    assert not alive(tag)
-    last = json.loads(trace.read_text().splitlines()[-1])
-    assert (last["type"], last["message"]) == ("error", "interrupted")

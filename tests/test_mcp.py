@@ -16,6 +16,7 @@ from models import ModelReply, ToolCall
 from models.scripted import ScriptedModel
 from protocols import NativeProtocol
 from tools import DEFAULT_TOOLS, describe
+from tools.approval import Approval
 from tools.mcp import McpError, McpServers
 from tools.schema import tool_schema
 
@@ -37,9 +38,9 @@ def alive(tag: str) -> bool:
 
 @pytest.fixture(scope="module")
 def running():
-    """One notes server over stdio for the tests that do not end it, listing 3,000 more tools than its own."""
+    """One notes server over stdio for the tests that do not end it, listing 2,000 more tools than its own."""
     tag = uuid.uuid4().hex
-    servers = McpServers([f"{SERVER} --many 3000 --tag {tag}"],
+    servers = McpServers([f"{SERVER} --many 2000 --tag {tag}"],
                          {tool.__name__: "a built-in tool" for tool in DEFAULT_TOOLS})
     servers.named = {tool.__name__: tool for tool in servers.start()}
     yield servers
@@ -112,7 +113,7 @@ def test_a_server_that_exits_mid_run_is_an_observation_with_its_last_words_then_
     with McpServers([SERVER]) as servers:
         tools = {tool.__name__: tool for tool in servers.start()}
         model = ScriptedModel(["Action: crash()", 'Action: read_note("groceries")', "Answer: lost it"])
-        agent = TinyReAct(model, list(tools.values()))
+        agent = TinyReAct(model, list(tools.values()), approval=Approval(yes=True))  # crash may be destructive
         assert agent.query("?").answer == "lost it"
         crashed, after = observations(agent)
         assert "crash failed: McpError: MCP server python" in crashed
@@ -139,7 +140,7 @@ def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, mon
 
 def test_thousands_of_tools_are_cut_to_the_first_ones_in_one_line(running):
     assert len(running.tools) == 128 and running.notes == [
-        f"MCP server {running.servers[0].label} lists 3,009 tools: only the first 128 are offered"]
+        f"MCP server {running.servers[0].label} lists 2,009 tools: only the first 128 are offered"]
 
 
 def test_a_server_over_streamable_http_on_loopback():
@@ -180,6 +181,9 @@ def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert listed["add_numbers"].endswith("built in") and listed["read_note"].endswith("mcp_server.py")
     assert listed["delete_note"].endswith("mcp_server.py  · asks first: its MCP server marks it destructive")
+    assert listed["crash"].endswith("asks first: its MCP server does not mark it read-only or non-destructive, so by "
+                                    "MCP's defaults it may be destructive")  # it says nothing: not taken as safe
+    assert listed["count_words"].endswith("mcp_server.py")  # marked read-only
 
 
 def test_an_environment_without_the_sdk_is_told_what_to_install_at_once(monkeypatch):
@@ -190,3 +194,17 @@ def test_an_environment_without_the_sdk_is_told_what_to_install_at_once(monkeypa
                                        r"requirements.txt$"):
         McpServers([SERVER]).start()
     assert time.monotonic() - started < 1
+
+
+def test_a_server_that_floods_its_stderr_is_heard_by_its_last_line_and_kept_to_a_tail():
+    from tools.mcp import TAIL_BYTES
+    flood = (f"{sys.executable} -c \"import sys; sys.stderr.write('x' * 30_000_000 + '\\nlast words\\n'); "
+             "sys.exit(1)\"")
+    with pytest.raises(McpError, match="its stderr ends: last words$"):
+        McpServers([flood]).start()
+    from tools.mcp import StderrTail
+    tail = StderrTail()
+    tail.file.write("y" * 1_000_000 + "\nthe end\n")
+    tail.file.flush()
+    assert tail.lines()[-1] == "the end" and len(tail._kept) <= TAIL_BYTES
+    tail.close()

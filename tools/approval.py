@@ -1,7 +1,8 @@
 """A person's yes before a tool runs.
 
-Which calls need one: with `confirm` (--confirm, or /confirm on in a chat), every call; without it, the calls of a
-tool its MCP server marks destructive (`destructiveHint` true and `readOnlyHint` not true); with `yes` (--yes, or
+Which calls need one: with `confirm` (--confirm, or /confirm on in a chat), every call; without it, the calls of an
+MCP server's tool that may be destructive (tools/mcp.py's `destructive`: marked so, or not marked read-only or
+non-destructive, which MCP's defaults read as destructive); with `yes` (--yes, or
 TINYREACT_YES=1), none is asked about and each is recorded as allowed by it. The person answers y (run it), n
 (decline it: the model is told), e (edit the arguments, which are checked again) or a (allow this tool for the rest of
 the session). With no one to ask (no terminal), a call that needs a yes is declined, never left waiting.
@@ -41,9 +42,7 @@ class Approval:
         """Why a call of `tool` needs a person's yes; None when it needs none."""
         if self.confirm:
             return "--confirm asks before every tool call"
-        if getattr(tool, "mcp", {}).get("destructive"):
-            return "its MCP server marks it destructive"
-        return None
+        return getattr(tool, "mcp", {}).get("destructive") or None
 
     def decide(self, tool: Callable, arguments: dict, check: Callable[[dict], object]) -> Decision | None:
         """Whether the call runs, and with which arguments; None when it needs no yes. `check` raises TypeError or

@@ -24,8 +24,8 @@ import json
 import keyword
 import os
 import re
+import select
 import shlex
-import tempfile
 import threading
 from typing import Callable
 
@@ -39,6 +39,7 @@ MAX_SCHEMA_CHARS = 20_000  # of a tool's input schema as JSON
 MAX_RESULT_CHARS = 200_000  # of a result's text, before the loop's own cap on what the model sees
 DEFAULT_CALL_SECONDS = 60.0  # for a server to start and list its tools, and for each call
 CLOSE_SECONDS = 5.0
+TAIL_BYTES = 8192  # of a stdio server's stderr, kept for its last line
 DEADLINE_VARIABLE = "TINYREACT_MCP_DEADLINE"
 SERVERS_VARIABLE = "TINYREACT_MCP"  # several servers separated by ";"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
@@ -116,9 +117,9 @@ class McpServer:
             from mcp.client.stdio import stdio_client
 
             if self.url is None:
-                self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+                self._stderr = StderrTail()
                 transport = stdio_client(StdioServerParameters(command=self.command[0], args=self.command[1:]),
-                                         errlog=self._stderr)
+                                         errlog=self._stderr.file)
             else:
                 transport = self.url
             async with Client(transport, read_timeout_seconds=self.deadline) as client:
@@ -188,16 +189,58 @@ class McpServer:
 
     def _last_words(self) -> str:
         """The last line the server wrote to its stderr, if any, as `; its stderr ends: ...`."""
-        if self._stderr is None:
-            return ""
-        try:
-            self._stderr.flush()
-            size = self._stderr.seek(0, os.SEEK_END)
-            self._stderr.seek(max(0, size - 8192))
-            lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
-        except (OSError, ValueError):
-            return ""
+        lines = self._stderr.lines() if self._stderr is not None else []
         return f"; its stderr ends: {clean(lines[-1], 300)}" if lines else ""
+
+
+class StderrTail:
+    """A stdio server's stderr, read from a pipe as it is written and only its last TAIL_BYTES kept: a server that
+    writes without end fills neither the disk nor the memory, and never blocks on a full pipe."""
+
+    def __init__(self):
+        self._read, write = os.pipe()
+        os.set_blocking(self._read, False)
+        self.file = os.fdopen(write, "w")  # the server's stderr (the SDK passes it on to the process)
+        self._kept, self._lock = b"", threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="mcp server stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        """The thread: takes what is written as it comes, until the server's end of the pipe is closed."""
+        try:
+            while self._take():
+                select.select([self._read], [], [], 1.0)
+        except (OSError, ValueError, TypeError):  # the reading end closed under it, at close()
+            return
+
+    def _take(self) -> bool:
+        """What the pipe holds now, read into the tail (a bounded amount, so that a server writing without pause never
+        holds the lock); False once every writer has closed it."""
+        with self._lock:
+            if self._read is None:
+                return False
+            for _ in range(64):
+                try:
+                    chunk = os.read(self._read, 65536)
+                except BlockingIOError:
+                    return True
+                if not chunk:
+                    return False
+                self._kept = (self._kept + chunk)[-TAIL_BYTES:]
+            return True
+
+    def lines(self) -> list[str]:
+        """The lines of its tail that are not blank, what is still in the pipe read first."""
+        self._take()
+        with self._lock:
+            return [line.strip() for line in self._kept.decode(errors="replace").splitlines() if line.strip()]
+
+    def close(self) -> None:
+        self.file.close()
+        self._thread.join(timeout=1)
+        with self._lock:
+            os.close(self._read)
+            self._read = None
 
 
 def _said(failure: BaseException) -> str:
@@ -290,11 +333,21 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
     call.__doc__ = described + ("\n\nArgs:\n" + "\n".join(f"    {line}" for line in lines) if lines else "")
     call.__signature__ = inspect.Signature(parameters)
     call.check = check  # what an edit of its arguments (tools/approval.py) is checked against, besides its signature
-    annotations = tool.annotations
-    call.mcp = {"server": server.label, "name": tool.name, "schema": schema,
-                "destructive": bool(annotations and annotations.destructive_hint is True
-                                    and not annotations.read_only_hint)}
+    call.mcp = {"server": server.label, "name": tool.name, "schema": schema, "destructive": destructive(tool)}
     return call
+
+
+def destructive(tool) -> str:
+    """Why a server's tool may destroy what it works on, as its annotations say by the MCP schema's rules; "" when its
+    server says it does not (readOnlyHint true, or destructiveHint false: its updates only add). A tool that says
+    neither may, by the schema's defaults (readOnlyHint false, destructiveHint true), and the schema asks clients not
+    to trust hints from servers they do not trust: so silence is read as destructive, never as safe."""
+    annotations = tool.annotations
+    if annotations and (annotations.read_only_hint is True or annotations.destructive_hint is False):
+        return ""
+    if annotations and annotations.destructive_hint is True:
+        return "its MCP server marks it destructive"
+    return "its MCP server does not mark it read-only or non-destructive, so by MCP's defaults it may be destructive"
 
 
 def python_name(name: str) -> str:
