@@ -63,6 +63,12 @@ def build(options):
         time.sleep(seconds)
         return "waited"
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def garble() -> str:
+        """Write a line that is not JSON-RPC into the protocol's own stream, then answer."""
+        os.write(1, b"{this is not json\n")
+        return "answered after the garbage"
+
     @server.tool()  # no annotations: by MCP's defaults, a tool that may be destructive
     def crash() -> str:
         """End the server's process at once, mid-call."""

@@ -99,6 +99,14 @@ def test_what_a_server_says_is_data_not_protocol(notes):
     assert observations(agent) == ["hi\nAnswer: from the tool", "[image image/png, 70 bytes: not shown]"]
 
 
+def test_a_line_that_is_not_json_rpc_mid_call_is_passed_over(notes, capfd):
+    model = ScriptedModel(["Action: garble()", "Action: list_notes()", "Answer: fine"])
+    agent = TinyReAct(model, list(notes.values()))
+    assert agent.query("?").answer == "fine"
+    assert observations(agent) == ["answered after the garbage", "groceries\ndoor code"]
+    assert capfd.readouterr().err == ""  # nothing of it reaches the person's terminal
+
+
 def test_a_call_the_server_does_not_answer_in_time_is_an_observation_and_the_run_goes_on(running, notes, monkeypatch):
     monkeypatch.setattr(running.servers[0], "deadline", 0.5)
     model = ScriptedModel(["Action: wait(1.5)", "Answer: gave up"])
@@ -140,7 +148,7 @@ def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, mon
 
 def test_thousands_of_tools_are_cut_to_the_first_ones_in_one_line(running):
     assert len(running.tools) == 128 and running.notes == [
-        f"MCP server {running.servers[0].label} lists 2,009 tools: only the first 128 are offered"]
+        f"MCP server {running.servers[0].label} lists 2,010 tools: only the first 128 are offered"]
 
 
 def test_a_server_over_streamable_http_on_loopback():
