@@ -8,7 +8,8 @@ page shows (`python agent.py --replay FILE --facts FACTS --policies ... --json` 
 two Markdown tables for each: input tokens over all calls, the share of full history's, the peak context, invariant
 violations, and each planted fact's state at each probe point (✓ kept under every phrasing, ◐ under some, ✂ cut
 by the observation cap, ✗ gone, – not stated yet; a policy that cannot be measured says so in its row); then the
-input cost without and with prompt caching at gemini-3.8-flash's list price.
+input cost without and with prompt caching at gemini-3.8-flash's list price; then each policy's cost with caching
+against full history's under five providers' caching rules (RULES).
 """
 import argparse
 import os
@@ -24,6 +25,10 @@ MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "unstated"
 
 
 PRICED = "gemini-3.8-flash"  # as `--replay` prices by default
+# One model's rule from each provider, and the rules that differ most: Gemini's implicit cache (a 4,096-token minimum,
+# no write billed), OpenAI's GPT-5.6 (1,024, writes at 1.25x), Anthropic's 5-minute and 1-hour caches (1,024, writes
+# at 1.25x and 2x) and Haiku 4.5 (4,096, writes at 1.25x); models/prices.json gives each with its source.
+RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-sonnet-5", "claude-sonnet-5-1h-cache", "claude-haiku-4-5"]
 
 
 def caching(reports) -> str:
@@ -41,6 +46,24 @@ def caching(reports) -> str:
             continue
         versus_full = report.input_cost(price, True) / full.input_cost(price, True)
         lines.append("| " + " | ".join([report.policy, *caching_cells(report, price), f"{versus_full:.0%}"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def by_rule(reports) -> str:
+    """Each policy's input cost with caching as a share of full history's with caching, under each of RULES; under the
+    first row, full history's own cost without and with caching under each."""
+    from models.prices import dollars, price_of
+
+    prices = [price_of(name) for name in RULES]
+    full = next(report for report in reports if report.policy == "full")
+    lines = ["| policy | " + " | ".join(RULES) + " |", "| --- |" + " ---: |" * len(RULES),
+             "| full, no cache → with it | " + " | ".join(f"{dollars(full.input_cost(price, False))} → "
+                                                       f"{dollars(full.input_cost(price, True))}" for price in prices)
+             + " |"]
+    for report in reports:
+        if report.measured and report.policy != "full":
+            lines.append(f"| {report.policy} | " + " | ".join(
+                f"{report.input_cost(price, True) / full.input_cost(price, True):.0%}" for price in prices) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -66,7 +89,7 @@ def table(name: str) -> str:
         marks = [" ".join(MARKS[report.facts[fact.id][point.label]] for point in points) for fact in facts]
         lines.append(f"| {report.policy} | {report.total:,} | {report.total / full:.0%} | {report.peak:,} | "
                      f"{report.violations} | " + " | ".join(marks) + " |")
-    return "\n".join(lines) + "\n\n" + caching(reports)
+    return "\n".join(lines) + "\n\n" + caching(reports) + "\n" + by_rule(reports)
 
 
 def main() -> int:

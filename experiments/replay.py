@@ -18,12 +18,10 @@ from policies.invariants import Checker
 from tokens import TokenCounter, local_counter
 from traces import as_text, read_trace_file, write_whole
 
-# A service's implicit prompt cache serves the start of a prompt that repeats the start of a recent one, from a
-# minimum length: 1,024 tokens for OpenAI ("Caching is enabled automatically for prompts that are 1,024 tokens or
-# longer", platform.openai.com/docs/guides/prompt-caching) and Gemini Flash (ai.google.dev/gemini-api/docs/caching
-# gives 1,024 for Flash models, more for Pro). The replay counts, per call, the tokens of its context that repeat the
-# previous call's from the start, part by part: a lower bound on what such a cache could serve.
-CACHE_MINIMUM = 1024
+# A service's prompt cache serves the start of a prompt that repeats the start of a recent one, from a minimum length
+# that differs by provider and model (models/prices.json gives it per model, with its source). The replay counts, per
+# call, the tokens of its context that repeat the previous call's from the start, part by part: a lower bound on
+# what such a cache could serve.
 
 # Context windows of the models this project knows, in tokens: a context larger than this cannot be sent whole.
 CONTEXT_WINDOWS = {"qwen2.5-coder-0.5b": 32_768, "qwen2.5-coder-1.5b": 32_768, "gemma-3-270m": 32_768,
@@ -63,16 +61,29 @@ class PolicyReplay:
     def peak(self) -> int:
         return max(self.sizes, default=0)
 
-    @property
-    def cacheable(self) -> int:
-        """Input tokens over the session that an implicit prefix cache could serve (CACHE_MINIMUM and up)."""
-        return sum(tokens for tokens in self.repeated if tokens >= CACHE_MINIMUM)
+    def cacheable(self, price) -> int:
+        """Input tokens over the session that a prefix cache could serve under `price`'s rule: at each call, what
+        repeats the previous call's start, when that is at least the rule's minimum."""
+        return sum(tokens for tokens in self.repeated if tokens >= price.minimum)
 
     def input_cost(self, price, cached: bool) -> float:
-        """The session's input tokens (summary calls included) at a model's list price, in dollars; with `cached`,
-        the repeated prefixes at its cached-input price."""
-        served = self.cacheable if cached else 0
-        return ((self.total - served) * price.input + served * price.cached_input) / 1_000_000
+        """The session's input tokens (summary calls included) at a model's list price, in dollars. With `cached`, by
+        the price's caching rule, call by call: what repeats the previous call's start is read at the cached price
+        when it is at least the minimum; the rest of a call that is at least the minimum is written to the cache,
+        at the write price where the provider bills writes; a shorter call is not cached and costs the input price.
+        Summary calls are priced as uncached."""
+        if not cached:
+            return self.total * price.input / 1_000_000
+        plain, served, written = self.summary_input, 0, 0  # tokens at the input, cached and write prices
+        for size, repeated in zip(self.sizes, self.repeated):
+            if size < price.minimum:
+                plain += size
+                continue
+            hit = repeated if repeated >= price.minimum else 0
+            served, written = served + hit, written + size - hit
+        if price.write == price.input:  # no write billed: summed with the rest, so a cache never used costs the same
+            plain, written = plain + written, 0
+        return (plain * price.input + served * price.cached_input + written * price.write) / 1_000_000
 
 
 def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:

@@ -19,22 +19,50 @@ from traces import read_input
 PRICES = Path(__file__).with_name("prices.json")
 PRICES_VARIABLE = "TINYREACT_PRICES"
 FIELDS = ("input", "cached_input", "output")
+# The caching rule's fields a row may give: the price of a token written to the cache (absent: the input price, as
+# for Gemini's and the older OpenAI models' implicit caches, which bill no write), and the shortest prefix the service
+# caches (absent: DEFAULT_MIN_CACHE_TOKENS, said as assumed wherever a table names the rule).
+CACHE_FIELDS = ("cache_write", "min_cache_tokens")
+DEFAULT_MIN_CACHE_TOKENS = 1024
 MAX_FILE_BYTES = 1_000_000  # a price table of thousands of models is a few hundred kilobytes
 # Dollars per million tokens: the dearest listed price is some hundreds; past this a figure is a typo, and a run's
 # cost (tokens times price) could overflow to infinity.
 MAX_DOLLARS = 100_000
+MAX_MIN_CACHE_TOKENS = 10_000_000  # longer than any context window
 FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama",
         "llamacpp": "a model on your own llama.cpp"}
 
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million tokens, and where the figures come from."""
+    """US dollars per million tokens, and where the figures come from; the caching rule: what a token written to the
+    cache costs, and the shortest prefix cached."""
     input: float
     cached_input: float
     output: float
     read: str  # the day the price was read at its source
     source: str
+    cache_write: float | None = None  # None: the input price (no write is billed)
+    min_cache_tokens: int | None = None  # None: not given by the row, DEFAULT_MIN_CACHE_TOKENS assumed
+    until: str = ""  # the last day of a price the source says will change
+
+    @property
+    def write(self) -> float:
+        return self.input if self.cache_write is None else self.cache_write
+
+    @property
+    def minimum(self) -> int:
+        return DEFAULT_MIN_CACHE_TOKENS if self.min_cache_tokens is None else self.min_cache_tokens
+
+    def rule(self) -> str:
+        """The caching rule in words, as every table names it."""
+        minimum = f"{self.minimum:,}" + (" (assumed: the price row gives none)" if self.min_cache_tokens is None
+                                           else "")
+        rest = (f"written to the cache at ${self.write:g}" if self.write != self.input
+                else f"at the input price, ${self.input:g} (no write is billed)")
+        until = f"; the price holds until {self.until}" if self.until else ""
+        return (f"a repeated prefix of {minimum} tokens or more is read at ${self.cached_input:g} a million tokens, "
+                f"the rest {rest}{until}")
 
 
 @dataclass(frozen=True)
@@ -133,8 +161,16 @@ def _rows(path: Path) -> dict[str, Price]:
         if row["cached_input"] > row["input"]:
             raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has cached_input above input: a cached "
                                    "token costs at most a fresh one")
+        write, minimum = row.get("cache_write"), row.get("min_cache_tokens")
+        if write is not None and not _dollars(write):
+            raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a cache_write that is not dollars per "
+                                   f"million tokens (a number of 0 or more, up to {MAX_DOLLARS:,})")
+        if minimum is not None and not (type(minimum) is int and 0 <= minimum <= MAX_MIN_CACHE_TOKENS):
+            raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a min_cache_tokens that is not a whole "
+                                   f"number of tokens from 0 to {MAX_MIN_CACHE_TOKENS:,}")
         rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
-                           str(row.get("source", "")))
+                           str(row.get("source", "")), None if write is None else float(write), minimum,
+                           str(row.get("until", "")))
     return rows
 
 

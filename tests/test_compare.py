@@ -554,22 +554,35 @@ def test_a_summary_with_a_lone_surrogate_is_kept_as_a_replacement_character(tmp_
     assert Summaries(None, str(tmp_path / "t.summaries.json")).cache  # written, and read back
 
 
-def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it(long_replay, capsys):
+def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it_by_the_models_rule(long_replay, capsys):
+    from models.prices import Price
     _, events, reports = long_replay
     full, window = reports["full"], reports["window:2"]
     # Full history only grows: each call repeats the whole call before it, so all but the first call's is served.
     assert full.repeated[1:] == full.sizes[:-1] and full.repeated[0] == 0
-    assert window.cacheable == 0  # the window moves: only the ~900 tokens of instructions repeat, under the minimum
-    price = price_of("gemini-3.8-flash")
-    assert full.input_cost(price, cached=False) == full.total * 0.75 / 1e6
-    assert (full.input_cost(price, cached=True) < window.input_cost(price, cached=True)
-            < window.input_cost(price, False) * 1.01)
+    gemini = price_of("gemini-3.8-flash")  # a 4,096-token minimum, no write billed
+    assert gemini.minimum == 4096 and window.cacheable(gemini) == 0  # the window moves: only the instructions repeat
+    assert full.cacheable(gemini) == sum(tokens for tokens in full.repeated if tokens >= 4096) > 0
+    assert full.input_cost(gemini, cached=False) == full.total * 0.75 / 1e6
+    assert window.input_cost(gemini, cached=True) == window.input_cost(gemini, False)
+    # Under this rule the ranking flips: full history's first calls are under 4,096 tokens, and the window's input
+    # is so much smaller that it costs less than full history even with full history's cache; at 1,024 it does not.
+    assert window.input_cost(gemini, True) < full.input_cost(gemini, True) < full.input_cost(gemini, False)
+    older = Price(0.75, 0.075, 3.75, "", "", min_cache_tokens=1024)
+    assert full.input_cost(older, True) < window.input_cost(older, True)
+    never = Price(0.75, 0.075, 3.75, "", "", min_cache_tokens=full.peak + 1)  # a minimum above every context
+    assert full.input_cost(never, True) == full.input_cost(never, False) and full.cacheable(never) == 0
+    writes = Price(5.0, 0.5, 30.0, "", "", cache_write=6.25, min_cache_tokens=1024)  # writes billed at 1.25x
+    assert window.input_cost(writes, True) >= window.input_cost(writes, False)  # rewriting its start: no saving
+    assert full.input_cost(writes, True) < full.input_cost(writes, False)
     assert command_line.main(["--replay", LONG, "--policies", "full,window:2", "--json"]) == 0
-    policies = {p["policy"]: p for p in json.loads(capsys.readouterr().out)["policies"]}
-    assert policies["full"]["cacheable"] == full.cacheable
+    replayed = json.loads(capsys.readouterr().out)
+    policies = {p["policy"]: p for p in replayed["policies"]}
+    assert policies["full"]["cacheable"] == full.cacheable(gemini)
     assert policies["full"]["input_cost"] == {"priced_as": "gemini-3.8-flash",
-                                              "no_cache": round(full.input_cost(price, False), 8),
-                                              "with_cache": round(full.input_cost(price, True), 8)}
+                                              "no_cache": round(full.input_cost(gemini, False), 8),
+                                              "with_cache": round(full.input_cost(gemini, True), 8)}
+    assert replayed["caching_rule"]["min_cache_tokens"] == 4096 and replayed["caching_rule"]["until"] == "2026-12-31"
 
 
 def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):

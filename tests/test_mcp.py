@@ -134,13 +134,13 @@ def test_a_server_that_exits_mid_run_is_an_observation_with_its_last_words_then_
                          "open the notes database"),
     ("no-such-command --flag", "MCP server no-such-command --flag could not start: FileNotFoundError"),
     # garbage, then silence until its stdin closes
-    (f"{sys.executable} -c \"print('{{not json'); import sys; sys.stdin.read()\"", "did not start within 2 s"),
+    (f"{sys.executable} -c \"print('{{not json'); import sys; sys.stdin.read()\"", "did not start within 1 s"),
     (f"{SERVER} --clash", "offers a tool 'add_numbers', but the built-in tool add_numbers has that name"),
     ("'unclosed", "No closing quotation"),
     ("http://bob:secret@127.0.0.1:9/mcp", "MCP server http://127.0.0.1:9/mcp could not start"),  # named without them
 ])
 def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, monkeypatch):
-    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "2")
+    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "1" if "not json" in spec else "5")
     with pytest.raises(McpError) as refused:
         McpServers([spec], {"add_numbers": "the built-in tool add_numbers"}).start()
     assert said in str(refused.value) and "\n" not in str(refused.value) and "secret" not in str(refused.value)
@@ -206,7 +206,7 @@ def test_an_environment_without_the_sdk_is_told_what_to_install_at_once(monkeypa
 
 def test_a_server_that_floods_its_stderr_is_heard_by_its_last_line_and_kept_to_a_tail():
     from tools.mcp import TAIL_BYTES
-    flood = (f"{sys.executable} -c \"import sys; sys.stderr.write('x' * 30_000_000 + '\\nlast words\\n'); "
+    flood = (f"{sys.executable} -c \"import sys; sys.stderr.write('x' * 3_000_000 + '\\nlast words\\n'); "
              "sys.exit(1)\"")
     with pytest.raises(McpError, match="its stderr ends: last words$"):
         McpServers([flood]).start()

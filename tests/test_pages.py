@@ -688,7 +688,7 @@ def test_the_replay_page_says_its_calls_take_no_time(long_replay):
 
 
 def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter):
-    from models.prices import price_of
+    from models.prices import Price, price_of
 
     header, events = read_trace_file(SUPER_BOWL)
     reports = replay(header, events, ["full", "window:2"], counter)
@@ -697,7 +697,16 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
     rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
             for row in root.one("table", "caching").one("tbody").all("tr")}
     assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
-    assert rows["full"][0] == f"{reports[0].cacheable / reports[0].total:.0%}" and rows["full"][2] < rows["full"][1]
+    price = price_of("gemini-3.8-flash")
+    assert reports[0].peak < 4096 and rows["full"][0] == "0%" and rows["full"][1] == rows["full"][2]  # all under 4,096
+    said = replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price))
+    assert "by gemini-3.8-flash's rule: a repeated prefix of 4,096 tokens or more is read at $0.075" in said
+    assert "the price holds until 2026-12-31" in said
+    cheap = ("a 1,024 minimum", Price(0.75, 0.075, 3.75, "", "", min_cache_tokens=1024))
+    rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]] for row in parse(replay_page(
+        header, events, reports, counter, priced=cheap)).one("table", "caching").one("tbody").all("tr")}
+    assert rows["full"][0] == f"{reports[0].cacheable(cheap[1]) / reports[0].total:.0%}" != "0%"
+    assert rows["full"][2] < rows["full"][1]
 
 
 def test_a_chat_page_is_titled_a_chat_and_its_total_time_is_the_time_spent_answering(counter):

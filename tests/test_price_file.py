@@ -1,6 +1,6 @@
 """A price file (TINYREACT_PRICES) that cannot be a price table is refused in one line naming the file, before any
-call: nested past Python's limit, a price that would overflow a cost, cached input dearer than input, a FIFO or a
-device, a file too large to be a table."""
+call: nested past Python's limit, a price that would overflow a cost, cached input dearer than input, a caching rule
+that is not a price or a number of tokens, a FIFO or a device, a file too large to be a table."""
 import json
 import os
 
@@ -22,6 +22,10 @@ def refused(monkeypatch, capsys, path) -> str:
     (json.dumps({"models": {"m": {"input": 1e308, "cached_input": 0, "output": 1}}}), "up to 100,000"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 2, "output": 1}}}), "cached_input above input"),
     ('{"models": {"m": ' + " " * 1_000_001 + "}}", "1,000,020 bytes, more than 1,000,000"),
+    (json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "cache_write": "1.25x"}}}),
+     "has a cache_write that is not dollars per million tokens"),
+    (json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "min_cache_tokens": 1024.5}}}),
+     "has a min_cache_tokens that is not a whole number of tokens from 0 to 10,000,000"),
 ])
 def test_a_price_file_that_is_no_table_is_one_line(monkeypatch, capsys, tmp_path, content, says):
     path = tmp_path / "prices.json"
@@ -38,3 +42,22 @@ def test_a_price_file_that_would_block_or_never_end_is_refused(monkeypatch, caps
     else:
         path = "/dev/zero"
     assert "not a regular file (a pipe or a device)" in refused(monkeypatch, capsys, path)
+
+
+def test_a_price_files_caching_rule_prices_a_replay(monkeypatch, capsys, tmp_path):
+    """A row of TINYREACT_PRICES with its own rule: the replay's costs and its JSON follow it, and a row without one is
+    said to assume 1,024 tokens."""
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"models": {
+        "never": {"input": 1, "cached_input": 0.1, "output": 1, "min_cache_tokens": 10_000_000},
+        "plain": {"input": 1, "cached_input": 0.1, "output": 1}}}))
+    monkeypatch.setenv("TINYREACT_PRICES", str(path))
+    short = os.path.join(os.path.dirname(cli.__path__[0]), "conversations", "short.jsonl")
+    for name in ("never", "plain"):
+        assert cli.main(["--replay", short, "--policies", "full", "--prices-of", name, "--json"]) == 0
+        replayed = json.loads(capsys.readouterr().out)
+        cost, rule = replayed["policies"][0]["input_cost"], replayed["caching_rule"]["rule"]
+        if name == "never":
+            assert cost["with_cache"] == cost["no_cache"] and "10,000,000 tokens" in rule
+        else:
+            assert cost["with_cache"] < cost["no_cache"] and "1,024 (assumed: the price row gives none)" in rule

@@ -248,8 +248,7 @@ STATE_MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "uns
 def caching_table(console: Console, measured, name: str, price) -> None:
     """What each policy's session would cost in input at a model's list price, with and without an implicit prefix
     cache: windows and summaries break the prefix, full history keeps it."""
-    table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching (a cache serving "
-                              "what repeats the call before from the start, 1,024 tokens and up)"),
+    table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching: {price.rule()}"),
                   title_justify="left")
     for column in ["policy", "input repeating the call before", "no cache", "with the cache", "saved"]:
         table.add_column(column, justify="left" if column == "policy" else "right")

@@ -275,7 +275,7 @@ def caching_cells(report: PolicyReplay, price) -> list[str]:
     that repeats the call before, its input cost at `price` without and with a prefix cache, and what the cache
     saves."""
     plain, cached = report.input_cost(price, False), report.input_cost(price, True)
-    return [f"{report.cacheable / report.total:.0%}" if report.total else "", dollars(plain), dollars(cached),
+    return [f"{report.cacheable(price) / report.total:.0%}" if report.total else "", dollars(plain), dollars(cached),
             f"{1 - cached / plain:.0%}" if plain else ""]
 
 
@@ -317,21 +317,25 @@ def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], po
                 answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
                 priced: tuple | None = None) -> dict:
     """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets,
-    `repeated` each call's tokens repeating the call before), total, peak, what a prefix cache could serve, and with
-    `priced` (a model's name and list price) the input cost without and with it. With a probe: every answer, and the
-    tallies by probe point and by fact with Wilson intervals."""
+    `repeated` each call's tokens repeating the call before), total, peak, and with `priced` (a model's name and list
+    price) what a prefix cache could serve under its caching rule and the input cost without and with it, and the rule
+    itself (`caching_rule`). With a probe: every answer, and the tallies by probe point and by fact with Wilson
+    intervals."""
     def costs(report: PolicyReplay) -> dict:
         if not priced:
             return {}
         name, price = priced
-        return {"input_cost": {"priced_as": name, "no_cache": round(report.input_cost(price, False), 8),
+        return {"cacheable": report.cacheable(price),
+                "input_cost": {"priced_as": name, "no_cache": round(report.input_cost(price, False), 8),
                                "with_cache": round(report.input_cost(price, True), 8)}}
 
     return {
         "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,
         "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
-        "policies": [{**asdict(r), "total": r.total, "peak": r.peak, "cacheable": r.cacheable, **costs(r)}
-                     for r in reports],
+        "caching_rule": ({"priced_as": priced[0], "rule": priced[1].rule(), "min_cache_tokens": priced[1].minimum,
+                          "cache_write": priced[1].write, "prices_read": priced[1].read, "source": priced[1].source,
+                          "until": priced[1].until or None} if priced else None),
+        "policies": [{**asdict(r), "total": r.total, "peak": r.peak, **costs(r)} for r in reports],
         "probe": ({"model": model_name, "answers": [asdict(a) for a in answers],
                    "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")}
                   if answers is not None else None),

@@ -101,8 +101,7 @@ def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
             + table(["policy", "input repeating the call before", "no cache", "with the cache", "saved"], rows,
                     "caching")
             + f'<p class="meta">A cache serves the part of a call\'s input that repeats the call before from its '
-              f'start, from 1,024 tokens (OpenAI\'s and Gemini Flash\'s minimum); counted part by part, a lower '
-              f'bound. Input only, at ${price.input:g} and ${price.cached_input:g} per million '
+              f'start (counted part by part, a lower bound) by {esc(name)}\'s rule: {esc(price.rule())}. Input only '
               f'({esc(price.source)}, read {esc(price.read)}).</p>')
 
 
