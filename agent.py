@@ -29,6 +29,7 @@ from tools import DEFAULT_TOOLS, bind_arguments, bind_named, named_arguments
 from tools.approval import Approval
 from traces import Trace
 
+__version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
 # characters of a reply kept: a runaway reply must not fill every later context and the trace

@@ -67,6 +67,17 @@ def by_rule(reports) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cannot_show(report) -> str:
+    """What a row of the replay does not measure of its policy: a pinned or forget the recorded model never used, and
+    compact:T's summaries (a model writes them; none asked for means it equals full history)."""
+    if report.caveat:
+        return report.caveat.split(";")[0]
+    if report.policy.startswith("compact:"):
+        return (f"{report.summary_calls} summaries, {report.note.split(': ', 1)[-1]}" if report.summary_calls else
+                "no summary asked for (the context never passed T): equal to full history; a summary needs a model")
+    return ""
+
+
 def table(name: str) -> str:
     from experiments.facts import load_facts, probe_points
     from experiments.replay import Summaries, replay
@@ -80,15 +91,16 @@ def table(name: str) -> str:
     reports = replay(header, events, POLICIES, facts=facts, points=points, summaries=summaries)
     full = next(report.total for report in reports if report.policy == "full")
     head = ["policy", "input tokens, all calls", "share of full", "peak", "violations"]
-    head += [f"{fact.id} ({fact.text})" for fact in facts]
-    lines = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: | ---: |" + " :---: |" * len(facts)]
+    head += [f"{fact.id} ({fact.text})" for fact in facts] + ["what this replay cannot show"]
+    lines = ["| " + " | ".join(head) + " |",
+             "| --- | ---: | ---: | ---: | ---: |" + " :---: |" * len(facts) + " --- |"]
     for report in reports:
         if not report.measured:
             lines.append(f"| {report.policy} | not measured (see below) |" + " |" * (len(head) - 2))
             continue
         marks = [" ".join(MARKS[report.facts[fact.id][point.label]] for point in points) for fact in facts]
         lines.append(f"| {report.policy} | {report.total:,} | {report.total / full:.0%} | {report.peak:,} | "
-                     f"{report.violations} | " + " | ".join(marks) + " |")
+                     f"{report.violations} | " + " | ".join(marks) + f" | {cannot_show(report)} |")
     return "\n".join(lines) + "\n\n" + caching(reports) + "\n" + by_rule(reports)
 
 

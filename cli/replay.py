@@ -157,24 +157,35 @@ def _replay_outputs(args, run: Replaying, counter) -> list[str]:
     from views.pages import replay_page
     from views.reports import answers_csv, replay_csv, replay_json, svg_plot
 
-    title = readable(args.replay)
+    title, setup = readable(args.replay), _setup(args, run, counter)
     outputs = [(args.plot, lambda: svg_plot(run.reports, f"Context size per call: {title}", counter.name, run.points,
                                             probe_calls(run.points, run.events), run.answers, run.priced)),
-               (args.csv, lambda: replay_csv(run.reports)), (args.answers, lambda: answers_csv(run.answers or []))]
+               (args.csv, lambda: replay_csv(run.reports, setup)),
+               (args.answers, lambda: answers_csv(run.answers or []))]
     unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
     model_name = run.model.name if run.model else None
     if args.json:
         print_json({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name, run.window,
-                                  run.priced), "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
+                                  run.priced, setup), "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
     else:
         replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
                       counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events),
-                      run.priced)
+                      run.priced, setup)
     page = lambda: replay_page(run.header, run.events, run.reports, counter, run.facts, run.points,  # noqa: E731
-                               run.answers, run.summaries, model_name, title=f"Replay of {title}", priced=run.priced)
+                               run.answers, run.summaries, model_name, title=f"Replay of {title}", priced=run.priced,
+                               setup=setup)
     if args.html and not write_output(args.html, page):
         unwritten.append(args.html)
     return unwritten
+
+
+def _setup(args, run: Replaying, counter) -> dict:
+    """What made the numbers, for every output to carry (experiments/provenance.py)."""
+    from experiments.provenance import provenance
+
+    probed = {"model": run.model.name, "phrasings": args.phrasings or "all", "repeats": args.repeat or 1,
+              "jobs": args.jobs or 1} if args.probe and run.model else None
+    return provenance(args.replay, args.facts, run.priced, probed, counter.name)
 
 
 def _replay_exit(run: Replaying, unwritten: list[str]) -> int:

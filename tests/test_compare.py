@@ -295,11 +295,20 @@ def test_replay_command_line_outputs(tmp_path):
     # the header's four probe points
     assert svg.count('<polyline class="policy"') == 3 and svg.count('<line class="probe"') == 4
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and f"Context size per call: {LONG}" in svg
-    rows = (tmp_path / "p.csv").read_text().splitlines()
+    import hashlib
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    setup = {line[2:].split(": ", 1)[0]: json.loads(line[2:].split(": ", 1)[1]) for line in lines if line[0] == "#"}
+    rows = [line for line in lines if line[0] != "#"]
     assert rows[0].startswith("policy,call,context_tokens,instructions,tools,user,model,observations,notes,markers,")
     assert rows[1].startswith("full,1,945,") and rows[1].count(",") == 16
+    # a paper's table from the outputs alone: what made the numbers, in the CSV, the JSON and the tables
+    digest = hashlib.sha256(open(LONG, "rb").read()).hexdigest()
+    assert setup["trace"] == {"path": LONG, "sha256": digest} and setup["observation_cut"] == 2000
+    assert setup["caching_rule"]["min_cache_tokens"] == 4096 and setup["tinyreact"] and setup["probe"] is None
+    assert f"trace sha256 {digest[:16]}" in " ".join(done.stdout.split())
     report = json.loads(cli("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
     assert report["calls"] == 7 and report["policies"][0]["violations"] == 0
+    assert report["setup"]["facts"] == {"path": None, "from": "the trace's header"}
 
 
 @pytest.mark.parametrize("args, message", [
@@ -582,7 +591,8 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it_by_the_
     assert policies["full"]["input_cost"] == {"priced_as": "gemini-3.8-flash",
                                               "no_cache": round(full.input_cost(gemini, False), 8),
                                               "with_cache": round(full.input_cost(gemini, True), 8)}
-    assert replayed["caching_rule"]["min_cache_tokens"] == 4096 and replayed["caching_rule"]["until"] == "2026-12-31"
+    rule = replayed["setup"]["caching_rule"]
+    assert rule["min_cache_tokens"] == 4096 and rule["until"] == "2026-12-31"
 
 
 def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):

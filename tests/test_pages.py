@@ -702,6 +702,10 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
     said = replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price))
     assert "by gemini-3.8-flash's rule: a repeated prefix of 4,096 tokens or more is read at $0.075" in said
     assert "the price holds until 2026-12-31" in said
+    from experiments.provenance import provenance
+    setup = provenance(SUPER_BOWL, None, ("gemini-3.8-flash", price))
+    shown = parse(replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price), setup=setup))
+    assert "observations cut at 2,000 characters · costs at gemini-3.8-flash" in shown.one("p", "setup").text
     cheap = ("a 1,024 minimum", Price(0.75, 0.075, 3.75, "", "", min_cache_tokens=1024))
     rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]] for row in parse(replay_page(
         header, events, reports, counter, priced=cheap)).one("table", "caching").one("tbody").all("tr")}

@@ -56,7 +56,7 @@ def test_a_price_files_caching_rule_prices_a_replay(monkeypatch, capsys, tmp_pat
     for name in ("never", "plain"):
         assert cli.main(["--replay", short, "--policies", "full", "--prices-of", name, "--json"]) == 0
         replayed = json.loads(capsys.readouterr().out)
-        cost, rule = replayed["policies"][0]["input_cost"], replayed["caching_rule"]["rule"]
+        cost, rule = replayed["policies"][0]["input_cost"], replayed["setup"]["caching_rule"]["rule"]
         if name == "never":
             assert cost["with_cache"] == cost["no_cache"] and "10,000,000 tokens" in rule
         else:

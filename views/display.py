@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from experiments.probe import VERDICTS, tally
+from experiments.provenance import said
 from models.prices import dollars
 from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
@@ -258,7 +259,8 @@ def caching_table(console: Console, measured, name: str, price) -> None:
 
 
 def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
-                  window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: tuple | None = None) -> None:
+                  window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: tuple | None = None,
+                  setup: dict | None = None) -> None:
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
@@ -276,6 +278,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     size_plot(console, measured, calls)
     if answers is not None:
         probe_tables(console, answers, model, counter)
+    if setup:
+        console.print(plain(f"setup: {said(setup)}", "dim"))
 
 
 def totals_table(measured, path: str, calls: int) -> Table:

@@ -4,6 +4,7 @@ The terminal tables are display.py's; the experiments that produce the reports a
 """
 import csv
 import io
+import json
 from dataclasses import asdict
 
 from experiments.facts import Fact, ProbePoint
@@ -279,9 +280,12 @@ def caching_cells(report: PolicyReplay, price) -> list[str]:
             f"{1 - cached / plain:.0%}" if plain else ""]
 
 
-def replay_csv(reports: list[PolicyReplay]) -> str:
-    """One row per policy and call: the context's size and its buckets, as tokens and as shares of the context."""
+def replay_csv(reports: list[PolicyReplay], setup: dict | None = None) -> str:
+    """One row per policy and call: the context's size and its buckets, as tokens and as shares of the context; with
+    `setup`, first one `# key: value` line for each of its entries (pandas: `read_csv(path, comment="#")`)."""
     out = io.StringIO()
+    for key, value in (setup or {}).items():
+        out.write(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["policy", "call", "context_tokens", *BUCKET_NAMES, *(f"{b}_share" for b in BUCKET_NAMES)])
     for report in reports:
@@ -315,11 +319,12 @@ def spreadsheet_safe(value):
 
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
                 answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
-                priced: tuple | None = None) -> dict:
+                priced: tuple | None = None, setup: dict | None = None) -> dict:
     """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets,
     `repeated` each call's tokens repeating the call before), total, peak, and with `priced` (a model's name and list
-    price) what a prefix cache could serve under its caching rule and the input cost without and with it, and the rule
-    itself (`caching_rule`). With a probe: every answer, and the tallies by probe point and by fact with Wilson
+    price) what a prefix cache could serve under its caching rule and the input cost without and with it. `setup`: what
+    makes the numbers again (experiments/provenance.py: version, date, digests, the observation cut, the caching rule,
+    the probe's settings). With a probe: every answer, and the tallies by probe point and by fact with Wilson
     intervals."""
     def costs(report: PolicyReplay) -> dict:
         if not priced:
@@ -332,9 +337,7 @@ def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], po
     return {
         "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,
         "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
-        "caching_rule": ({"priced_as": priced[0], "rule": priced[1].rule(), "min_cache_tokens": priced[1].minimum,
-                          "cache_write": priced[1].write, "prices_read": priced[1].read, "source": priced[1].source,
-                          "until": priced[1].until or None} if priced else None),
+        "setup": setup,
         "policies": [{**asdict(r), "total": r.total, "peak": r.peak, **costs(r)} for r in reports],
         "probe": ({"model": model_name, "answers": [asdict(a) for a in answers],
                    "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")}

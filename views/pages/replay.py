@@ -4,6 +4,7 @@ keeps of the planted facts, the probe answers, and every call's context under ev
 import re
 from typing import Sequence
 
+from experiments.provenance import said
 from experiments.facts import Fact, ProbePoint, call_points, load_facts, probe_points
 from experiments.probe import VERDICTS, ProbeAnswer, tally
 from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
@@ -30,7 +31,8 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
                 points: list[ProbePoint] | None = None, answers: list[ProbeAnswer] | None = None,
                 summaries: Summaries | None = None,
 
-                model: str | None = None, title: str | None = None, priced: tuple | None = None) -> str:
+                model: str | None = None, title: str | None = None, priced: tuple | None = None,
+                setup: dict | None = None) -> str:
     """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
     marked), the totals and buckets, with `priced` (a model's name and list price) the input cost without and with
     prompt caching, the state of each planted fact at each probe point, every probe answer with
@@ -52,7 +54,8 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
             f'<p class="meta">{len(calls)} model calls · {asked} questions · every policy shown the same recorded '
             f'replies · token counts: {esc(counter.name)}; nothing here was billed · no call takes any time: '
             'the replies were recorded, not asked'
-            + (f" · probes asked of {esc(model)}" if model else "") + "</p>",
+            + (f" · probes asked of {esc(model)}" if model else "") + "</p>"
+            + (f'<p class="meta setup">{esc(said(setup))}</p>' if setup else ""),
             "<h2>Context size per call</h2>\n" + context_chart(measured, counter.name, points, at_call),
             totals_table(measured)]
     panels = tradeoff_panels(measured, answers, priced)
