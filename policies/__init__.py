@@ -21,6 +21,7 @@ from policies.forget import Forget
 from policies.full import FullHistory
 from policies.pinned import PinnedNotes
 from policies.retrieve import Retrieve
+from policies.stable import Stable
 from policies.user_only import UserOnly
 from policies.window import SlidingWindow
 
@@ -35,6 +36,7 @@ POLICIES = {
     "retrieve": Retrieve,
     "budget": Budget,
     "forget": Forget,
+    "stable": Stable,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened

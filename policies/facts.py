@@ -46,12 +46,17 @@ def key_facts(conversation: Conversation) -> list[str]:
     """The facts the rule finds in every turn before the current one, oldest first, the latest MAX_FACTS."""
     found = []
     for turn in conversation.turns[:-1]:
-        found += [sentence for sentence in SENTENCE.split(turn.question["text"].strip()) if _statement(sentence)]
+        found += statements(turn.question["text"])
         for observation in (observation for step in turn.steps for observation in step.observations):
             if observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
                     and not observation["text"].startswith(("Error", "Warning")):
                 found.append(f"{observation['call']} returned {' '.join(observation['text'].split())}")  # one line
     return list(dict.fromkeys(found))[-MAX_FACTS:]
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of a question that state something (the rule's user facts)."""
+    return [sentence for sentence in SENTENCE.split(text.strip()) if _statement(sentence)]
 
 
 def _statement(sentence: str) -> bool:

@@ -28,11 +28,12 @@ def without_times(path):
             [{k: v for k, v in e.items() if k != "t"} for e in events])
 
 
-def test_the_support_script_records_the_shipped_trace(tmp_path, capsys):
-    recorded = tmp_path / "support.jsonl"
-    assert command_line.main(["--record", os.path.join(CONVERSATIONS, "support.script.json"),
+@pytest.mark.parametrize("name", ["support", "renovation"])
+def test_the_script_records_the_shipped_trace(name, tmp_path, capsys):
+    recorded = tmp_path / f"{name}.jsonl"
+    assert command_line.main(["--record", os.path.join(CONVERSATIONS, f"{name}.script.json"),
                               "--trace", str(recorded)]) == 0
-    assert without_times(str(recorded)) == without_times(SUPPORT)
+    assert without_times(str(recorded)) == without_times(os.path.join(CONVERSATIONS, f"{name}.jsonl"))
 
 
 def test_the_support_facts_arrive_in_tool_output_and_one_is_superseded():
@@ -141,7 +142,38 @@ def test_budget_keeps_its_word_and_says_when_the_current_turn_alone_is_larger():
 
 
 @pytest.mark.slow
-def test_the_replay_tables_of_the_docs_are_the_replay_s_own():
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "replay_tables.py"), "--check"],
+@pytest.mark.parametrize("script", ["replay_tables.py", "stable_sweep.py"])
+def test_the_replay_tables_of_the_docs_are_the_replay_s_own(script):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--check"],
                           capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout) == (0, "")
+
+
+def test_stable_keeps_its_prefix_between_rebuilds_and_every_planted_fact():
+    """On support.jsonl, stable's context repeats the previous call's whole at every call but its two rebuilds (full
+    history's at every call, a window's at almost none); after a rebuild the key facts from what it dropped come right
+    after the instructions, fixed until the next; it keeps every planted fact at every probe point."""
+    from experiments.facts import load_facts, probe_points
+    from policies import make_policy
+    from policies.invariants import KEY_FACTS
+
+    header, events = read_trace_file(SUPPORT)
+    facts, declared = load_facts(header, SUPPORT[:-6] + ".facts.json")
+    stable, window = replay(header, events, ["stable", "window:2"], facts=facts, points=probe_points(declared, events))
+    breaks = [call for call in range(1, len(stable.sizes)) if stable.repeated[call] != stable.sizes[call - 1]]
+    assert len(breaks) == 2 and stable.violations == 0 and stable.peak < 8500
+    assert sum(window.repeated[call] != window.sizes[call - 1] for call in range(1, len(window.sizes))) > 50
+    assert all(state in ("kept", "unstated") for states in stable.facts.values() for state in states.values())
+    calls = [index for index, event in enumerate(events) if event["type"] == "context"]
+    policy = make_policy("stable")
+    after = policy.render(events[:calls[breaks[0]]])
+    assert after[1].parts[0].text.startswith(KEY_FACTS) and after[1].parts[1].text.startswith("[")  # then the marker
+    later = policy.render(events[:calls[breaks[1] - 1]])
+    assert later[:2] == after[:2]  # the block and the marker unchanged until the next rebuild
+
+
+def test_a_stable_threshold_too_small_to_hold_anything_still_appends_between_rebuilds():
+    header, events = read_trace_file(SUPPORT)
+    [tiny] = replay(header, events, ["stable:1"], facts=[], points=[])
+    breaks = sum(tiny.repeated[call] != tiny.sizes[call - 1] for call in range(1, len(tiny.sizes)))
+    assert tiny.violations == 0 and breaks <= len(tiny.sizes) // 2  # never a rebuild at every call
