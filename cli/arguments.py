@@ -96,6 +96,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--prices-of", type=_given, metavar="MODEL", dest="prices_of",
                        help="with --replay: what each policy's input would cost at this model's list price, with and "
                             f"without prompt caching (default: {PRICED_REPLAY}; see models/prices.json)")
+    group.add_argument("--observation-cut", type=_characters, metavar="N", dest="observation_cut",
+                       help="with --replay: characters of each observation shown (default: 2000, as in a run); facts "
+                            "lost to the cut are counted apart from those a policy loses")
     group.add_argument("--facts", type=_given, metavar="FILE",
                        help="with --replay: the planted facts, their probes and probe points "
                             "(a facts file, see conversations/README.md); overrides the trace's")
@@ -138,6 +141,17 @@ def _protocols(text: str) -> list[str]:
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"names a protocol twice: {text!r}")
     return names
+
+
+def _characters(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of characters, got {text!r}") from None
+    if not 100 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"must be between 100 and 100000 characters (a recorded observation holds "
+                                         f"at most 100,000), got {value}")
+    return value
 
 
 def _context_choice(text: str) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from models import OFFLINE_MODEL, Model, ModelConfigError, ModelError, parse_spec
 from models.prices import price_of, prices
 from policies import Policy
+from policies.rendering import observations_cut_at
 from tokens import local_counter
 from views.terminal import clean
 from cli.arguments import PRICED_REPLAY, comma_separated
@@ -34,10 +35,15 @@ class Replaying:
 
 def replay_trace(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --replay FILE [--policies LIST] [--facts FILE] [--probe]`: tables (and a plot), or JSON, CSV, SVG."""
+    recorded = open_trace(args.replay)
+    with observations_cut_at(args.observation_cut):  # every context, fact state, page and probe under this cut
+        return _replay_cut(args, specs, Replaying(args.replay, recorded.header, recorded.events))
+
+
+def _replay_cut(args, specs: list[str], run: "Replaying") -> int:
+    """The replay itself, under the observation cut in force."""
     from experiments.replay import replay
 
-    recorded = open_trace(args.replay)
-    run = Replaying(args.replay, recorded.header, recorded.events)
     run.facts, run.points = _facts_and_points(args, run)
     if args.probe and not any(event["type"] == "instructions" for event in run.events):
         return fail(f"{args.replay} has no instructions to probe with: it was cut short before its first model call")

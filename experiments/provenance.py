@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 
 from agent import __version__
-from policies.rendering import OBSERVATION_LIMIT
+from policies.rendering import observation_cut
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +20,7 @@ def provenance(trace: str, facts: str | None, priced: tuple | None, probe: dict 
         "tinyreact": __version__, "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).date()
         .isoformat(), "trace": {"path": trace, "sha256": digest(trace)},
         "facts": {"path": facts, "sha256": digest(facts)} if facts else {"path": None, "from": "the trace's header"},
-        "observation_cut": OBSERVATION_LIMIT, "counter": counter,
+        "observation_cut": observation_cut(), "counter": counter,
         "caching_rule": {"priced_as": name, "rule": price.rule(), "min_cache_tokens": price.minimum,
                          "cache_write": price.write, "prices_read": price.read, "source": price.source,
                          "until": price.until or None} if price else None,

@@ -12,6 +12,8 @@ Observations are recorded whole (up to a safety cap, see agent.py) and cut to `O
 here, when they are shown: the cut is part of what a policy chooses, and the trace keeps every character.
 """
 from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
@@ -22,6 +24,25 @@ from replies import continued
 
 
 OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, unless a policy chooses otherwise
+# The cut in force: OBSERVATION_LIMIT, or what a replay sets with `observations_cut_at` (--observation-cut) to see
+# what the cut itself costs. A context variable, so that a setting never leaks past the block that made it.
+_CUT: ContextVar[int] = ContextVar("observation_cut", default=OBSERVATION_LIMIT)
+USUAL = -1  # a limit argument that means "the cut in force"
+
+
+def observation_cut() -> int:
+    """Characters of one observation shown to the model: OBSERVATION_LIMIT unless a replay set another."""
+    return _CUT.get()
+
+
+@contextmanager
+def observations_cut_at(limit: int | None):
+    """Within the block, observations are cut at `limit` characters (None: as usual)."""
+    token = _CUT.set(limit if limit is not None else _CUT.get())
+    try:
+        yield
+    finally:
+        _CUT.reset(token)
 INDENT = "  "  # before each continuation line of an observation (replies.continued)
 
 
@@ -35,9 +56,11 @@ def cap(text: str, limit: int, indent: str = "") -> str:
     return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{indent}{tail}"[:limit]
 
 
-def observation_text(step: int, text: str, limit: int | None = OBSERVATION_LIMIT) -> str:
+def observation_text(step: int, text: str, limit: int | None = USUAL) -> str:
     """An observation as the model is shown it: its continuation lines indented (replies.continued), then cut to
-    `limit` characters (None: whole). The one rendering: the invariants and the fact states read it back."""
+    `limit` characters (None: whole; by default, the cut in force). The one rendering: the invariants and the fact
+    states read it back."""
+    limit = observation_cut() if limit == USUAL else limit
     body = continued(text)
     return f"Observation{step}: {body if limit is None else cap(body, limit, INDENT)}"  # the cut tail indented too
 
@@ -50,6 +73,7 @@ class Step:
     observations: list = field(default_factory=list)  # the observation events answering them, in order
     request: dict | None = None  # the program's request this reply answers (the --finish call)
     parts: list | None = field(default=None, repr=False)  # as rendered once it has its observation: it cannot change
+    parts_cut: int = field(default=0, repr=False)  # the observation cut they were rendered under
     terms: dict | None = field(default=None, repr=False)  # its words and their counts, for relevance (retrieve, budget)
 
     @property
@@ -170,11 +194,12 @@ def question_part(turn: Turn) -> tuple[str, Part]:
     return turn.part
 
 
-def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION_LIMIT) -> list[tuple[str, Part]]:
-    """A step as the model saw it, its observation cut to `limit` characters; `stand_in` replaces the observation
-    with a marked placeholder (elide)."""
-    usual = stand_in is None and limit == OBSERVATION_LIMIT
-    if usual and step.parts is not None:
+def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL) -> list[tuple[str, Part]]:
+    """A step as the model saw it, its observation cut to `limit` characters (by default, the cut in force);
+    `stand_in` replaces the observation with a marked placeholder (elide)."""
+    limit = observation_cut() if limit == USUAL else limit
+    usual = stand_in is None and limit == observation_cut()
+    if usual and step.parts is not None and step.parts_cut == limit:
         return step.parts
     parts = []
     if step.request:
@@ -201,7 +226,7 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = OBSERVATION
             continue
         parts.append(("user", Part(kind, shown, call=call, said=said if call else None)))
     if usual and len(step.observations) >= max(len(calls), 1):
-        step.parts = parts
+        step.parts, step.parts_cut = parts, limit
     return parts
 
 
@@ -281,7 +306,7 @@ class View:
     # the order of the earlier turns (their question's index), when not as it happened
     arrangement: list[int] | None = None
     note: str | None = None  # a marker shown first, saying how the view was made (budget's order)
-    limit: int = OBSERVATION_LIMIT  # characters of each observation shown
+    limit: int = field(default_factory=observation_cut)  # characters of each observation shown
 
     def why_hidden(self, step: int) -> str | None:
         """Why the step whose reply is at trace index `step` is not shown (NOT_SHOWN, FORGOTTEN), or None."""

@@ -118,10 +118,14 @@ def test_the_page_shows_each_decision(tmp_path):
 
 def controlled_by_stdin() -> None:
     """In the child, after it starts a session of its own: its stdin (the pseudo-terminal) becomes its controlling
-    terminal, so that Ctrl-C typed there is SIGINT to its foreground processes, the agent and the servers it starts."""
+    terminal, so that Ctrl-C typed there is SIGINT to its foreground processes, the agent and the servers it starts;
+    SIGINT is as a shell leaves it (not ignored, not blocked), whatever the test process did with it."""
     import fcntl
+    import signal
     import termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Terminal:

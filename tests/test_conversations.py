@@ -1,5 +1,6 @@
 """The second shipped conversation, conversations/support.jsonl: its script records it, its facts are what the facts
 file says, and every policy of the README's replay renders it without breaking an invariant."""
+import json
 import os
 import subprocess
 import sys
@@ -177,3 +178,41 @@ def test_a_stable_threshold_too_small_to_hold_anything_still_appends_between_reb
     [tiny] = replay(header, events, ["stable:1"], facts=[], points=[])
     breaks = sum(tiny.repeated[call] != tiny.sizes[call - 1] for call in range(1, len(tiny.sizes)))
     assert tiny.violations == 0 and breaks <= len(tiny.sizes) // 2  # never a rebuild at every call
+
+
+def test_the_observation_cut_is_a_setting_of_the_replay_and_what_it_loses_is_counted_apart(tmp_path, capsys):
+    """A code stated only past 2,000 characters of a long result: under full history it is cut (✂), not gone, and the
+    headline share leaves those cells out; with --observation-cut 8000 full history keeps it. The setting ends with
+    the replay."""
+    from policies.rendering import observation_cut
+    from views.reports import kept_share
+
+    page = "Filler about nothing. " * 120 + "The door code is 4471-QX. " + "More filler. " * 200  # in the middle
+    script = {"tools": ["add_numbers"], "turns": [
+        {"user": "Read the building notes.", "steps": [{"thought": "Read them.", "action": "notes()",
+                                                       "result": page}], "answer": "Read."},
+        {"user": "Thanks. What is 2 + 3?", "steps": [{"thought": "Add.", "action": "add_numbers(2, 3)"}],
+         "answer": "5"}]}
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    facts = tmp_path / "f.json"
+    facts.write_text(json.dumps({"probe_turns": [2, 3], "facts": [
+        {"id": "code", "text": "4471-QX", "gold": "4471-QX", "phrasings": ["What is the door code?"]}]}))
+    trace = str(tmp_path / "t.jsonl")
+    assert command_line.main(["--record", str(tmp_path / "s.json"), "--trace", trace]) == 0
+    capsys.readouterr()
+    for cut, state in ((None, "cut"), (8000, "kept")):
+        argv = ["--replay", trace, "--facts", str(facts), "--policies", "full", "--json"]
+        assert command_line.main(argv + (["--observation-cut", str(cut)] if cut else [])) == 0
+        replayed = json.loads(capsys.readouterr().out)
+        assert replayed["setup"]["observation_cut"] == (cut or 2000)
+        assert set(replayed["policies"][0]["facts"]["code"].values()) == {state}
+    assert observation_cut() == 2000  # the setting did not outlive the replay
+    header, events = read_trace_file(trace)
+    loaded, declared = load_facts(header, str(facts))
+    [report] = replay(header, events, ["full"], facts=loaded, points=probe_points(declared, events))
+    assert kept_share(report) is None  # every stated cell was cut: none is held against full history
+    assert command_line.main(["--replay", trace, "--facts", str(facts), "--policies", "full"]) == 0
+    assert "2 cells ✂: lost to the cap, a setting of the replay" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit) as refused:
+        command_line.main(["--replay", trace, "--observation-cut", "50"])
+    assert refused.value.code == 2 and "must be between 100 and 100000 characters" in capsys.readouterr().err

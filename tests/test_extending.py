@@ -84,7 +84,8 @@ def test_the_tool_added_with_its_entry_leaves_every_recording_and_its_checks_as_
         assert DEFAULT_TOOLS == before + [word_count]
         for name in ["long.jsonl", "superbowl.jsonl"]:
             test_compare.test_shipped_conversations_are_what_the_builder_records(name, tmp_path)
-        test_conversations.test_the_support_script_records_the_shipped_trace(tmp_path, capsys)
+        for name in ["support", "renovation"]:
+            test_conversations.test_the_script_records_the_shipped_trace(name, tmp_path, capsys)
         test_conversations.test_the_short_script_records_the_shipped_trace_and_fits_the_offline_reader(tmp_path, capsys)
         test_qwen.test_the_loops_first_prompt_is_the_golden_one()
         test_evaluation.test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today()

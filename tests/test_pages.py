@@ -504,7 +504,9 @@ def test_replay_page_names_every_fact_state_and_marks_an_unknown_one(counter):
                for name, state in [("full", "cut"), ("window:1", "partly"), ("elide:1", "lost in a future version")]]
     cells = parse(replay_page(header, events, reports, counter)).one("table", "facts").all("td")
     assert [cell.text for cell in cells] == ["✂ cut", "◐ partly", "? unknown"]
-    assert cells[0].attrs["title"] == "cut: the observation stating it was shown cut, without it"
+    assert cells[0].attrs["title"] == ("cut: the observation stating it was shown cut by the observation cap, without "
+                                       "it: lost to the cap (a setting of the replay, --observation-cut), not to the "
+                                       "policy")
 
 
 def test_replay_page_shows_every_probe_answer_with_its_verdict(counter):

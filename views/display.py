@@ -27,6 +27,7 @@ from views.reports import caching_cells
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 from tools.approval import approval_line
+from policies.rendering import observation_cut
 
 
 
@@ -331,8 +332,11 @@ def replay_warnings(console: Console, reports, measured, window: tuple[int, str]
 
 def facts_table(measured, facts, points) -> Table:
     """Each planted fact's state under each policy, at each probe point, left to right."""
-    kept = Table(title="Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
-                       "the observation cap, ✗ gone, – not stated yet)", title_justify="left")
+    cut = sum(state == "cut" for report in measured for states in report.facts.values() for state in states.values())
+    kept = Table(title=f"Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
+                       f"the {observation_cut():,}-character observation cap, ✗ gone, – not stated yet)"
+                       + (f"; {cut} cells ✂: lost to the cap, a setting of the replay (--observation-cut), not to the "
+                          "policy" if cut else ""), title_justify="left")
     kept.add_column("fact")
     for report in measured:
         kept.add_column(plain(report.policy), justify="center")

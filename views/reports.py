@@ -163,8 +163,11 @@ def context_chart(reports: list[PolicyReplay], counter_name: str, points: list[P
 
 def kept_share(report: PolicyReplay) -> float | None:
     """The share of (fact, probe point) cells where the fact, once stated, is in the context: kept counts 1, partly
-    (under some phrasings) ½, cut or gone 0. None when no fact was stated at any probe point."""
-    marks = [state for states in report.facts.values() for state in states.values() if state != "unstated"]
+    (under some phrasings) ½, gone 0. A cell cut by the observation cap is left out: the cap is a setting of the
+    replay, and what it loses is counted apart (the facts tables' ✂), not against the policy. None when no fact was
+    stated at any probe point."""
+    marks = [state for states in report.facts.values() for state in states.values()
+             if state not in ("unstated", "cut")]
     return sum({"kept": 1.0, "partly": 0.5}.get(state, 0.0) for state in marks) / len(marks) if marks else None
 
 

@@ -20,7 +20,8 @@ from views.reports import caching_cells, context_chart, frontier, frontier_sente
 FACT_STATES = {
     "kept": ("kept", "✓", "kept: its exact text is in the context"),
     "partly": ("partly", "◐", "partly: in the context for some probe questions, not for others"),
-    "cut": ("cut", "✂", "cut: the observation stating it was shown cut, without it"),
+    "cut": ("cut", "✂", "cut: the observation stating it was shown cut by the observation cap, without it: lost to "
+                        "the cap (a setting of the replay, --observation-cut), not to the policy"),
     "gone": ("gone", "✗", "gone: its exact text is not in the context"),
     "unstated": ("unstated", "–", "not stated yet at this point"),
 }
