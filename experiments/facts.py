@@ -32,6 +32,9 @@ class Fact:
     phrasings: list[str] = field(default_factory=list)  # the probe questions
     statement: str = ""  # the fact in one sentence, for the facts-only control
     kind: str = ""  # where and how it was planted, in words
+    # False: tracked, but not to be kept (a distractor, a superseded value): where it is still in a context is shown,
+    # and counted apart, never as recall; it is not asked about, nor given to the facts-only control
+    keep: bool = True
 
 
 @dataclass
@@ -80,6 +83,8 @@ def _facts_file_problem(data) -> str | None:
         for name in ("gold", "statement", "kind"):
             if item.get(name) is not None and not isinstance(item[name], str):
                 return f"fact {number}: \"{name}\" must be text"
+        if not isinstance(item.get("keep", True), bool):
+            return f"fact {number}: \"keep\" must be true or false"
         for name in ("distractors", "stale", "phrasings"):
             values = item.get(name, [])
             if not isinstance(values, list) or not all(isinstance(value, str) for value in values):

@@ -121,7 +121,7 @@ def _tasks(events: Sequence[dict], instructions: dict, sessions: dict, facts: li
     """(answer to fill, context, fact) for every question asked at one probe point: each stated fact with a gold
     value, each phrasing, each repeat, under each policy and the two controls."""
     prefix = events[:point.index]
-    known = [fact for fact in facts if stated(fact, prefix)]
+    known = [fact for fact in facts if fact.keep and stated(fact, prefix)]
     tasks = []
     for fact in (fact for fact in known if fact.gold):
         for number, question in enumerate(fact.phrasings[:phrasings], 1):

@@ -51,6 +51,7 @@ class PolicyReplay:
     summary_output: int = 0
     over_window: int = 0  # calls whose context is larger than the model's window
     repeated: list[int] = field(default_factory=list)  # at each call, tokens that repeat the previous call's prefix
+    not_to_keep: list[str] = field(default_factory=list)  # facts tracked but not to be kept (Fact.keep False)
 
     @property
     def total(self) -> int:
@@ -229,7 +230,8 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
     reports = []
     for spec in specs:
         policy = make_policy(spec)
-        report = PolicyReplay(policy.name, caveat=policy.replay_caveat(events))
+        report = PolicyReplay(policy.name, caveat=policy.replay_caveat(events),
+                              not_to_keep=[fact.id for fact in facts if not fact.keep])
         session, position = list(events), list(range(len(events) + 1))
         if policy.needs_summaries:
             made = summarised(policy, events, counter.count, summaries)

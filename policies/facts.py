@@ -15,7 +15,7 @@ from dataclasses import replace
 from models import Part
 from policies.base import Policy
 from policies.invariants import KEY_FACTS
-from policies.rendering import Conversation, View
+from policies.rendering import Conversation, View, read_conversation
 
 MAX_FACTS = 60
 SHORT_RESULT = 160  # characters: a tool result this short is a fact; a longer one is a document
@@ -41,17 +41,36 @@ class KeyFacts(Policy):
         block = Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {line}" for line in lines))
         return replace(view, blocks=view.blocks + [(self.where, block)])
 
+    def replay_caveat(self, events) -> str:
+        """Said when the block could not hold every fact the rule found: the oldest dropped out."""
+        try:
+            found = len(all_facts(read_conversation(events).turns))
+        except ValueError:  # no instructions: nothing was rendered
+            return ""
+        return (f"its block holds the latest {MAX_FACTS} of the {found} facts the rule finds in this session, so the "
+                f"oldest {found - MAX_FACTS} (a standing instruction among them, if said early) dropped out of it"
+                if found > MAX_FACTS else "")
+
 
 def key_facts(conversation: Conversation) -> list[str]:
     """The facts the rule finds in every turn before the current one, oldest first, the latest MAX_FACTS."""
+    return all_facts(conversation.turns[:-1])[-MAX_FACTS:]
+
+
+def all_facts(turns, before: int | None = None) -> list[str]:
+    """Every fact the rule finds in these turns (with `before`, only in the questions and steps before that trace
+    index), oldest first, each once."""
     found = []
-    for turn in conversation.turns[:-1]:
+    for turn in turns:
+        if before is not None and turn.index >= before:
+            break
         found += statements(turn.question["text"])
-        for observation in (observation for step in turn.steps for observation in step.observations):
+        steps = [step for step in turn.steps if before is None or step.index < before]
+        for observation in (observation for step in steps for observation in step.observations):
             if observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
                     and not observation["text"].startswith(("Error", "Warning")):
                 found.append(f"{observation['call']} returned {' '.join(observation['text'].split())}")  # one line
-    return list(dict.fromkeys(found))[-MAX_FACTS:]
+    return list(dict.fromkeys(found))
 
 
 def statements(text: str) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from models import Part
 from policies.base import Policy
-from policies.facts import MAX_FACTS, SHORT_RESULT, statements
+from policies.facts import MAX_FACTS, all_facts
 from policies.invariants import KEY_FACTS
 from policies.rendering import Conversation, View, question_part, step_parts
 from tokens import local_counter
@@ -92,16 +92,4 @@ def facts_block(facts: list[str]) -> Part:
 def facts_before(conversation: Conversation, boundary: int) -> list[str]:
     """The key facts (policies/facts.py's rule) in the questions and the steps before trace index `boundary`, the
     latest MAX_FACTS."""
-    found = []
-    for turn in conversation.turns:
-        if turn.index >= boundary:
-            break
-        found += statements(turn.question["text"])
-        for step in turn.steps:
-            if step.index >= boundary:
-                break
-            for observation in step.observations:
-                if observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
-                        and not observation["text"].startswith(("Error", "Warning")):
-                    found.append(f"{observation['call']} returned {' '.join(observation['text'].split())}")
-    return list(dict.fromkeys(found))[-MAX_FACTS:]
+    return all_facts(conversation.turns, before=boundary)[-MAX_FACTS:]

@@ -216,3 +216,52 @@ def test_the_observation_cut_is_a_setting_of_the_replay_and_what_it_loses_is_cou
     with pytest.raises(SystemExit) as refused:
         command_line.main(["--replay", trace, "--observation-cut", "50"])
     assert refused.value.code == 2 and "must be between 100 and 100000 characters" in capsys.readouterr().err
+
+
+def test_a_fact_tracked_but_not_to_be_kept_is_counted_apart_never_as_recall(tmp_path, capsys):
+    """long.jsonl's distractor, a colleague's booking KX-4417-B, tracked with keep false: full history keeps it, which
+    is noise, not recall; it is not asked about; a keep that is not true or false is refused."""
+    from experiments.probe import _tasks
+    from views.reports import kept_share, noise_kept
+
+    long = os.path.join(CONVERSATIONS, "long.jsonl")
+    facts = json.loads(open(long[:-6] + ".facts.json", encoding="utf-8").read())
+    facts["facts"].append({"id": "colleague", "text": "KX-4417-B", "gold": "KX-4417-B", "keep": False,
+                           "phrasings": ["What is my colleague's booking?"]})
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    header, events = read_trace_file(long)
+    loaded, declared = load_facts(header, str(path))
+    points = probe_points(declared, events)
+    full, window = replay(header, events, ["full", "window:2"], facts=loaded, points=points)
+    assert kept_share(full) == 1.0 and noise_kept(full) == 1.0 and noise_kept(window) == 0.0
+    instructions = next(event for event in events if event["type"] == "instructions")
+    asked = _tasks(events, instructions, {}, loaded, points[-1], 1, 1, TokenCounter())
+    assert asked and all(fact.id != "colleague" for _, _, fact in asked)
+    assert command_line.main(["--replay", long, "--facts", str(path), "--policies", "full,window:2"]) == 0
+    assert "colleague: KX-4417-B (tracked, not to be kept)" in capsys.readouterr().out
+    facts["facts"][-1]["keep"] = "no"
+    path.write_text(json.dumps(facts))
+    assert command_line.main(["--replay", long, "--facts", str(path)]) == 2
+    assert "\"keep\" must be true or false" in capsys.readouterr().err
+
+
+def test_a_key_facts_block_that_cannot_hold_every_fact_says_so_in_the_replay(tmp_path, capsys, monkeypatch):
+    """More statements than the block holds (its cap made 5 here, to keep the session short): the oldest (the standing
+    instruction among them) drop out of it, and the replay says so beside every policy with the block."""
+    import policies.facts
+
+    monkeypatch.setattr(policies.facts, "MAX_FACTS", 5)
+    turns = [{"user": "Always answer in French from now on.", "steps": [], "answer": "D'accord."}]
+    turns += [{"user": f"My locker number {n} is on floor {n % 7}.", "steps": [], "answer": "Noted."}
+              for n in range(7)]
+    (tmp_path / "s.json").write_text(json.dumps({"tools": ["add_numbers"], "turns": turns}))
+    trace = str(tmp_path / "t.jsonl")
+    assert command_line.main(["--record", str(tmp_path / "s.json"), "--trace", trace]) == 0
+    header, events = read_trace_file(trace)
+    facts, alone, window = replay(header, events, ["facts", "window:0+facts", "window:2"], facts=[], points=[])
+    said = "its block holds the latest 5 of the 8 facts the rule finds in this session, so the oldest 3"
+    assert said in facts.caveat and said in alone.caveat and window.caveat == ""
+    capsys.readouterr()
+    assert command_line.main(["--replay", trace, "--policies", "facts,window:2"]) == 0
+    assert said in " ".join(capsys.readouterr().out.split())

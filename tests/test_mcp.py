@@ -146,6 +146,21 @@ def test_a_server_that_cannot_be_used_is_one_line_before_the_run(spec, said, mon
     assert said in str(refused.value) and "\n" not in str(refused.value) and "secret" not in str(refused.value)
 
 
+def test_a_tool_named_like_another_servers_is_refused_naming_both(running, monkeypatch):
+    """What a second server meets when it lists a tool the first one offers (a server's tools are taken as it starts;
+    the refusal is the same code as for a built-in tool's name); TINYREACT_MCP names several, separated by ;."""
+    import re
+    from tools.mcp import specs_from_environment
+    server, tool = running.servers[0], running.named["read_note"]
+    assert running.taken["read_note"] == f"MCP server {server.label}"
+    listed = type("Listed", (), {"name": "read_note", "input_schema": tool.mcp["schema"], "annotations": None})()
+    said = f"offers a tool 'read_note', but MCP server {server.label} has that name: the tools of a run need names"
+    with pytest.raises(McpError, match=re.escape(said)):
+        running._tool(server, listed)
+    monkeypatch.setenv("TINYREACT_MCP", " a b ; http://x/mcp ;; ")
+    assert specs_from_environment() == ["a b", "http://x/mcp"]
+
+
 def test_thousands_of_tools_are_cut_to_the_first_ones_in_one_line(running):
     assert len(running.tools) == 128 and running.notes == [
         f"MCP server {running.servers[0].label} lists 2,010 tools: only the first 128 are offered"]
@@ -180,10 +195,6 @@ def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(
     trace = tmp_path / "run.jsonl"
     assert cli.main(["What is on my grocery list?", "--mcp", f"{SERVER} --tag {tag}", "--trace", str(trace)]) == 0
     assert "eggs, flour, 2 lemons" in capsys.readouterr().out and not alive(tag)
-    monkeypatch.setenv("TINYREACT_MCP", f"{SERVER}; {SERVER} --clash")
-    assert cli.main(["--tools"]) == 2
-    assert f"--clash offers a tool 'read_note', but MCP server python {HERE}/mcp_server.py has that name: the tools " \
-           "of a run need names of their own" in capsys.readouterr().err
     monkeypatch.setenv("TINYREACT_MCP", SERVER)
     assert cli.main(["--tools"]) == 0
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}

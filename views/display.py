@@ -23,7 +23,7 @@ from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from redaction import StreamRedactor
 from replies import continued
-from views.reports import caching_cells
+from views.reports import caching_cells, noise_kept
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 from tools.approval import approval_line
@@ -276,6 +276,10 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     if facts and measured and points:
         console.print(facts_table(measured, facts, points))
         console.print(plain(f"probe points, left to right: {'; '.join(p.label for p in points)}", "dim"))
+        noise = [(report.policy, share) for report in measured if (share := noise_kept(report)) is not None]
+        if noise:
+            console.print(plain("facts tracked but not to be kept, still in the context (counted apart from the facts "
+                                "kept): " + ", ".join(f"{policy} {share:.0%}" for policy, share in noise), "dim"))
     size_plot(console, measured, calls)
     if answers is not None:
         probe_tables(console, answers, model, counter)
@@ -341,7 +345,7 @@ def facts_table(measured, facts, points) -> Table:
     for report in measured:
         kept.add_column(plain(report.policy), justify="center")
     for fact in facts:
-        row = [f"{fact.id}: {fact.text[:40]}"]
+        row = [f"{fact.id}: {fact.text[:40]}" + ("" if fact.keep else " (tracked, not to be kept)")]
         for report in measured:
             marks = report.facts.get(fact.id, {})
             row.append(" ".join(STATE_MARKS[marks[p.label]] for p in points if p.label in marks))

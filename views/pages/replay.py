@@ -130,7 +130,9 @@ def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[Policy
                          if gone_at and css in ("gone", "cut", "partly") else "")
                 cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}{where}</td>')
             rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
-        out.append(f'<h3 title="{esc(fact.kind)}">{esc(fact.id)}: <q>{esc(fact.text)}</q></h3>'
+        out.append(f'<h3 title="{esc(fact.kind)}">{esc(fact.id)}: <q>{esc(fact.text)}</q>'
+                   + ('' if fact.keep else ' <span class="note">tracked, not to be kept: where it is still in the '
+                      'context is counted apart, never as recall</span>') + '</h3>'
                    f'<table class="facts" data-fact="{esc(fact.id)}"><thead><tr><th>policy</th>{labels}</tr></thead>'
                    f'<tbody>{"".join(rows)}</tbody></table>')
     out.append(f'<p class="legend">{" · ".join(shown.values())}</p>')
