@@ -392,7 +392,12 @@ def test_a_replay_says_what_it_cannot_show_of_a_policy_whose_tools_the_recording
     assert replay(header, pinned, ["pinned"])[0].caveat == ""
     assert command_line.main(["--replay", SUPER_BOWL, "--policies", "full,pinned"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "pinned: the recorded replies never pin a note" in out and "full: the recorded" not in out
+    assert "* pinned: the recorded replies never pin a note" in out and "full: the recorded" not in out
+    assert "│ pinned * │" in out  # marked in the table itself
+    from views.pages import replay_page
+    page = replay_page(header, events, list(reports.values()))
+    totals = page[page.index('class="totals"'):page.index("</table>", page.index('class="totals"'))]
+    assert "what this replay cannot show" in totals and "the recorded replies never pin a note" in totals
 
 
 def test_record_turns_a_script_into_a_trace_that_replays(tmp_path, capsys):

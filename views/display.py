@@ -299,8 +299,8 @@ def totals_table(measured, path: str, calls: int) -> Table:
         change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != BASELINE else ""
         summary = (f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})"
                    if report.summary_calls else "")
-        table.add_row(*map(plain, [report.policy, f"{report.total:,}", change, f"{report.peak:,}", summary,
-                                   report.over_window or "", report.violations]))
+        table.add_row(*map(plain, [report.policy + (" *" if report.caveat else ""), f"{report.total:,}", change,
+                                   f"{report.peak:,}", summary, report.over_window or "", report.violations]))
     return table
 
 
@@ -330,8 +330,8 @@ def replay_warnings(console: Console, reports, measured, window: tuple[int, str]
     for report in reports:
         if report.note:
             console.print(plain(f"{report.policy}: {report.note}.", "yellow" if not report.measured else "dim"))
-        if report.caveat:
-            console.print(plain(f"{report.policy}: {report.caveat}.", style="yellow"))
+        if report.caveat:  # marked * in the table
+            console.print(plain(f"* {report.policy}: {report.caveat}.", style="yellow"))
 
 
 def facts_table(measured, facts, points) -> Table:

@@ -86,14 +86,16 @@ def totals_table(reports: list[PolicyReplay]) -> str:
     baseline = next((report.total for report in reports if report.policy == BASELINE), None)
     extra = [("summary calls", "summary_calls"), ("calls over the window", "over_window")]
     extra = [(name, attribute) for name, attribute in extra if any(getattr(report, attribute) for report in reports)]
+    caveats = any(report.caveat for report in reports)  # a column only when a row has something to say
     rows = []
     for report in reports:
         change = f"{(report.total / baseline - 1) * 100:+.0f}%" if baseline and report.policy != BASELINE else ""
         rows.append([esc(report.policy), f"{report.total:,}", change, f"{report.peak:,}", str(report.violations),
                      *(f"{getattr(report, attribute):,}" for _, attribute in extra),
-                     *(f"{report.buckets.get(name, 0):,}" for name in BUCKET_NAMES)])
+                     *(f"{report.buckets.get(name, 0):,}" for name in BUCKET_NAMES)]
+                    + ([esc(report.caveat)] if caveats else []))
     columns = ["policy", "input tokens, all calls", "vs full", "peak context", "invariant violations",
-               *(name for name, _ in extra), *BUCKET_NAMES]
+               *(name for name, _ in extra), *BUCKET_NAMES] + (["what this replay cannot show"] if caveats else [])
     return "<h2>What each policy would have sent</h2>" + table(columns, rows, "totals")
 
 
