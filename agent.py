@@ -26,7 +26,7 @@ from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
 from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES: the text protocol's, re-exported)
 from tokens import TokenCounter, local_counter
 from tools import DEFAULT_TOOLS, bind_arguments, bind_named, named_arguments
-from tools.approval import Approval
+from tools.approval import Approval, shown
 from traces import Trace
 
 __version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
@@ -204,13 +204,15 @@ class TinyReAct:
     def _approved(self, tool: Callable, args: tuple, kwargs: dict, call: str) -> tuple[Callable, tuple, dict, str]:
         """The call as a person allowed it (its arguments perhaps edited) when it needs their yes, the decision
         recorded; Refused, telling the model, when it is declined."""
-        named = named_arguments(tool, args, kwargs)
-        decision = self.approval.decide(tool, named, lambda edited: bind_named(tool, edited))
-        if decision is None:
+        if self.approval.why(tool) is None:
             return tool, args, kwargs, call
+        try:
+            named = named_arguments(tool, args, kwargs)
+        except TypeError as problem:
+            raise Refused(f"Error: {tool.__name__}(): {problem}.") from None
+        decision = self.approval.decide(tool, named, lambda edited: bind_named(tool, edited))
         self.trace.add("approval", tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why,
-                       arguments=json.dumps(named, ensure_ascii=False),
-                       **({"edited": json.dumps(decision.arguments, ensure_ascii=False)} if decision.edited else {}))
+                       arguments=shown(named), **({"edited": shown(decision.arguments)} if decision.edited else {}))
         if not decision.run:
             asked = "the person declined it" if decision.by == "the person" else f"it needs a person's yes " \
                                                                                   f"and got none: {decision.by}"

@@ -1,11 +1,10 @@
 """A person's yes on the terminal before a tool runs: when one is needed is tools/approval.py's; the question is
 asked here, on stderr, and answered on the terminal that stdin is. With no terminal there, nobody is asked (the call
 is declined), so a piped or scheduled run never waits for an answer."""
-import json
 import os
 import sys
 
-from tools.approval import CHOICES, Approval
+from tools.approval import CHOICES, Approval, choice, shown
 from views.terminal import clean
 from cli.output import UsageError
 
@@ -36,19 +35,19 @@ def terminal_asker(display):
     why it asks and the arguments, then one letter; `e` offers the arguments as JSON to edit."""
     def ask(tool, arguments: dict, why: str, problem: str | None) -> tuple[str, str | None]:
         display.close()  # the spinner stops and a streamed reply ends before the question is printed
-        current = json.dumps(arguments, ensure_ascii=False)
+        current = shown(arguments)
         if problem is None:
             where = f"from the MCP server {tool.mcp['server']}" if hasattr(tool, "mcp") else "built in"
             say(f"Run {tool.__name__} ({where})? A yes is needed: {why}.")
             say(f"  arguments: {current}")
         else:
             say(f"  those arguments were not taken: {problem}")
-        choice = ""
-        while choice not in CHOICES:
-            choice = answer(PROMPT).strip().lower()[:1]
-        if choice == "e":
-            return choice, answer("  arguments as JSON (Enter keeps them): ", current) or current
-        return choice, None
+        chosen = None
+        while chosen is None:
+            chosen = choice(answer(PROMPT))
+        if chosen == "e":
+            return chosen, answer("  arguments as JSON (Enter keeps them): ", current) or current
+        return chosen, None
     return ask
 
 

@@ -183,10 +183,14 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
         except ValueError as problem:
             display.note(f"error: {problem}")
     elif command == "/confirm" and argument in ("on", "off"):
-        agent.approval.confirm = argument == "on"
-        display.note("asking before every tool call" if agent.approval.confirm else
+        approval = agent.approval
+        approval.confirm = argument == "on"
+        if approval.confirm:  # every call, as it says: not --yes, nor a tool allowed for the session before
+            approval.yes = False
+            approval.allowed.clear()
+        display.note("asking before every tool call" if approval.confirm else
                      "asking only before MCP tools that may be destructive" + (" (but --yes runs them all)"
-                                                                              if agent.approval.yes else ""))
+                                                                              if approval.yes else ""))
     elif command == "/reset":
         agent.reset()
         display.note("a new conversation; the trace keeps the old one")

@@ -175,4 +175,6 @@ def _rows(path: Path) -> dict[str, Price]:
 
 
 def _dollars(value) -> bool:
-    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= MAX_DOLLARS
+    """A price: a number from 0 to MAX_DOLLARS (a whole number of any size is compared as it is: a float of it could
+    overflow)."""
+    return type(value) in (int, float) and (type(value) is int or math.isfinite(value)) and 0 <= value <= MAX_DOLLARS

@@ -265,3 +265,50 @@ def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa
     seen = [e["text"] for e in written if e["type"] == "observation"]
     assert seen[0].startswith("Declined: delete_note(title='groceries') was not run, because the person declined it")
     assert seen[2] == "ho ho ho" and seen[-1] == "(the tool returned nothing)"  # every note deleted
+
+
+def test_what_the_person_is_shown_is_what_runs(capsys, monkeypatch):
+    """Characters a terminal would swallow or reorder are shown as escapes, on the question and in the trace; a value
+    JSON cannot hold is shown as itself, not a crash; a keyword named like *args is refused, not shown as another
+    call; only a whole answer counts ("abort" is not "a")."""
+    import cli.approval
+    hidden = "ls notes\x9d; rm -rf ~/projects \x9c\u202e"
+    typed, prompts = iter(["abort", "n"]), []
+    monkeypatch.setattr(cli.approval, "answer", lambda prompt, prefill="": prompts.append(prompt) or next(typed))
+    ask = cli.approval.terminal_asker(type("Display", (), {"close": lambda self: None})())
+    agent = TinyReAct(ScriptedModel([f'Action: remove("{hidden}")', "Answer: no"]), tools=[remove],
+                      approval=Approval(ask=ask))
+    agent.query("Tidy up")
+    said = capsys.readouterr().err
+    assert '"ls notes\\u009d; rm -rf ~/projects \\u009c\\u202e"' in said and len(prompts) == 2  # asked again
+    assert events(agent, "approval")[0]["arguments"] == '{"path": "ls notes\\u009d; rm -rf ~/projects \\u009c\\u202e"}'
+
+    def shred(paths) -> str:
+        """Shred files."""
+        return "shredded"
+    shred.mcp = {"server": "s", "name": "shred", "schema": {}, "destructive": "its MCP server marks it destructive"}
+    agent = TinyReAct(ScriptedModel(['Action: shred({"/home", "/etc"})', "Answer: no"]), tools=[shred])
+    agent.query("?")  # a set: no JSON, and no traceback
+    assert events(agent, "approval")[0]["arguments"] in ('''{"paths": "{'/home', '/etc'}"}''',
+                                                         '''{"paths": "{'/etc', '/home'}"}''')
+
+    def run(*args, **kwargs) -> str:
+        """Run a command."""
+        return f"ran {args} {kwargs}"
+    run.mcp = {"server": "s", "name": "run", "schema": {}, "destructive": "its MCP server marks it destructive"}
+    agent = TinyReAct(ScriptedModel(['Action: run("rm", "-rf", "/", args="--help")', "Answer: no"]), tools=[run],
+                      approval=Approval(yes=True))
+    agent.query("?")
+    [observation] = [event["text"] for event in events(agent, "observation")]
+    assert "named like its parameter 'args' cannot be shown" in observation and not events(agent, "approval")
+
+
+def test_confirm_on_in_a_chat_started_with_yes_asks_again(monkeypatch, capsys):
+    import io
+    model = ScriptedModel(["Action: add_numbers(2, 3)", "Answer: 5", "Action: add_numbers(2, 3)", "Answer: no"])
+    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm on\n2+3?\n"))
+    monkeypatch.setenv("TINYREACT_YES", "1")
+    assert cli.main(["--chat", "-q"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "declined by no one to ask (no terminal)" in err  # --yes no longer answers for the person

@@ -265,3 +265,11 @@ def test_a_key_facts_block_that_cannot_hold_every_fact_says_so_in_the_replay(tmp
     capsys.readouterr()
     assert command_line.main(["--replay", trace, "--policies", "facts,window:2"]) == 0
     assert said in " ".join(capsys.readouterr().out.split())
+
+
+def test_noise_and_recall_leave_out_the_same_cells_the_cut_decided():
+    from experiments.replay import PolicyReplay
+    from views.reports import kept_share, noise_kept
+    report = PolicyReplay("p", facts={"real": {"a": "kept", "b": "cut"}, "stale": {"a": "kept", "b": "cut"}},
+                          not_to_keep=["stale"])
+    assert kept_share(report) == 1.0 and noise_kept(report) == 1.0

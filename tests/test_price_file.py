@@ -22,6 +22,7 @@ def refused(monkeypatch, capsys, path) -> str:
     (json.dumps({"models": {"m": {"input": 1e308, "cached_input": 0, "output": 1}}}), "up to 100,000"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 2, "output": 1}}}), "cached_input above input"),
     ('{"models": {"m": ' + " " * 1_000_001 + "}}", "1,000,020 bytes, more than 1,000,000"),
+    ('{"models": {"m": {"input": 1' + "0" * 400 + ', "cached_input": 0, "output": 1}}}', "up to 100,000"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "cache_write": "1.25x"}}}),
      "has a cache_write that is not dollars per million tokens"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "min_cache_tokens": 1024.5}}}),

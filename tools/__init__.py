@@ -110,6 +110,10 @@ def named_arguments(tool: Callable, args: tuple, kwargs: dict) -> dict:
     for name, value in signature(tool).bind(*args, **kwargs).arguments.items():
         kind, default = parameters[name].kind, parameters[name].default
         if kind is inspect.Parameter.VAR_KEYWORD:
+            clash = sorted(set(value) & set(parameters))
+            if clash:  # spread out, it would hide the value of the parameter it is named like
+                raise TypeError(f"a keyword argument named like its parameter {clash[0]!r} cannot be shown or "
+                                "checked unambiguously: give each value one name")
             named.update(value)
         elif kind is inspect.Parameter.VAR_POSITIONAL:
             named[name] = list(value)

@@ -73,6 +73,20 @@ class Approval:
             return Decision(choice == "y", arguments, "the person", why)
 
 
+def shown(arguments: dict) -> str:
+    """Arguments as a person reads them before saying yes: JSON in ASCII, so that no control or direction character a
+    model put in them can hide or reorder what runs (each is an escape such as \\u009d), and a value JSON cannot hold
+    (a set, bytes) as its Python repr."""
+    return json.dumps(arguments, ensure_ascii=True, default=repr)
+
+
+def choice(typed: str) -> str | None:
+    """A person's answer as one of CHOICES: the letter or its word (y, yes, n, no, e, edit, a, always); None for
+    anything else, which is asked again ("abort" is not "a")."""
+    words = {"y": "y", "yes": "y", "n": "n", "no": "n", "e": "e", "edit": "e", "a": "a", "always": "a"}
+    return words.get(typed.strip().lower())
+
+
 def _edited(text: str | None, check: Callable[[dict], object]) -> tuple[dict, str | None]:
     """Arguments as the person edited them, and what is wrong with them (None when the tool can take them)."""
     try:

@@ -173,9 +173,10 @@ def kept_share(report: PolicyReplay) -> float | None:
 
 def noise_kept(report: PolicyReplay) -> float | None:
     """The share of cells where a fact tracked but not to be kept (a distractor, a superseded value) is still in the
-    context, once stated: counted apart from recall. None when there is no such fact."""
+    context, once stated: counted apart from recall; cells the observation cut decided are left out, as in
+    kept_share. None when there is no such fact."""
     marks = [state for fact, states in report.facts.items() if fact in report.not_to_keep
-             for state in states.values() if state != "unstated"]
+             for state in states.values() if state not in ("unstated", "cut")]
     return sum({"kept": 1.0, "partly": 0.5}.get(state, 0.0) for state in marks) / len(marks) if marks else None
 
 
@@ -338,7 +339,7 @@ def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], po
     the probe's settings). With a probe: every answer, and the tallies by probe point and by fact with Wilson
     intervals."""
     def costs(report: PolicyReplay) -> dict:
-        if not priced:
+        if not priced or not report.measured:  # a policy not measured has no cost, not a cost of $0
             return {}
         name, price = priced
         return {"cacheable": report.cacheable(price),
