@@ -9,7 +9,8 @@ two Markdown tables for each: input tokens over all calls, the share of full his
 violations, and each planted fact's state at each probe point (✓ kept under every phrasing, ◐ under some, ✂ cut
 by the observation cap, ✗ gone, – not stated yet; a policy that cannot be measured says so in its row); then the
 input cost without and with prompt caching at gemini-3.8-flash's list price; then each policy's cost with caching
-against full history's under five providers' caching rules (RULES).
+against full history's under five providers' caching rules (RULES), with the frontier of cost with caching against
+facts kept under each.
 """
 import argparse
 import os
@@ -64,7 +65,20 @@ def by_rule(reports) -> str:
         if report.measured and report.policy != "full":
             lines.append(f"| {report.policy} | " + " | ".join(
                 f"{report.input_cost(price, True) / full.input_cost(price, True):.0%}" for price in prices) + " |")
+    lines.append("| **frontier**: cost with caching against facts kept | " + " | ".join(
+        frontier_of(reports, price, full) for price in prices) + " |")
     return "\n".join(lines) + "\n"
+
+
+def frontier_of(reports, price, full) -> str:
+    """The policies no other beats on both cost with caching (at `price`'s rule) and the share of facts kept, from the
+    cheapest, each as policy (cost against full history's, share kept)."""
+    from views.reports import frontier, kept_share
+
+    points = [(r.policy, r.input_cost(price, True), share) for r in reports
+              if r.measured and (share := kept_share(r)) is not None]
+    return "; ".join(f"{policy} ({cost / full.input_cost(price, True):.0%}, {share:.0%})"
+                     for policy, cost, share in frontier(points))
 
 
 def cannot_show(report) -> str:
