@@ -59,18 +59,18 @@ class Approval:
         problem = None
         while True:
             try:
-                choice, text = self.ask(tool, arguments, why, problem)
+                answered, text = self.ask(tool, arguments, why, problem)
             except EOFError:
                 return Decision(False, arguments, "no answer (the input ended)", why)
-            if choice == "e":
+            if answered == "e":
                 edited, problem = _edited(text, check)
                 if problem is None:
                     return Decision(True, edited, "the person", why, edited=edited != arguments)
                 continue
-            if choice == "a":
+            if answered == "a":
                 self.allowed.add(tool.__name__)
                 return Decision(True, arguments, "the person, for the session", why)
-            return Decision(choice == "y", arguments, "the person", why)
+            return Decision(answered == "y", arguments, "the person", why)
 
 
 def shown(arguments: dict) -> str:
