@@ -144,14 +144,7 @@ def _protocols(text: str) -> list[str]:
 
 
 def _characters(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of characters, got {text!r}") from None
-    if not 100 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"must be between 100 and 100000 characters (a recorded observation holds "
-                                         f"at most 100,000), got {value}")
-    return value
+    return _whole_number(text, 100, 100_000, " characters", " (a recorded observation holds at most 100,000)")
 
 
 def _context_choice(text: str) -> str:
@@ -162,12 +155,17 @@ def _context_choice(text: str) -> str:
 
 
 def _positive_int(text: str) -> int:
+    return _whole_number(text, 1, 1000)
+
+
+def _whole_number(text: str, low: int, high: int, unit: str = "", why: str = "") -> int:
+    """An option's whole number from `low` to `high` (of `unit`, for the messages; `why` says why the bound)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a whole number{unit and ' of' + unit}, got {text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be between {low} and {high}{unit}{why}, got {value}")
     return value
 
 

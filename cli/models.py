@@ -98,8 +98,8 @@ def list_tools(args, policy: Policy, specs: list[str]) -> int:
     width = max(len(tool.__name__) for tool, _ in rows)
     for tool, source in rows:
         why = approval.why(tool)
-        asks = f"  · asks first: {why}" if why and not approval.yes else f"  · runs without asking (--yes): {why}" \
-            if why else ""
+        asks = ("" if not why else f"  · runs without asking (--yes): {why}" if approval.yes
+                else f"  · asks first: {why}")
         print(f"{tool.__name__:<{width}}  {source}{clean(asks)}")
     return EXIT_ANSWERED
 

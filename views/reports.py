@@ -166,16 +166,20 @@ def kept_share(report: PolicyReplay) -> float | None:
     (under some phrasings) ½, gone 0. A cell cut by the observation cap is left out: the cap is a setting of the
     replay, and what it loses is counted apart (the facts tables' ✂), not against the policy. None when no fact was
     stated at any probe point."""
-    marks = [state for fact, states in report.facts.items() if fact not in report.not_to_keep
-             for state in states.values() if state not in ("unstated", "cut")]
-    return sum({"kept": 1.0, "partly": 0.5}.get(state, 0.0) for state in marks) / len(marks) if marks else None
+    return _share_in_context(report, noise=False)
 
 
 def noise_kept(report: PolicyReplay) -> float | None:
     """The share of cells where a fact tracked but not to be kept (a distractor, a superseded value) is still in the
     context, once stated: counted apart from recall; cells the observation cut decided are left out, as in
     kept_share. None when there is no such fact."""
-    marks = [state for fact, states in report.facts.items() if fact in report.not_to_keep
+    return _share_in_context(report, noise=True)
+
+
+def _share_in_context(report: PolicyReplay, noise: bool) -> float | None:
+    """Over the facts to keep (or, with `noise`, those not to be kept), the share of cells where the fact, once
+    stated, is in the context: kept 1, partly ½, gone 0; a cell the observation cut decided is left out."""
+    marks = [state for fact, states in report.facts.items() if (fact in report.not_to_keep) == noise
              for state in states.values() if state not in ("unstated", "cut")]
     return sum({"kept": 1.0, "partly": 0.5}.get(state, 0.0) for state in marks) / len(marks) if marks else None
 
