@@ -241,40 +241,22 @@ def test_an_unknown_gemini_finish_reason_prints_no_sdk_warning(gemini):
 
 
 def test_chat_on_a_terminal_takes_a_line_longer_than_the_terminal_holds(openai):
-    import os
-    import pty
-    import select
-    import subprocess
-    import sys
+    from terminals import Terminal
     server = openai(["Answer: long"])
     question = "x" * 5000 + " end"
-    leader, follower = pty.openpty()
-    agent = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(cli.__path__[0]), "agent.py"), "--chat",
-                              "--model", "openai:m"], stdin=follower, stdout=follower, stderr=follower,
-                             env={**os.environ, "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8,
-                                  "TERM": "dumb"})
-    os.close(follower)
-    shown = b""
-
-    def read_until(marker: bytes) -> None:
-        nonlocal shown
-        while marker not in shown:
-            assert select.select([leader], [], [], 20)[0], f"no {marker!r} on the terminal: {shown[-300:]!r}"
-            shown += os.read(leader, 65536)
-
+    terminal = Terminal(["--chat", "--model", "openai:m"],
+                        {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
     try:
-        read_until(b"> ")
+        terminal.wait_for("> ")
         for start in range(0, len(question), 1000):  # pasted
-            os.write(leader, question[start:start + 1000].encode())
-        os.write(leader, b"\r")
-        read_until(b"Answer: long")
-        shown = shown.partition(b"Answer: long")[2]
-        read_until(b"> ")
-        os.write(leader, b"\x04")  # Ctrl-D at an empty prompt leaves
-        assert agent.wait(timeout=30) == 0
+            terminal.type(question[start:start + 1000])
+        terminal.type("\r")
+        terminal.wait_for("Answer: long")
+        terminal.wait_for("> ")
+        terminal.type("\x04")  # Ctrl-D at an empty prompt leaves
+        assert terminal.exit_code() == 0
     finally:
-        agent.kill()
-        os.close(leader)
+        terminal.close()
     asked = server.bodies[0]["messages"][-1]["content"]
     assert asked.endswith("Question: " + question)  # whole: the terminal's 4,095-character line limit did not cut it
 
