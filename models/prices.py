@@ -90,8 +90,9 @@ def price_of(model: str, table: dict | None = None) -> Price | None:
 
 
 def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None:
-    """The cost of calls, each (the model that answered, input tokens, of them cached, output tokens); None when a
-    model of them has no listed price. An embedded model's calls, and those to your own server, cost 0."""
+    """The cost of calls, each (the model that answered, input tokens, of them cached, output tokens), by the price's
+    caching rule: cached tokens at the cached price, the rest of a call at least the rule's minimum long at the write
+    price; None when a model of them has no listed price. An embedded model's calls, and those to your own server, cost 0."""
     if backend in FREE:
         return Cost(0.0, FREE[backend], "", "nothing is billed")
     try:
@@ -104,7 +105,10 @@ def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None
         if price is None:
             return None
         cached = min(max(cached, 0), input_tokens)
-        total += ((input_tokens - cached) * price.input + cached * price.cached_input
+        # the rest of a prompt long enough to be cached was written to the cache: at the write price where the
+        # provider bills writes (the replay's rule, experiments/replay.py)
+        rest = price.write if input_tokens >= price.minimum else price.input
+        total += ((input_tokens - cached) * rest + cached * price.cached_input
                   + output_tokens * price.output) / 1_000_000
         priced = (model, price)
     if priced is None:

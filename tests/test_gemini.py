@@ -349,3 +349,21 @@ def test_a_model_without_a_listed_price_has_no_cost_and_a_price_file_can_add_one
     assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it"]) == 2
     assert capsys.readouterr().err == (f"error: {prices}: the price of x needs input, cached_input, output as dollars "
                                        "per million tokens (numbers of 0 or more, up to 100,000)\n")
+
+
+def test_a_live_runs_cost_pays_the_write_premium_on_what_was_not_read_from_the_cache(gemini, capsys, monkeypatch,
+                                                                                       tmp_path):
+    """A row whose provider bills cache writes: the uncached part of a call at least the minimum long is priced at
+    the write price, as the replay prices it; a shorter call at the input price."""
+    import cli
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {"gemma-3-27b-it": {
+        "input": 1, "cached_input": 0.1, "output": 2, "cache_write": 1.25, "min_cache_tokens": 1024}}}))
+    monkeypatch.setenv("TINYREACT_PRICES", str(prices))
+    gemini([gemini_response("Thought: add\nAction: add_numbers(2, 2)", prompt_tokens=1000, output_tokens=20),
+            gemini_response("Answer: 4", prompt_tokens=1040, output_tokens=8, cached_tokens=1000)])
+    assert cli.main(["What is 2 + 2?", "--model", "gemma-3-27b-it", "--json"]) == 0
+    # the first call, under the minimum: 1,000 at $1; the second, 1,040 long: 1,000 read at $0.10, 40 written at $1.25
+    expected = (1000 * 1 + 40 * 1.25 + 1000 * 0.1 + 28 * 2) / 1e6
+    assert json.loads(capsys.readouterr().out)["cost"]["usd"] == round(expected, 10)
