@@ -93,9 +93,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --replay: also save the context-size chart as SVG")
     group.add_argument("--csv", type=_given, metavar="FILE",
                        help="with --replay: also save per-call context sizes and buckets as CSV")
-    group.add_argument("--prices-of", type=_given, metavar="MODEL", dest="prices_of",
+    group.add_argument("--prices-of", type=_given, metavar="MODEL[,MODEL...]", dest="prices_of",
                        help="with --replay: what each policy's input would cost at this model's list price, with and "
-                            f"without prompt caching (default: {PRICED_REPLAY}; see models/prices.json)")
+                            "without prompt caching, by its caching rule; several models, several rules, the first "
+                            f"the one --json's input_cost follows (default: {PRICED_REPLAY}; see models/prices.json)")
     group.add_argument("--observation-cut", type=_characters, metavar="N", dest="observation_cut",
                        help="with --replay: characters of each observation shown (default: 2000, as in a run); facts "
                             "lost to the cut are counted apart from those a policy loses")

@@ -27,7 +27,7 @@ class Replaying:
     summaries: object = None  # experiments.replay.Summaries: compact:T's summaries, cached beside the trace
     window: int | None = None  # the context window reports are checked against
     window_model: str = ""  # whose it is
-    priced: tuple | None = None  # (a model's name, its list price) for the input cost with and without caching
+    priced: list | None = None  # (a model's name, its list price) for each rule the input cost is given under
     reports: list = field(default_factory=list)
     answers: list | None = None  # with --probe
     stopped: BaseException | None = None  # what ended probing early: Ctrl-C, or the model failing
@@ -126,18 +126,25 @@ def _replay_model(args, run: Replaying) -> None:
     run.priced = _replay_price(args.prices_of)
 
 
-def _replay_price(asked: str | None) -> tuple | None:
-    """(a model, its list price) for a replay's input cost with and without prompt caching: --prices-of's, which
-    must be listed, or by default PRICED_REPLAY's (None if a price file replaced the table without it)."""
-    name = asked or PRICED_REPLAY
+def _replay_price(asked: str | None) -> list | None:
+    """[(a model, its list price)] for a replay's input cost with and without prompt caching: --prices-of's, each
+    of which must be listed, the first the one the tables follow; by default PRICED_REPLAY's (None if a price file
+    replaced the table without it)."""
+    names = list(dict.fromkeys(name.strip() for name in (asked or PRICED_REPLAY).split(",")))
     try:
-        price = price_of(name)
+        priced = [(name, price_of(name)) for name in names]
     except ModelConfigError as problem:
         raise UsageError(str(problem)) from None
-    if price is None and asked:
-        raise UsageError(f"--prices-of: no listed price for {name} in models/prices.json (or TINYREACT_PRICES): "
-                         f"listed are {', '.join(prices())}")
-    return (name, price) if price else None
+    unlisted = [name for name, price in priced if price is None]
+    if unlisted and asked:
+        raise UsageError(_unlisted(unlisted))
+    return None if unlisted else priced
+
+
+def _unlisted(names: list[str]) -> str:
+    named = ", ".join(name or "an empty name" for name in names)
+    return (f"--prices-of: no listed price for {named} in models/prices.json (or TINYREACT_PRICES): "
+            f"listed are {', '.join(prices())}")
 
 
 def _probe(args, run: Replaying, specs: list[str], counter) -> None:

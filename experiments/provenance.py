@@ -12,32 +12,36 @@ from policies.rendering import observation_cut
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def provenance(trace: str, facts: str | None, priced: tuple | None, probe: dict | None = None,
+def provenance(trace: str, facts: str | None, priced: list | None, probe: dict | None = None,
                counter: str = "") -> dict:
-    """The setup of a replay: `priced` is (a model's name, its Price), `probe` the probe's settings or None."""
-    name, price = priced if priced else (None, None)
+    """The setup of a replay: `priced` is a list of (a model's name, its Price), the first the one the tables' costs
+    follow; `probe` the probe's settings or None."""
+    rules = [caching_rule(name, price) for name, price in priced or []]
     return {
         "tinyreact": __version__, "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).date()
         .isoformat(), "trace": {"path": trace, "sha256": digest(trace)},
         "facts": {"path": facts, "sha256": digest(facts)} if facts else {"path": None, "from": "the trace's header"},
         "observation_cut": observation_cut(), "counter": counter,
-        "caching_rule": {"priced_as": name, "rule": price.rule(), "min_cache_tokens": price.minimum,
-                         "cache_write": price.write, "prices_read": price.read, "source": price.source,
-                         "until": price.until or None} if price else None,
+        "caching_rule": rules[0] if rules else None, "caching_rules": rules,
         "probe": probe,
     }
+
+
+def caching_rule(name: str, price) -> dict:
+    return {"priced_as": name, "rule": price.rule(), "min_cache_tokens": price.minimum, "cache_write": price.write,
+            "prices_read": price.read, "source": price.source, "until": price.until or None}
 
 
 def said(setup: dict) -> str:
     """The setup in one line, as the tables and the page end with it."""
     facts = setup["facts"]
-    rule = setup["caching_rule"]
     return " · ".join(filter(None, [
         f"TinyReAct {setup['tinyreact']}" + (f" ({setup['commit'][:12]})" if setup["commit"] else ""),
         setup["date"], f"trace sha256 {setup['trace']['sha256'][:16]}",
         f"facts sha256 {facts['sha256'][:16]}" if facts.get("sha256") else "facts from the trace's header",
         f"observations cut at {setup['observation_cut']:,} characters",
-        f"costs at {rule['priced_as']}: {rule['rule']}" if rule else "",
+        *(f"costs at {rule['priced_as']}: {rule['rule']}" for rule in setup.get("caching_rules") or
+          filter(None, [setup.get("caching_rule")])),
         ("probe: " + ", ".join(f"{key} {value}" for key, value in setup["probe"].items())) if setup["probe"] else ""]))
 
 

@@ -92,7 +92,8 @@ def price_of(model: str, table: dict | None = None) -> Price | None:
 def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None:
     """The cost of calls, each (the model that answered, input tokens, of them cached, output tokens), by the price's
     caching rule: cached tokens at the cached price, the rest of a call at least the rule's minimum long at the write
-    price; None when a model of them has no listed price. An embedded model's calls, and those to your own server, cost 0."""
+    price; None when a model of them has no listed price. An embedded model's calls, and those to your own server,
+    cost 0."""
     if backend in FREE:
         return Cost(0.0, FREE[backend], "", "nothing is billed")
     try:

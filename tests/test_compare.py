@@ -601,12 +601,25 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it_by_the_
     assert not unmeasured["measured"] and "input_cost" not in unmeasured  # no cost, rather than $0
     rule = replayed["setup"]["caching_rule"]
     assert rule["min_cache_tokens"] == 4096 and rule["until"] == "2026-12-31"
+    # several rules at once: the first is input_cost, as before; every one is under input_cost_under, and in the setup
+    assert command_line.main(["--replay", LONG, "--policies", "full,window:2", "--prices-of",
+                              "gemini-3.8-flash,gpt-5.6-sol", "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    window_costs = next(p for p in replayed["policies"] if p["policy"] == "window:2")
+    assert window_costs["input_cost"]["with_cache"] == round(window.input_cost(gemini, True), 8)
+    sol = price_of("gpt-5.6-sol")
+    assert window_costs["input_cost_under"]["gpt-5.6-sol"] == {
+        "priced_as": "gpt-5.6-sol", "cacheable": window.cacheable(sol),
+        "no_cache": round(window.input_cost(sol, False), 8), "with_cache": round(window.input_cost(sol, True), 8)}
+    assert [rule["priced_as"] for rule in replayed["setup"]["caching_rules"]] == ["gemini-3.8-flash", "gpt-5.6-sol"]
 
 
 def test_prices_of_a_model_without_a_listed_price_is_one_line(capsys):
     assert command_line.main(["--replay", SUPER_BOWL, "--prices-of", "gpt-nothing"]) == 2
     assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for gpt-nothing "
                                               "in models/prices.json")
+    assert command_line.main(["--replay", SUPER_BOWL, "--prices-of", "gemini-3.8-flash,,gpt-nothing"]) == 2
+    assert capsys.readouterr().err.startswith("error: --prices-of: no listed price for an empty name, gpt-nothing ")
 
 
 def test_the_pareto_frontier_is_the_policies_nothing_beats_on_both_counts():

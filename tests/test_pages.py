@@ -695,24 +695,30 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
     header, events = read_trace_file(SUPER_BOWL)
     reports = replay(header, events, ["full", "window:2"], counter)
     root = parse(replay_page(header, events, reports, counter,
-                             priced=("gemini-3.8-flash", price_of("gemini-3.8-flash"))))
+                             priced=[("gemini-3.8-flash", price_of("gemini-3.8-flash"))]))
     rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
             for row in root.one("table", "caching").one("tbody").all("tr")}
     assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
     price = price_of("gemini-3.8-flash")
     assert reports[0].peak < 4096 and rows["full"][0] == "0%" and rows["full"][1] == rows["full"][2]  # all under 4,096
-    said = replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price))
+    said = replay_page(header, events, reports, counter, priced=[("gemini-3.8-flash", price)])
     assert "by gemini-3.8-flash's rule: a repeated prefix of 4,096 tokens or more is read at $0.075" in said
     assert "the price holds until 2026-12-31" in said
     from experiments.provenance import provenance
-    setup = provenance(SUPER_BOWL, None, ("gemini-3.8-flash", price))
-    shown = parse(replay_page(header, events, reports, counter, priced=("gemini-3.8-flash", price), setup=setup))
+    setup = provenance(SUPER_BOWL, None, [("gemini-3.8-flash", price)])
+    shown = parse(replay_page(header, events, reports, counter, priced=[("gemini-3.8-flash", price)], setup=setup))
     assert "observations cut at 2,000 characters · costs at gemini-3.8-flash" in shown.one("p", "setup").text
     cheap = ("a 1,024 minimum", Price(0.75, 0.075, 3.75, "", "", min_cache_tokens=1024))
-    rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]] for row in parse(replay_page(
-        header, events, reports, counter, priced=cheap)).one("table", "caching").one("tbody").all("tr")}
-    assert rows["full"][0] == f"{reports[0].cacheable(cheap[1]) / reports[0].total:.0%}" != "0%"
-    assert rows["full"][2] < rows["full"][1]
+    both = parse(replay_page(header, events, reports, counter, priced=[("gemini-3.8-flash", price), cheap]))
+    gemini_rows, cheap_rows = [{row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
+                                for row in table.one("tbody").all("tr")} for table in both.all("table", "caching")]
+    assert gemini_rows == rows  # the first rule's table as before, the second's after it
+    assert cheap_rows["full"][0] == f"{reports[0].cacheable(cheap[1]) / reports[0].total:.0%}" != "0%"
+    assert cheap_rows["full"][2] < cheap_rows["full"][1]
+    # one panel of cost with caching against facts kept for each rule, each named for its model
+    panels = [text.text for text in both.one("svg", "tradeoff").all("text") if "prompt caching" in text.text]
+    assert panels == ["input cost with prompt caching, gemini-3.8-flash",
+                      "input cost with prompt caching, a 1,024 minimum"]
 
 
 def test_a_chat_page_is_titled_a_chat_and_its_total_time_is_the_time_spent_answering(counter):

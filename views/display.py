@@ -260,7 +260,7 @@ def caching_table(console: Console, measured, name: str, price) -> None:
 
 
 def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
-                  window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: tuple | None = None,
+                  window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: list | None = None,
                   setup: dict | None = None) -> None:
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
@@ -268,8 +268,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     calls = max((len(r.sizes) for r in measured), default=0)
     console.print(totals_table(measured, path, calls))
     console.print(buckets_table(measured))
-    if priced:
-        caching_table(console, measured, *priced)
+    for name, price in priced or []:
+        caching_table(console, measured, name, price)
     console.print(plain(f"Token counts: {counter}; nothing here was billed. vs full: the share of full history's input "
                         "tokens, summary calls included.", "dim"))
     replay_warnings(console, reports, measured, window, cut_on_record)

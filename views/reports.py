@@ -19,7 +19,7 @@ DASHES = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 2"]
 
 
 def svg_plot(reports: list[PolicyReplay], title: str, counter: str, points: list[ProbePoint] = (),
-             at_call: dict | None = None, answers: list[ProbeAnswer] | None = None, priced: tuple | None = None) -> str:
+             at_call: dict | None = None, answers: list[ProbeAnswer] | None = None, priced: list | None = None) -> str:
     """`--plot`: the context-size chart (`context_chart`) as a standalone SVG file with its title, and below it, when
     facts were planted, the trade-off chart of the page (cost against what is kept, the frontier named)."""
     chart = context_chart([r for r in reports if r.measured and r.sizes], counter, points, at_call, title)
@@ -264,14 +264,14 @@ def tradeoff_chart(panels: list[tuple[str, str, list[tuple[str, float, float]], 
 
 
 def tradeoff_panels(reports: list[PolicyReplay], answers: list[ProbeAnswer] | None = None,
-                    priced: tuple | None = None) -> list[tuple[str, str, list, object]]:
-    """The panels of the trade-off chart: input tokens against facts kept; with a price, the cost with prompt caching
-    against facts kept; with probe answers, input tokens against probe answers correct."""
+                    priced: list | None = None) -> list[tuple[str, str, list, object]]:
+    """The panels of the trade-off chart: input tokens against facts kept; for each (model, price) of `priced`, the
+    cost with prompt caching by that price's rule against facts kept; with probe answers, input tokens against probe
+    answers correct."""
     measured = [report for report in reports if report.measured and report.sizes]
     kept = [(r.policy, r.total, share) for r in measured if (share := kept_share(r)) is not None]
     panels = [("input tokens, all calls", "facts kept", kept, lambda value: f"{value:,.0f}")] if kept else []
-    if kept and priced:
-        name, price = priced
+    for name, price in (priced or []) if kept else []:
         costed = [(r.policy, r.input_cost(price, True), kept_share(r)) for r in measured if kept_share(r) is not None]
         panels.append((f"input cost with prompt caching, {name}", "facts kept", costed, lambda value: f"${value:.3g}"))
     if answers:
@@ -335,20 +335,22 @@ def spreadsheet_safe(value):
 
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
                 answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
-                priced: tuple | None = None, setup: dict | None = None) -> dict:
+                priced: list | None = None, setup: dict | None = None) -> dict:
     """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets,
-    `repeated` each call's tokens repeating the call before), total, peak, and with `priced` (a model's name and list
-    price) what a prefix cache could serve under its caching rule and the input cost without and with it. `setup`: what
+    `repeated` each call's tokens repeating the call before), total, peak, and with `priced` (a list of a model's name
+    and list price) what a prefix cache could serve under the first one's caching rule and the input cost without and
+    with it (`input_cost`), and the same under every one of them (`input_cost_under`, by model). `setup`: what
     makes the numbers again (experiments/provenance.py: version, date, digests, the observation cut, the caching rule,
     the probe's settings). With a probe: every answer, and the tallies by probe point and by fact with Wilson
     intervals."""
     def costs(report: PolicyReplay) -> dict:
         if not priced or not report.measured:  # a policy not measured has no cost, not a cost of $0
             return {}
-        name, price = priced
-        return {"cacheable": report.cacheable(price),
-                "input_cost": {"priced_as": name, "no_cache": round(report.input_cost(price, False), 8),
-                               "with_cache": round(report.input_cost(price, True), 8)}}
+        under = {name: {"priced_as": name, "cacheable": report.cacheable(price),
+                        "no_cache": round(report.input_cost(price, False), 8),
+                        "with_cache": round(report.input_cost(price, True), 8)} for name, price in priced}
+        first = dict(under[priced[0][0]])
+        return {"cacheable": first.pop("cacheable"), "input_cost": first, "input_cost_under": under}
 
     return {
         "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,

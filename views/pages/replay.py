@@ -32,10 +32,10 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
                 points: list[ProbePoint] | None = None, answers: list[ProbeAnswer] | None = None,
                 summaries: Summaries | None = None,
 
-                model: str | None = None, title: str | None = None, priced: tuple | None = None,
+                model: str | None = None, title: str | None = None, priced: list | None = None,
                 setup: dict | None = None) -> str:
     """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
-    marked), the totals and buckets, with `priced` (a model's name and list price) the input cost without and with
+    marked), the totals and buckets, with `priced` (models' names and list prices) the input cost without and with
     prompt caching, the state of each planted fact at each probe point, every probe answer with
     its verdict when probes ran, and every call's context under every measured policy, folded. `facts` and
     `points` default to the trace header's, as replay's do; `summaries` is the replay's, so that compact:T's
@@ -64,8 +64,7 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
         body.append("<h2>Cost against what is kept</h2>\n" + tradeoff_chart(panels))
         body += [f'<p class="frontier">{esc(frontier_sentence(frontier(points_), x_words, y_words, show_x))}</p>'
                  for x_words, y_words, points_, show_x in panels]
-    if priced:
-        body.append(caching_table(measured, *priced))
+    body += [caching_table(measured, name, price) for name, price in priced or []]
     body += [f'<p class="warning">{esc(report.policy)}: {esc(report.note)}</p>'
              for report in reports if not report.measured]
     body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
