@@ -96,8 +96,12 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     sessions = _sessions(events, specs, counter, summaries)
     tasks = [task for point in points
              for task in _tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter)]
-    _ask_all(model, tasks, jobs, progress, answers)
     order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
+    # Asked condition by condition, point by point: the calls of one condition at one point share their context up
+    # to the question, and its later points extend it, so a model that keeps the last prompt's keys and values (the
+    # embedded models) works through only what changed. The sort is stable: within a condition, the order built.
+    tasks.sort(key=lambda task: order[task[0].condition])
+    _ask_all(model, tasks, jobs, progress, answers)
     answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
     return answers
 

@@ -144,12 +144,32 @@ def test_probe_mode_scores_each_policy_and_both_controls():
     assert model.calls == 24 and answers[0].question == facts[0].phrasings[0] and answers[0].point == "call 7 (turn 1)"
 
 
+def test_probe_calls_that_share_a_context_are_asked_one_after_another():
+    """Each condition's questions at a point are asked together, so that a model keeping the last prompt's keys and
+    values (the embedded models) works through only the question: 4 runs of one context, not 24 changes."""
+    header, events = read_trace_file(SUPER_BOWL)
+    facts, declared = load_facts(header)
+    seen = []
+
+    class Recorder(Reader):
+        def generate(self, messages, stop, **options):
+            question = next(q for fact in facts for q in fact.phrasings if q in messages[-1].text)
+            seen.append("\n".join(m.text for m in messages).replace(question, ""))
+            return super().generate(messages, stop, **options)
+
+    answers = probe(events, ["full", "window:1"], Recorder("15.5 °C", "It was 15.5 °C."), facts,
+                    probe_points(declared, events))
+    runs = 1 + sum(before != after for before, after in zip(seen, seen[1:]))
+    assert len(seen) == 24 and runs == 4  # closed book, facts only, full, window:1: six questions each
+    assert [a.condition for a in answers[:2]] == ["closed book"] * 2  # the answers still come back in table order
+
+
 def test_a_probe_is_scored_on_its_answer_alone_and_a_reply_without_one_is_no_answer():
     header, events = read_trace_file(SUPER_BOWL)
     facts, declared = load_facts(header)
     # Tool calls that hold the gold value, and a reply with nothing readable: none of them answers.
     replies = ["Action1: add_numbers(15.5, 8)", "Thought: subtract_numbers(15.5, 15.5)", "15.5", "Answer: 15.5 °C"]
-    model = ScriptedModel(replies * 6)
+    model = ScriptedModel([reply for reply in replies for _ in range(6)])  # asked condition by condition
     answers = probe(events, ["full", "window:1"], model, facts, probe_points(declared, events))
     assert scores(answers) == {("closed book", "no answer"): 6, ("facts only", "no answer"): 6,
                                ("full", "no answer"): 6, ("window:1", "correct"): 6}

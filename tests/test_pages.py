@@ -514,8 +514,9 @@ def test_replay_page_shows_every_probe_answer_with_its_verdict(counter):
     facts, declared = load_facts(header)
     points = probe_points(declared, events)
     specs = ["full", "window:1"]
-    # Asked in order: each phrasing against the closed book, the facts only, then each policy.
-    model = ScriptedModel(["Answer: I don't know.", "Answer: 15.5", "Answer: It was 15.5 °C", "Answer: 20 °C"] * 6)
+    # Asked condition by condition: the closed book's six phrasings, the facts only's, then each policy's.
+    model = ScriptedModel([reply for reply in ["Answer: I don't know.", "Answer: 15.5", "Answer: It was 15.5 °C",
+                                               "Answer: 20 °C"] for _ in range(6)])
     answers = probe(events, specs, model, facts, points, counter=counter)
     assert not model.unused
     root = parse(replay_page(header, events, replay(header, events, specs, counter), counter, facts=facts,
