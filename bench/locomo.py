@@ -1,0 +1,486 @@
+"""LoCoMo, replayed: for each of the benchmark's questions, whether the dialogue turns that answer it (its evidence)
+are still in the context each policy would send when the question is asked, by LoCoMo's five categories with Wilson
+intervals, and what each policy costs with and without prompt caching under three providers' rules.
+
+    python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N] [--json] [--plot FILE.svg]
+    python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
+
+The data is not shipped: LoCoMo's repository (github.com/snap-research/locomo) has no license file, so it is read
+from the path given, as released: its data/locomo10.json (a list of ten samples, each a `conversation` and its `qa`),
+or a zip holding that file or one JSON file a conversation (the `locomo10_v2` layout: each file a conversation's
+fields and its `qa` at the top level). The tests use a small synthetic file of the same shape
+(tests/fixtures/locomo_synthetic.json), written for this project.
+
+How a conversation becomes a trace. A trace knows a user and a model, LoCoMo two people talking: the first speaker
+(`speaker_a`) is the user and the second the model, so each of the first speaker's lines is a question and the
+second speaker's reply its answer, one model call a pair, recorded through the real loop with no tools
+(experiments/recording.py). So the policies that keep the user's words (user-only, the key-facts rule) keep the
+first speaker's lines and not the second's, as they would keep a user's and not an assistant's. Each line is
+"Name: text" (whitespace made single spaces; a shared photo's caption after it as "[shares a photo: caption]"), the
+evidence looked for is that line. Each session's first question begins with its date, "[Session 3, 7:55 pm on 9
+June, 2023]", so the dates temporal questions need are in the trace as LoCoMo gives them. A session that begins
+with the second speaker gets a question holding only that date line; one that ends with the first speaker gets
+the answer "[the session ends]".
+
+What is measured. The questions are asked after the last session, as LoCoMo asks them: for each question and
+policy, the context the policy would render with the question as the current turn, and in it each evidence line:
+all there (kept), some (partly) or none (gone). A question whose evidence names no line of the conversation (a few
+do: "D10:19" in a session of 18 lines) is counted apart, not scored. The categories are numbered in the data and
+named nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as
+several answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal,
+3 open-domain, 4 single-hop, 5 adversarial.
+
+--probe asks a seeded sample of the questions of the model given, under each policy, and scores each answer
+judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
+Porter stems; category 1's answer split at commas, each part scored against the best part of the reply, averaged;
+category 3's gold cut at its first ";"; category 5 scores 1 when the reply says "no information available" or "not
+mentioned"). The stemmer is nltk's (pip install nltk).
+"""
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,budget:4000,stable"
+RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-haiku-4-5"]  # three providers' caching rules (models/prices.json)
+STATES = ["kept", "partly", "gone"]
+MAX_FILE = 200_000_000  # bytes: the data is 2.6 MB unpacked; anything this large is not it
+EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")  # "D1:3", and the data's slips: "D:11:26", "D30:05"
+ASK = ("{question} Answer in a short phrase, with the conversation's own words where you can. If the conversation "
+       "does not say, answer: Not mentioned in the conversation.")
+ENDS = "[the session ends]"
+
+
+@dataclass
+class Question:
+    number: int  # 1-based, in the conversation's qa list
+    text: str
+    answer: str  # the gold answer (category 5's adversarial answer is a wrong one, kept apart)
+    category: int
+    evidence: list[str]  # dialogue ids, "D1:3"
+
+
+@dataclass
+class Conversation:
+    name: str
+    speakers: tuple[str, str]
+    sessions: list[tuple[int, str, list[dict]]]  # (number, date, [{"dia_id", "speaker", "text", ...}])
+    questions: list[Question]
+    lines: dict[str, str] = field(default_factory=dict)  # dialogue id: the line looked for as its evidence
+
+
+def rules() -> list[tuple[str, object]]:
+    """(model, its list price) for each rule the costs are given under; a price file that drops one is an error."""
+    from models.prices import price_of
+
+    priced = [(name, price_of(name)) for name in RULES]
+    if any(price is None for _, price in priced):
+        raise DataError("a price file (TINYREACT_PRICES) replaced the table without " + ", ".join(RULES))
+    return priced
+
+
+class DataError(ValueError):
+    """The file is not LoCoMo's data: one line says why."""
+
+
+def read(path: str) -> list[Conversation]:
+    """Every conversation in the file (data/locomo10.json, or a zip of it or of one file a conversation)."""
+    if not os.path.isfile(path):
+        raise DataError(f"{path}: no such file")
+    if os.path.getsize(path) > MAX_FILE:
+        raise DataError(f"{path}: {os.path.getsize(path):,} bytes, more than LoCoMo's data could be")
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            members = sorted((info for info in archive.infolist()
+                              if info.filename.endswith(".json") and not info.is_dir()), key=lambda i: i.filename)
+            if sum(info.file_size for info in members) > MAX_FILE:
+                raise DataError(f"{path}: its JSON files unpack to more than {MAX_FILE:,} bytes")
+            loaded = [(info.filename, _json(archive.read(info), f"{path}:{info.filename}")) for info in members]
+    else:
+        with open(path, "rb") as file:
+            loaded = [(os.path.basename(path), _json(file.read(), path))]
+    samples = [(f"{name}#{n}" if isinstance(data, list) else name, sample) for name, data in loaded
+               for n, sample in enumerate(data if isinstance(data, list) else [data], 1)]
+    conversations = [conversation(name, sample) for name, sample in samples]
+    if not conversations:
+        raise DataError(f"{path}: no conversation in it (LoCoMo's data/locomo10.json, or a zip of it)")
+    return conversations
+
+
+def _json(data: bytes, where: str):
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as problem:
+        raise DataError(f"{where}: not JSON ({str(problem)[:80]})") from None
+
+
+def conversation(name: str, sample) -> Conversation:
+    """One sample, checked: its sessions in order, its questions with their evidence ids read."""
+    if not isinstance(sample, dict):
+        raise DataError(f"{name}: a sample must be an object with a conversation and its qa")
+    fields = sample.get("conversation", sample)  # data/locomo10.json nests them; the v2 files do not
+    qa = sample.get("qa")
+    if not isinstance(fields, dict) or not isinstance(qa, list):
+        raise DataError(f"{name}: a sample needs a conversation's fields and a qa list")
+    speakers = fields.get("speaker_a"), fields.get("speaker_b")
+    if not all(isinstance(speaker, str) and speaker for speaker in speakers):
+        raise DataError(f"{name}: speaker_a and speaker_b must be names")
+    sessions = []
+    for key in fields:
+        found = re.fullmatch(r"session_(\d+)", key)
+        if found and fields[key]:
+            turns = fields[key]
+            if not isinstance(turns, list) or not all(isinstance(turn, dict) and isinstance(turn.get("text"), str)
+                                                      and isinstance(turn.get("dia_id"), str) for turn in turns):
+                raise DataError(f"{name}: {key} must be a list of turns, each with a dia_id and a text")
+            sessions.append((int(found[1]), str(fields.get(f"{key}_date_time", "")), turns))
+    if not sessions:
+        raise DataError(f"{name}: no session_N holds a turn")
+    questions = []
+    for number, item in enumerate(qa, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
+                or item.get("category") not in CATEGORIES:
+            raise DataError(f"{name}: question {number} needs a question and a category from 1 to 5")
+        evidence = item.get("evidence") if isinstance(item.get("evidence"), list) else []
+        ids = [f"D{int(session)}:{int(line)}" for text in evidence if isinstance(text, str)
+               for session, line in EVIDENCE.findall(text)]
+        questions.append(Question(number, item["question"], str(item.get("answer", "")), item["category"],
+                                  list(dict.fromkeys(ids))))
+    return Conversation(name, speakers, sorted(sessions), questions)
+
+
+def line_of(turn: dict) -> str:
+    """A dialogue turn as the trace holds it, and as its evidence is looked for."""
+    text = " ".join(f"{turn.get('speaker', '?')}: {turn['text']}".split())
+    caption = turn.get("blip_caption")
+    return text + (f" [shares a photo: {' '.join(caption.split())}]" if isinstance(caption, str) and caption else "")
+
+
+def script(conv: Conversation) -> dict:
+    """The conversation as a script for --record: the first speaker's lines the questions, the second's the
+    answers; conv.lines filled with each dialogue id's line."""
+    first = conv.speakers[0]
+    turns = []
+    for number, date, session in conv.sessions:
+        waiting = [f"[Session {number}, {date}]" if date else f"[Session {number}]"]  # the next question's text
+        asked = False  # whether it holds a line of the first speaker's
+        for turn in session:
+            line = line_of(turn)
+            conv.lines[_id(turn["dia_id"])] = line
+            if turn.get("speaker") == first:
+                if asked:  # the first speaker twice in a row (not in LoCoMo): the earlier line goes unanswered
+                    turns.append({"user": " ".join(waiting), "answer": ENDS})
+                    waiting = []
+                waiting.append(line)
+                asked = True
+            else:
+                turns.append({"user": " ".join(waiting) or "[...]", "answer": line})
+                waiting, asked = [], False
+        if asked:
+            turns.append({"user": " ".join(waiting), "answer": ENDS})
+    return {"title": f"LoCoMo {conv.name}: {conv.speakers[0]} (as the user) and {conv.speakers[1]} (as the model)",
+            "tools": [], "turns": turns}
+
+
+def _id(text: str) -> str:
+    found = EVIDENCE.search(text)
+    return f"D{int(found[1])}:{int(found[2])}" if found else text
+
+
+def record(conv: Conversation, folder: str) -> list[dict]:
+    """The conversation played through the loop into a trace (under full history: no model call is made)."""
+    from experiments.recording import record_script
+    from policies.full import FullHistory
+    from traces import read_trace_file
+
+    stem = os.path.join(folder, re.sub(r"[^\w.-]", "_", conv.name))
+    with open(stem + ".script.json", "w", encoding="utf-8") as file:
+        json.dump(script(conv), file, ensure_ascii=False)
+    record_script(stem + ".script.json", stem + ".jsonl", FullHistory())
+    return read_trace_file(stem + ".jsonl")
+
+
+def evidence_state(text: str, lines: list[str]) -> str:
+    present = [line in text for line in lines]
+    return "kept" if all(present) else "partly" if any(present) else "gone"
+
+
+@dataclass
+class Measured:
+    """One policy over every conversation."""
+    policy: str
+    states: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
+    input_tokens: int = 0
+    cost: dict = field(default_factory=lambda: {"no_cache": {}, "with_cache": {}})  # by rule: dollars
+    caveat: str = ""
+
+
+def measure(conversations: list[Conversation], specs: list[str], rules: list[tuple[str, object]],
+            folder: str, progress=lambda text: None) -> tuple[list[Measured], dict]:
+    """Each policy over every conversation: the evidence's state for every question, the input tokens and cost."""
+    from experiments.facts import question_event
+    from experiments.replay import replay
+    from policies import make_policy
+    from tokens import local_counter
+
+    counter = local_counter()
+    results = {spec: Measured(make_policy(spec).name) for spec in specs}
+    unscored = Counter()
+    for number, conv in enumerate(conversations, 1):
+        progress(f"conversation {number} of {len(conversations)}: recording")
+        header, events = record(conv, folder)
+        progress(f"conversation {number} of {len(conversations)}: replaying {len(specs)} policies")
+        reports = replay(header, events, specs, counter, facts=[], points=[])
+        for spec, report in zip(specs, reports):
+            result = results[spec]
+            if not report.measured:
+                result.caveat = report.note
+                continue
+            result.caveat = result.caveat or report.caveat
+            result.input_tokens += report.total
+            for name, price in rules:
+                for cached, key in ((False, "no_cache"), (True, "with_cache")):
+                    result.cost[key][name] = result.cost[key].get(name, 0) + report.input_cost(price, cached)
+            policy = make_policy(spec)
+            for question in conv.questions:
+                lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
+                if not lines or len(lines) < len(question.evidence):
+                    unscored[conv.name] += spec == specs[0]
+                    if not lines:
+                        continue
+                text = "\n".join(m.text for m in policy.render([*events, question_event(question.text)]))
+                result.states[question.category][evidence_state(text, lines)] += 1
+    return list(results.values()), dict(unscored)
+
+
+def share(counts: Counter) -> dict:
+    from experiments.probe import wilson
+
+    n = sum(counts.values())
+    low, high = wilson(counts["kept"], n)
+    return {"kept": counts["kept"], "partly": counts["partly"], "gone": counts["gone"], "n": n,
+            "share": counts["kept"] / n if n else None, "low": low, "high": high}
+
+
+def as_json(conversations: list[Conversation], results: list[Measured], unscored: dict, rules) -> dict:
+    return {
+        "conversations": len(conversations),
+        "questions": sum(len(conv.questions) for conv in conversations),
+        "unresolved_evidence": unscored,
+        "rules": {name: price.rule() for name, price in rules},
+        "policies": {result.policy: {
+            "evidence_kept": share(sum(result.states.values(), Counter()))["share"],
+            "evidence": share(sum(result.states.values(), Counter())),
+            "by_category": {CATEGORIES[c]: share(counts) for c, counts in result.states.items()},
+            "input_tokens": result.input_tokens,
+            "cost": {key: {name: round(value, 6) for name, value in costs.items()}
+                     for key, costs in result.cost.items()},
+            "caveat": result.caveat or None}
+            for result in results},
+    }
+
+
+def table(summary: dict) -> str:
+    """The Markdown tables: evidence kept by category, then cost against full history."""
+    names = list(CATEGORIES.values())
+    rows = ["| policy | evidence kept, all | " + " | ".join(names) + " | input tokens | "
+            + " | ".join(f"with caching, {rule}" for rule in summary["rules"]) + " |",
+            "| --- | ---: | " + " ---: |" * len(names) + " ---: |" + " ---: |" * len(summary["rules"])]
+    full = summary["policies"].get("full")
+    for policy, measured in summary["policies"].items():
+        if not measured["input_tokens"]:
+            rows.append(f"| {policy} | not measured: {measured['caveat']} |")
+            continue
+        cells = [_share(measured["evidence"])] + [_share(measured["by_category"][name]) for name in names]
+        costs = [f"${measured['cost']['with_cache'][rule]:.3f}"
+                 + (f" ({measured['cost']['with_cache'][rule] / full['cost']['with_cache'][rule]:.0%})" if full
+                    else "") for rule in summary["rules"]]
+        rows.append(f"| {policy} | " + " | ".join(cells) + f" | {measured['input_tokens']:,} | "
+                    + " | ".join(costs) + " |")
+    return "\n".join(rows)
+
+
+def _share(cell: dict) -> str:
+    return "–" if cell["share"] is None else f"{cell['share']:.1%} ({cell['low']:.0%}–{cell['high']:.0%})"
+
+
+def plot(summary: dict, title: str) -> str:
+    from views.reports import tradeoff_chart
+
+    panels = []
+    for rule in summary["rules"]:
+        points = [(policy, measured["cost"]["with_cache"][rule], measured["evidence_kept"])
+                  for policy, measured in summary["policies"].items() if measured["evidence_kept"] is not None
+                  and measured["input_tokens"]]
+        panels.append((f"input cost with caching, {rule}", "evidence kept", points, lambda value: f"${value:.3g}"))
+    return tradeoff_chart(panels, title) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
+    parser.add_argument("--policies", default=POLICIES, help=f"policies to replay (default: {POLICIES})")
+    parser.add_argument("--conversations", type=int, metavar="N", help="only the first N conversations")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    parser.add_argument("--plot", metavar="FILE.svg", help="also write the cost-against-evidence chart")
+    parser.add_argument("--probe", action="store_true", help="ask a sample of the questions of --model")
+    parser.add_argument("--model", metavar="SPEC", help="with --probe: the model that answers")
+    parser.add_argument("--sample", type=int, default=20, metavar="N", help="with --probe: questions asked (20)")
+    parser.add_argument("--seed", type=int, default=1, help="with --probe: the sample's seed (1)")
+    parser.add_argument("--answers", metavar="FILE.jsonl", help="with --probe: keep every answer and its score")
+    args = parser.parse_args(argv)
+    if args.probe and not args.model:
+        parser.error("--probe needs --model SPEC")
+    try:
+        priced = rules()
+        conversations = read(args.data)[:args.conversations]
+        specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
+        from policies import make_policy
+        for spec in specs:
+            make_policy(spec)
+    except (DataError, ValueError) as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as folder:
+        if args.probe:
+            return probe_main(args, conversations, specs, folder)
+        say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
+        results, unscored = measure(conversations, specs, priced, folder, say)
+    summary = as_json(conversations, results, unscored, priced)
+    if args.plot:
+        with open(args.plot, "w", encoding="utf-8") as file:
+            file.write(plot(summary, f"LoCoMo, {summary['questions']:,} questions: cost with caching against "
+                                     "evidence kept, one point a policy"))
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(f"{summary['conversations']} conversations, {summary['questions']:,} questions; evidence kept when "
+              "asked after the last session, Wilson 95% intervals")
+        print(table(summary))
+        if unscored:
+            print(f"questions whose evidence names a line the conversation does not have (partly scored on the "
+                  f"lines it has, or not at all): {sum(unscored.values())}")
+    return 0
+
+
+# --- the probe: answers scored with LoCoMo's token F1 ---
+
+def normalise(text: str) -> str:
+    text = text.lower().replace(",", "")
+    text = "".join(ch for ch in text if ch not in '!"#$%&\'()*+-./:;<=>?@[\\]^_`{|}~')
+    return " ".join(re.sub(r"\b(a|an|the|and)\b", " ", text).split())
+
+
+def token_f1(prediction: str, gold: str, stem) -> float:
+    said = [stem(word) for word in normalise(prediction).split()]
+    wanted = [stem(word) for word in normalise(gold).split()]
+    common = sum((Counter(said) & Counter(wanted)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(said), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def score(prediction: str | None, question: Question, stem) -> float:
+    """LoCoMo's score of one answer (task_eval/evaluation.py's eval_question_answering); no answer scores 0."""
+    if prediction is None:
+        return 0.0
+    if question.category == 5:
+        said = prediction.lower()
+        return 1.0 if "no information available" in said or "not mentioned" in said else 0.0
+    gold = question.answer.split(";")[0].strip() if question.category == 3 else question.answer
+    if question.category == 1:
+        parts = [part.strip() for part in prediction.split(",")]
+        wanted = [part.strip() for part in gold.split(",")]
+        return sum(max(token_f1(part, want, stem) for part in parts) for want in wanted) / len(wanted)
+    return token_f1(prediction, gold, stem)
+
+
+def stemmer():
+    try:
+        from nltk.stem import PorterStemmer
+    except ImportError:
+        raise DataError("--probe scores with LoCoMo's token F1, which stems with nltk: pip install nltk") from None
+    return PorterStemmer().stem
+
+
+def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, stem, folder: str,
+          on_answer=lambda answer: None) -> dict[str, list[float]]:
+    """Ask each (conversation, question) of the model under each policy, the question as the current turn of the
+    conversation's trace; {policy: every answer's score}. Policy by policy and conversation by conversation, so that
+    calls sharing a context up to the question come one after another (the embedded models reuse it)."""
+    from experiments.facts import question_event
+    from policies import make_policy
+    from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
+
+    traces, scores = {}, {}
+    for spec in specs:
+        policy = make_policy(spec)
+        scores[policy.name] = []
+        for conv, question in pairs:
+            if conv.name not in traces:
+                traces[conv.name] = record(conv, folder)[1]
+            messages = policy.render([*traces[conv.name], question_event(ASK.format(question=question.text))])
+            reply = model.generate(messages, STOP_SEQUENCES)
+            said = parse_reply(cut_at_observation(reply.text)).answer
+            scores[policy.name].append(score(said, question, stem))
+            lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
+            on_answer({"policy": policy.name, "conversation": conv.name, "question": question.number,
+                       "category": CATEGORIES[question.category], "asked": question.text, "gold": question.answer,
+                       "answer": said, "reply": reply.text, "f1": round(scores[policy.name][-1], 4),
+                       "evidence": evidence_state("\n".join(m.text for m in messages), lines) if lines else None,
+                       "input_tokens": reply.input_tokens})
+    return scores
+
+
+def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
+    from models import load_model
+
+    try:
+        stem = stemmer()
+        model = load_model(args.model)
+    except Exception as problem:  # a model that cannot be loaded, nltk missing: one line
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
+    chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), min(args.sample, len(pool))))]
+    answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
+
+    def kept(answer: dict) -> None:
+        if answers:
+            answers.write(json.dumps(answer, ensure_ascii=False) + "\n")
+            answers.flush()
+        print(f"{answer['policy']} · {answer['conversation']} q{answer['question']} ({answer['category']}): "
+              f"F1 {answer['f1']:.2f} · {answer['answer']!r}", file=sys.stderr)
+
+    scores: dict[str, list[float]] = {}
+    try:
+        scores = probe(chosen, specs, model, stem, folder, kept)
+    except KeyboardInterrupt:
+        print("interrupted: the answers so far are in --answers", file=sys.stderr)
+        return 130
+    finally:
+        if answers:
+            answers.close()
+    print(f"{len(chosen)} questions (seed {args.seed}) asked of {args.model}; mean token F1 (LoCoMo's), with a "
+          "normal 95% interval")
+    for name, values in scores.items():
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / max(len(values) - 1, 1)) ** 0.5 * 1.96 / len(values) ** 0.5
+        print(f"  {name}: {mean:.3f} ({max(0.0, mean - spread):.3f}–{min(1.0, mean + spread):.3f}), "
+              f"n={len(values)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

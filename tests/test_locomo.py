@@ -1,0 +1,146 @@
+"""bench/locomo.py on a small synthetic file of LoCoMo's shape (tests/fixtures/locomo_synthetic.json, written for this
+project: the real data is not shipped): both of its released layouts read alike, a conversation becomes a trace with
+the first speaker as the user, each question's evidence is found or not in each policy's context, the JSON has the
+shape the docs give, a file that is not LoCoMo's is one line, and answers are scored with LoCoMo's token F1."""
+import json
+import os
+import sys
+import zipfile
+
+import pytest
+
+from models import ModelReply
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import locomo  # noqa: E402
+
+SYNTHETIC = os.path.join(ROOT, "tests", "fixtures", "locomo_synthetic.json")
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """The synthetic file replayed under full history and two policies that forget, as --json gives it."""
+    folder = tmp_path_factory.mktemp("locomo")
+    conversations = locomo.read(SYNTHETIC)
+    rules = [(name, price) for name, price in locomo.rules()]
+    results, unscored = locomo.measure(conversations, ["full", "window:1", "user-only:0"], rules, str(folder))
+    return conversations, locomo.as_json(conversations, results, unscored, rules)
+
+
+def test_both_released_layouts_read_alike(tmp_path):
+    """data/locomo10.json (a list of samples, fields under `conversation`), and a zip of one file a conversation
+    with the fields at the top (the locomo10_v2 layout) give the same conversations and questions."""
+    samples = json.load(open(SYNTHETIC, encoding="utf-8"))
+    archive = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("data/multimodal_dialog/locomo10_v2/", "")
+        for number, sample in enumerate(samples, 1):
+            zipped.writestr(f"data/multimodal_dialog/locomo10_v2/{number}.json",
+                            json.dumps({**sample["conversation"], "qa": sample["qa"]}))
+    listed, zipped = locomo.read(SYNTHETIC), locomo.read(str(archive))
+    assert [len(c.questions) for c in listed] == [len(c.questions) for c in zipped] == [9, 3]
+    assert [c.sessions for c in listed] == [c.sessions for c in zipped]
+    # the data's slips in evidence ids are read as LoCoMo meant them: "D:2:2", "D2:04", "D3:3; D3:5"
+    assert listed[0].questions[2].evidence == ["D2:2", "D2:4"]
+    assert listed[0].questions[4].evidence == ["D3:3", "D3:5"]
+
+
+def test_a_conversation_becomes_a_script_with_the_first_speaker_as_the_user():
+    conversation = locomo.read(SYNTHETIC)[0]
+    turns = locomo.script(conversation)["turns"]
+    assert turns[0] == {"user": "[Session 1, 9:15 am on 3 March, 2025] Ines: Hi Tomas! I finally adopted a cat last "
+                                "weekend, her name is Pimenta.",
+                        "answer": "Tomas: That's lovely, Ines! I've been training for the Porto half marathon in May."}
+    # a photo's caption follows its line; a line of two lines is one; a session the second speaker opens is asked
+    # by its date alone; one the first speaker ends is answered by a marker
+    assert conversation.lines["D1:3"].endswith("[shares a photo: a grey cat sleeping on a stack of books]")
+    assert conversation.lines["D2:4"] == "Ines: No, I had to buy a new one. It was expensive."
+    assert turns[3] == {"user": "[Session 2, 6:40 pm on 20 April, 2025]",
+                        "answer": "Tomas: Ines, I ran 18 kilometres today, my longest run yet."}
+    assert turns[6] == {"user": "Ines: Say hi to her from me.", "answer": locomo.ENDS}
+    assert len(turns) == 10  # the empty session 4 adds nothing
+
+
+def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
+    conversations, summary = measured
+    assert summary["conversations"] == 2 and summary["questions"] == 12
+    full, window = summary["policies"]["full"], summary["policies"]["window:1"]
+    assert full["evidence_kept"] == 1.0 and full["evidence"]["n"] == 11  # "D9:1" names no line: not scored
+    assert summary["unresolved_evidence"] == {"locomo_synthetic.json#1": 1}
+    # window:1 shows the last exchange only: of the first conversation, only the questions on its last session's
+    # last exchange ("D3:5" is half of question 5's evidence) keep anything
+    assert window["evidence"]["kept"] == 1 and window["evidence"]["partly"] == 1  # Wen's rye; the reading club
+    assert window["by_category"]["single-hop"]["n"] == 6 and window["by_category"]["single-hop"]["kept"] == 1
+    # user-only keeps the first speaker's lines: Ines's and Wen's evidence, never Tomas's or Ada's
+    user = summary["policies"]["user-only:0"]
+    assert user["by_category"]["adversarial"]["kept"] == 0  # its evidence, D1:2, is Tomas's
+    assert user["evidence"]["kept"] == 7  # D1:1 twice, D1:3, D2:2+D2:4, D3:3+D3:5, D1:1 (Wen), D2:2 (Wen)
+    assert user["evidence"]["partly"] == 1  # D1:3 (Wen's) and D2:1 (Ada's)
+    assert full["input_tokens"] > user["input_tokens"] > window["input_tokens"] > 0
+    assert set(full["cost"]) == {"no_cache", "with_cache"} and set(full["cost"]["no_cache"]) == set(locomo.RULES)
+
+
+def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, capsys):
+    chart = tmp_path / "locomo.svg"
+    assert locomo.main([SYNTHETIC, "--policies", "full,window:1", "--json", "--plot", str(chart)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed["policies"]) == ["full", "window:1"] and printed["questions"] == 12
+    assert chart.read_text().count("input cost with caching, ") == 3  # a panel for each provider's rule
+    assert locomo.main([SYNTHETIC, "--policies", "full,window:1"]) == 0
+    table = capsys.readouterr().out
+    assert "| full | 100.0% (74%–100%) |" in table and "with caching, gpt-5.6-sol" in table
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{not json", "not JSON"),
+    ("[]", "no conversation in it"),
+    (json.dumps([{"conversation": {"speaker_a": "A"}, "qa": []}]), "speaker_a and speaker_b must be names"),
+    (json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": "x"}, "qa": []}]),
+     "session_1 must be a list of turns"),
+    (json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": [{"dia_id": "D1:1", "text": "x"}]},
+                  "qa": [{"question": "q", "category": 9}]}]), "question 1 needs a question and a category"),
+])
+def test_a_file_that_is_not_locomo_is_one_line(tmp_path, capsys, content, says):
+    path = tmp_path / "data.json"
+    path.write_text(content)
+    assert locomo.main([str(path)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and says in line
+    assert locomo.main([str(tmp_path / "missing.zip")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_answers_are_scored_with_locomos_token_f1():
+    stem = locomo.stemmer()
+    question = locomo.Question(1, "What did Caroline research?", "Adoption agencies", 4, ["D2:8"])
+    assert locomo.score("adoption agency", question, stem) == 1.0  # stems, case and articles aside
+    assert locomo.score("the agencies for adoption", question, stem) == pytest.approx(0.8)  # "for" is one extra
+    assert locomo.score(None, question, stem) == 0.0  # no Answer line scores nothing
+    several = locomo.Question(2, "q", "Painting, kayaking, hiking", 1, [])
+    assert locomo.score("hiking, painting", several, stem) == pytest.approx(2 / 3)  # two of three parts
+    assert locomo.score("hiking and painting", several, stem) == pytest.approx(4 / 9)  # one part: half right twice
+    tricky = locomo.Question(3, "q", "", 5, [])
+    assert locomo.score("Not mentioned in the conversation.", tricky, stem) == 1.0
+    assert locomo.score("Pimenta", tricky, stem) == 0.0
+    reason = locomo.Question(4, "q", "Canada; since she loves the mountains", 3, [])
+    assert locomo.score("Canada", reason, stem) == 1.0  # category 3's gold is cut at its ";"
+
+
+def test_a_probe_asks_each_question_under_each_policy_and_scores_it(tmp_path):
+    """A reader that answers from its context: under full history it finds the cat's name, under window:1 it cannot."""
+    class Reader:
+        name, backend = "reader", "test"
+
+        def generate(self, messages, stop, **options):
+            seen = "\n".join(m.text for m in messages[:-1])
+            return ModelReply("Thought: looking\nAnswer: " + ("Pimenta" if "Pimenta" in seen
+                                                                else "Not mentioned in the conversation"))
+
+    conversation = locomo.read(SYNTHETIC)[0]
+    pairs = [(conversation, conversation.questions[0]), (conversation, conversation.questions[7])]
+    kept = []
+    scores = locomo.probe(pairs, ["full", "window:1"], Reader(), locomo.stemmer(), str(tmp_path), kept.append)
+    assert scores == {"full": [1.0, 0.0], "window:1": [0.0, 1.0]}  # the adversarial question is right when it refuses
+    assert [(k["policy"], k["evidence"]) for k in kept] == [("full", "kept"), ("full", "kept"),
+                                                            ("window:1", "gone"), ("window:1", "gone")]
