@@ -1,8 +1,10 @@
 """stable[:T]: a context made for the prompt cache. Its start stays the same from call to call and it grows only by
-appending, as full history does; when it passes T tokens it is rebuilt once: the steps before the last KEEP are left
-out (one marker says how many), and the key facts found in them by rule (policies/facts.py) go in a block right after
-the instructions, fixed until the next rebuild. So the cached prefix breaks once a rebuild, not at every call as a
-moving window breaks it.
+appending, as full history does; when it passes T tokens it is rebuilt once: it keeps the latest steps (at least KEEP)
+that fit, with their questions, the instructions and the block below, in half of T; the steps before are left out
+(one marker says how many), and the key facts found in them by rule (policies/facts.py) go in a block right after
+the instructions, fixed until the next rebuild, holding the latest that fit in a quarter of T. So a rebuilt context
+starts at most about half of T long, and the next rebuild is at least half of T of growth away: the cached prefix
+breaks once a rebuild, not at every call as a moving window breaks it.
 
 A service's cache reads what repeats the previous prompt's start at about a tenth of the input price, from a minimum
 length (1,024 to 4,096 tokens by provider): full history is cheap with it until it grows long, a window is cheap
@@ -20,8 +22,9 @@ from policies.rendering import Conversation, View, question_part, step_parts
 from tokens import local_counter
 
 KEEP = 2  # steps kept at least when the context is rebuilt, so that the step under way keeps its recent past
-KEEP_SHARE = 0.5  # and more of the latest steps, as long as they fit in this share of T (bench/stable_sweep.py)
-DEFAULT_TOKENS = 8000
+KEEP_SHARE = 0.5  # and more of the latest steps, while all it shows fits in this share of T (bench/stable_sweep.py)
+FACTS_SHARE = 0.25  # the facts block holds the latest facts that fit in this share of T
+DEFAULT_TOKENS = 10000
 
 
 class Stable(Policy):
@@ -35,13 +38,14 @@ class Stable(Policy):
         self.tokens = tokens
         self.name = "stable" if tokens == DEFAULT_TOKENS else f"stable:{tokens}"
         self._costs: dict[int, int] = {}  # a settled step's (or a question's) tokens, by trace index
+        self._found: dict[int, list[str]] = {}  # the facts block's lines of a rebuild, by its boundary
         self._counted = None  # the conversation they were counted in
 
     def choose(self, conversation: Conversation, view: View) -> View:
         boundary = self._boundary(conversation)
         if not boundary:
             return view
-        facts = facts_before(conversation, boundary)
+        facts = self._facts(conversation, boundary)
         blocks = view.blocks + ([("top", facts_block(facts))] if facts else [])
         return replace(view, hidden_before=max(view.hidden_before, boundary), blocks=blocks)
 
@@ -50,7 +54,7 @@ class Stable(Policy):
         conversation every call (each settled step's size is kept), so that it is a function of the trace alone."""
         count = local_counter().count
         if conversation is not self._counted:  # another trace, or this one read again from its start
-            self._costs, self._counted = {}, conversation
+            self._costs, self._found, self._counted = {}, {}, conversation
         steps, fixed = conversation.steps, count(conversation.instructions["text"])
         turn_of = {step.index: turn for turn in conversation.turns for step in turn.steps}
         sizes = [self._tokens(step.index, lambda: sum(count(part.text) for _, part in step_parts(step)),
@@ -63,17 +67,29 @@ class Stable(Policy):
             size, added = size + sizes[number] + (questions[turn] if turn not in shown else 0), added + 1
             shown.add(turn)
             # rebuilt, once KEEP steps were added since the last time (a T too small to hold the instructions, the
-            # facts and KEEP steps would otherwise rebuild at every call): the latest steps that fit in a share of T
+            # facts and KEEP steps would otherwise rebuild at every call): the latest steps that fit, with their
+            # questions, the instructions and the facts, in a share of T, so that the next rebuild is far off
             if size > self.tokens and added > KEEP:
                 first = number + 1 - KEEP
-                while first > 0 and sum(sizes[first - 1:number + 1]) <= self.tokens * KEEP_SHARE:
+                facts = self._facts(conversation, steps[first].index)  # the most the block can hold from here
+                room = self.tokens * KEEP_SHARE - fixed - (count(facts_block(facts).text) if facts else 0)
+
+                def from_step(start):  # the tokens of steps[start:number + 1] with their questions
+                    return sum(sizes[start:number + 1]) + sum(questions[index] for index in
+                                                              {turn_of[s.index].index for s in steps[start:number + 1]})
+                while first > 0 and from_step(first - 1) <= room:
                     first -= 1
                 boundary = steps[first].index
                 shown, added = {turn_of[kept.index].index for kept in steps[first:number + 1]}, 0
-                facts = facts_before(conversation, boundary)
-                size = (fixed + (count(facts_block(facts).text) if facts else 0) + sum(sizes[first:number + 1])
-                        + sum(questions[turn] for turn in shown))
+                facts = self._facts(conversation, boundary)
+                size = fixed + (count(facts_block(facts).text) if facts else 0) + from_step(first)
         return boundary
+
+    def _facts(self, conversation: Conversation, boundary: int) -> list[str]:
+        """The block's facts at a rebuild at `boundary`, kept once found (they depend on the trace before it alone)."""
+        if boundary not in self._found:
+            self._found[boundary] = facts_before(conversation, boundary, self.tokens * FACTS_SHARE)
+        return self._found[boundary]
 
     def _tokens(self, index: int, measure, settled: bool = True) -> int:
         """Tokens of the step or question at trace index `index`, kept once it can no longer change."""
@@ -89,7 +105,11 @@ def facts_block(facts: list[str]) -> Part:
     return Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {fact}" for fact in facts))
 
 
-def facts_before(conversation: Conversation, boundary: int) -> list[str]:
-    """The key facts (policies/facts.py's rule) in the questions and the steps before trace index `boundary`, the
-    latest MAX_FACTS."""
-    return all_facts(conversation.turns, before=boundary)[-MAX_FACTS:]
+def facts_before(conversation: Conversation, boundary: int, room: float) -> list[str]:
+    """The key facts (policies/facts.py's rule) in the questions and the steps before trace index `boundary`: the
+    latest MAX_FACTS, and of them the latest whose block fits in `room` tokens."""
+    facts = all_facts(conversation.turns, before=boundary)[-MAX_FACTS:]
+    count = local_counter().count
+    while facts and count(facts_block(facts).text) > room:
+        facts = facts[len(facts) // 8 + 1:]  # the oldest eighth out at a time: a few counts, not one per fact
+    return facts

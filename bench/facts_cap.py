@@ -1,0 +1,94 @@
+"""How many facts the key-facts block keeps (policies/facts.py's MAX_FACTS), chosen on long conversations: LoCoMo's,
+whose sessions state hundreds of facts where the shipped conversations state at most 51.
+
+    python bench/facts_cap.py PATH/locomo10.zip [--policies window:8+facts,stable]
+
+For each cap, the policies are replayed on LoCoMo's first five conversations (the tuning set; bench/locomo.py says
+how a conversation becomes a trace and what "evidence kept" means): the share of questions whose evidence is all in
+the context, and the input tokens. The rule: a bigger block is worth its tokens while it keeps evidence at a lower
+price than full history does, that is while the evidence it adds per token, from one cap to the next, is at least
+full history's evidence kept per token. The largest cap that passes every step up to it is the choice; it and the
+current cap are then reported on the other five conversations (the test set), never tuned on.
+The data is not shipped (see bench/locomo.py). A benchmark, not a test: about ten minutes on 2 cores.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+CAPS = [15, 30, 60, 120, 240, 480, 960]
+TUNING = 5  # the first five conversations, in the file's order; the rest are the test set
+
+
+def with_cap(cap: int, conversations, specs: list[str], folder: str) -> dict:
+    """{policy: (evidence kept share, input tokens)} with the block holding the latest `cap` facts."""
+    import locomo
+    import policies.facts
+    import policies.stable
+
+    policies.facts.MAX_FACTS = policies.stable.MAX_FACTS = cap  # the one setting measured; restored by the caller
+    results, _ = locomo.measure(conversations, specs, locomo.rules(), folder)
+    summary = locomo.as_json(conversations, results, {}, locomo.rules())
+    return {name: (measured["evidence_kept"], measured["input_tokens"])
+            for name, measured in summary["policies"].items()}
+
+
+def choose(rows: dict[int, tuple[float, int]], full: tuple[float, int]) -> int:
+    """The largest cap reached while every step up to it adds evidence at no more tokens per share than full
+    history's average."""
+    rate = full[0] / full[1]  # full history's evidence kept per input token
+    caps = sorted(rows)
+    chosen = caps[0]
+    for smaller, larger in zip(caps, caps[1:]):
+        gained, paid = rows[larger][0] - rows[smaller][0], rows[larger][1] - rows[smaller][1]
+        if paid > 0 and gained / paid < rate:
+            break
+        chosen = larger
+    return chosen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it")
+    parser.add_argument("--policies", default="window:8+facts,stable")
+    args = parser.parse_args()
+    import locomo
+    import policies.facts
+
+    try:
+        conversations = locomo.read(args.data)
+    except locomo.DataError as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    tuning, test = conversations[:TUNING], conversations[TUNING:]
+    specs = ["full", *args.policies.split(",")]
+    current = policies.facts.MAX_FACTS
+    with tempfile.TemporaryDirectory() as folder:
+        table = {cap: with_cap(cap, tuning, specs, folder) for cap in CAPS}
+        print(f"Tuning set: LoCoMo's first {len(tuning)} conversations, "
+              f"{sum(len(c.questions) for c in tuning):,} questions")
+        print("| cap | " + " | ".join(f"{spec}: evidence kept, input tokens" for spec in specs[1:]) + " |")
+        print("| ---: |" + " ---: |" * (len(specs) - 1))
+        for cap, row in table.items():
+            print(f"| {cap} | " + " | ".join(f"{row[name][0]:.1%}, {row[name][1]:,}" for name in list(row)[1:]) + " |")
+        full = table[CAPS[0]]["full"]
+        print(f"full history: {full[0]:.1%} at {full[1]:,} input tokens")
+        chosen = {}
+        for name in list(table[CAPS[0]])[1:]:
+            chosen[name] = choose({cap: row[name] for cap, row in table.items()}, full)
+            print(f"{name}: the rule chooses {chosen[name]}")
+        print(f"\nTest set: LoCoMo's other {len(test)} conversations, {sum(len(c.questions) for c in test):,} "
+              "questions, never tuned on")
+        for cap in sorted({current, *chosen.values()}):
+            row = with_cap(cap, test, specs, folder)
+            print(f"cap {cap}: " + "; ".join(f"{name} {kept:.1%} at {tokens:,} tokens" for name, (kept, tokens)
+                                           in row.items()))
+    policies.facts.MAX_FACTS = current
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
