@@ -326,11 +326,20 @@ def plot(summary: dict, title: str) -> str:
     return tradeoff_chart(panels, title) + "\n"
 
 
+def _span(text: str) -> tuple[int, int]:
+    """--conversations: "N" (the first N) or "A-B" (the A-th to the B-th), as a slice's start and stop."""
+    found = re.fullmatch(r"(?:(\d+)-)?(\d+)", text.strip())
+    if not found or int(found[2]) < max(1, int(found[1] or 1)):
+        raise argparse.ArgumentTypeError(f"takes N or A-B, whole numbers from 1 with A <= B, got {text!r}")
+    return int(found[1] or 1) - 1, int(found[2])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
     parser.add_argument("--policies", default=POLICIES, help=f"policies to replay (default: {POLICIES})")
-    parser.add_argument("--conversations", type=int, metavar="N", help="only the first N conversations")
+    parser.add_argument("--conversations", type=_span, metavar="N|A-B",
+                        help="only the first N conversations, or the A-th to the B-th (in the file's order, from 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     parser.add_argument("--plot", metavar="FILE.svg", help="also write the cost-against-evidence chart")
     parser.add_argument("--probe", action="store_true", help="ask a sample of the questions of --model")
@@ -343,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--probe needs --model SPEC")
     try:
         priced = rules()
-        conversations = read(args.data)[:args.conversations]
+        conversations = read(args.data)[slice(*args.conversations) if args.conversations else slice(None)]
         specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
         from policies import make_policy
         for spec in specs:
