@@ -23,7 +23,7 @@ from views.telemetry import CONVENTIONS, Span, question_spans, trace_spans
 
 INSTALL = "pip install -r requirements-otel.txt"
 REQUEST_SECONDS = 5.0  # one export, its retries included, in the background
-CLOSE_SECONDS = 0.8  # what a run waits at its end for its last spans to leave
+CLOSE_SECONDS = 0.6  # what a run waits at its end for its last spans to leave (a round trip, or a few)
 SENDING_SECONDS = 10.0  # what sending a saved trace waits for its spans to leave
 BATCH_MILLIS = 500  # how long an ended span waits for others to go with it
 # attributes a span keeps (the SDK's default is 128): a model call's content holds two a message, up to
@@ -136,7 +136,7 @@ class OtlpExport:
         closing.start()
         settled.wait(SENDING_SECONDS if self.patient else CLOSE_SECONDS)
         self._exporter.shutdown()  # a retry still waiting gives up now, and the SDK's thread with it
-        closing.join(0.1)
+        closing.join(0.05)
         if not closing.is_alive():  # else a request still under way may yet log: its lines stay kept, to the end
             self._log.detach()
         lost = self.ended - self._exporter.sent
