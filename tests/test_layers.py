@@ -9,7 +9,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Higher imports lower, never the other way; modules of one package may import each other.
 LAYER = {
     "cli": 8,  # the command line
-    "views": 7,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print, the notebook display
+    "views": 7,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print, the notebook display,
+    # a trace as OpenTelemetry spans
     "experiments": 6,  # live comparison, replay, probes, recording scripts into traces
     "agent": 5,  # the loop
     "results": 4,  # a finished run read from its events
