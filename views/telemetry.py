@@ -378,7 +378,8 @@ def _input(shown: list[Message]) -> dict:
 
 def _output(text: str, calls: list[dict], finish: str | None) -> dict:
     """What the model wrote: gen_ai.output.messages, and OpenInference's output message."""
-    parts = [{"type": "text", "content": text}] + [
+    parts = [{"type": "text", "content": text}] if text or not calls else []  # a reply of calls alone: no text
+    parts += [
         {"type": "tool_call", "id": _text(call.get("id")) or "", "name": _text(call.get("name")) or "",
          "arguments": _text(call.get("arguments"), PART_LIMIT) or ""} for call in calls]
     finish_reason = finish or ("tool_call" if calls else "stop")
