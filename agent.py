@@ -162,11 +162,13 @@ class TinyReAct:
         """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
         self._count(reply, "step", messages)
         text, calls = cap(self.protocol.written(reply.text), REPLY_LIMIT), self.protocol.calls(reply)
-        native = {"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}
+        extra = {"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}
         if reply.native and len(reply.native) <= NATIVE_LIMIT:
-            native["native"] = reply.native
+            extra["native"] = reply.native
+        if reply.finish:  # why the service says the reply ended: stop, length, content_filter, blocked
+            extra["finish"] = reply.finish
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
-                                  blocked=reply.blocked, **native)
+                                  blocked=reply.blocked, **extra)
         # read as recorded: the trace makes each lone surrogate U+FFFD
         parsed = self.protocol.read(recorded["text"], recorded_calls(recorded))
         if parsed.thought is not None:

@@ -1,5 +1,6 @@
-"""Secrets never written: the API keys set in the environment, and the user and password of a base URL set there
-(`http://user:pass@host/v1`).
+"""Secrets never written: the API keys set in the environment, the user and password of a base URL set there
+(`http://user:pass@host/v1`), and the values of the headers --otel sends its spans with (an OTLP endpoint's
+`Authorization=Basic ...` or API key).
 
 Everything the project writes passes through `redacted`: the trace as each event is added (so the file, the pages
 and the JSON made from it hold none), the terminal (views.terminal.clean), the JSON it prints and the pages, as a
@@ -11,6 +12,8 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 URL_VARIABLES = ("OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
+# `name=value` pairs separated by commas, each value URL-encoded: every value is taken for a credential
+HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 MASK = "***"
 SHORTEST = 6  # a shorter value ("test", "abc") is no secret worth mangling every text that happens to hold it
 
@@ -23,14 +26,14 @@ def secrets() -> list[str]:
     first, so that a key holding another is blanked whole. Worked out again only when the variables they come from
     change: a trace event asks for them, and that must cost next to nothing."""
     global _worked_out
-    given = tuple(map(os.environ.get, KEY_VARIABLES + URL_VARIABLES))
+    given = tuple(map(os.environ.get, KEY_VARIABLES + URL_VARIABLES + HEADER_VARIABLES))
     if given != _worked_out[0]:
         _worked_out = (given, _forms_of(given))
     return _worked_out[1]
 
 
 def _forms_of(given: tuple) -> list[str]:
-    keys, urls = given[:len(KEY_VARIABLES)], given[len(KEY_VARIABLES):]
+    keys, urls = given[:len(KEY_VARIABLES)], given[len(KEY_VARIABLES):len(KEY_VARIABLES) + len(URL_VARIABLES)]
     found = {(value or "").strip() for value in keys}
     for url in urls:
         userinfo = _userinfo(url or "")
@@ -38,10 +41,32 @@ def _forms_of(given: tuple) -> list[str]:
             user, _, password = userinfo.partition(":")
             plain = f"{unquote(user)}:{unquote(password)}"
             found |= {userinfo, password, unquote(password), plain, base64.b64encode(plain.encode()).decode()}
+    for headers in given[len(KEY_VARIABLES) + len(URL_VARIABLES):]:
+        found |= _header_values(headers or "")
     found = {value for value in found if len(value) >= SHORTEST}
     for value in list(found):
         found |= {quote(value, safe=""), quote_plus(value), *_inside_base64(value)}
     return sorted((value for value in found if len(value) >= SHORTEST), key=len, reverse=True)
+
+
+def _header_values(headers: str) -> set[str]:
+    """Each value of `name=value,name=value` as written and as sent (decoded); of `Scheme credentials`, the
+    credentials too, and of Basic ones, the `user:password` they encode and its password."""
+    found = set()
+    for pair in headers.split(","):
+        written = pair.partition("=")[2].strip()
+        value = unquote(written).strip()
+        found |= {written, value}
+        scheme, _, credentials = value.partition(" ")
+        credentials = credentials.strip()
+        found.add(credentials)
+        if scheme.lower() == "basic" and credentials:
+            try:
+                plain = base64.b64decode(credentials, validate=True).decode("utf-8")
+            except ValueError:  # not base64, or not UTF-8 inside (binascii.Error and UnicodeDecodeError are both)
+                continue
+            found |= {plain, plain.partition(":")[2]}
+    return found
 
 
 def _inside_base64(value: str) -> set[str]:

@@ -38,7 +38,7 @@ HISTORY = {
        "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the "
        "header; a stop event ending each query (reason, answer); the native protocol's fields: protocol and schemas "
        "on instructions, calls and native on replies, id on actions and observations; approval events (a person's "
-       "decision on a tool call)",
+       "decision on a tool call); finish on replies (why the service says the reply ended)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -62,7 +62,7 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "instructions": ({"text": TEXT}, {"tools": TEXT, "protocol": TEXT, "schemas": SCHEMAS}),
     "question": ({"text": TEXT}, {}),
     "reply": ({"step": WHOLE, "text": TEXT}, {"raw": TEXT, "blocked": OPTIONAL_TEXT, "calls": TOOL_CALLS,
-                                             "native": TEXT}),
+                                             "native": TEXT, "finish": TEXT}),
     "thought": ({"step": WHOLE, "text": TEXT}, {}),
     "action": ({"step": WHOLE, "text": TEXT}, {"id": TEXT}),
     "answer": ({"step": WHOLE, "text": TEXT}, {}),

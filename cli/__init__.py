@@ -8,8 +8,9 @@ Its modules, each importing only from those after it here:
 - this one: `main`, and the table of handlers, one a mode;
 - modes.py, the table of modes: which option chooses each mode, and which options go together;
 - the modes, each a handler `(args, policy, specs) -> int`: ask.py (a question, a chat), compare.py, replay.py
-  (with --probe), record.py, page.py (the page of a saved trace), models.py (--models, --verify-cache,
+  (with --probe), record.py, page.py (a saved trace: its page, its spans), models.py (--models, --verify-cache,
   --show-prompt);
+- otel.py: the exporter --otel sends a run's spans through, made once for the run;
 - arguments.py reads the options; loading.py reads what a mode needs: the .env files, the model, a saved trace;
 - output.py: the exit codes, and what every mode prints or writes.
 A mode's own modules (experiments/, the pages, rich for the terminal view) are imported inside its handler, so that
@@ -26,14 +27,14 @@ from cli.compare import compare
 from cli.models import list_tools, show_models, show_prompt, verify_cache
 from cli.modes import as_comparison, conflict, mode_of
 from cli.output import EXIT_INTERRUPTED, EXIT_OUTPUT, OutputFailed, PipeGuard, UsageError, fail, readable
-from cli.page import page_of_trace
+from cli.page import saved_trace
 from cli.record import record
 from cli.replay import replay_trace
 
 # One handler a mode, each given the arguments, the --policy and the list of policies (to compare or replay).
 HANDLERS: dict[str, Callable[[argparse.Namespace, Policy, list[str]], int]] = {
     "run": ask, "chat": ask, "compare": compare, "replay": replay_trace, "probe": replay_trace, "record": record,
-    "page": page_of_trace, "models": show_models, "verify_cache": verify_cache, "show_prompt": show_prompt,
+    "saved": saved_trace, "models": show_models, "verify_cache": verify_cache, "show_prompt": show_prompt,
     "tools": list_tools,
 }
 

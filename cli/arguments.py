@@ -27,7 +27,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "GEMINI_MAX_OUTPUT_TOKENS (8192), GOOGLE_GEMINI_BASE_URL; OPENAI_API_KEY, OPENAI_BASE_URL; "
                "OLLAMA_HOST (http://localhost:11434); LLAMACPP_BASE_URL (http://localhost:8080/v1); "
                "TINYREACT_CALL_DEADLINE (seconds for a whole model call, retries included: 120); "
-               "TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; NO_COLOR. "
+               "TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; NO_COLOR; with --otel, "
+               "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME. "
                "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 74 stdout not writable, "
                "130 interrupted.")
     parser.add_argument("question", nargs="?", help="the question to answer")
@@ -121,8 +122,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--html", type=_given, metavar="FILE.html",
                        help="also write one self-contained HTML page of the run, the chat, the comparison "
                             "or the replay")
+    group.add_argument("--otel", action="store_true",
+                       help="send the run as OpenTelemetry spans (one trace a question: the agent, each model call, "
+                            "each tool call) to the OTLP/HTTP endpoint $OTEL_EXPORTER_OTLP_ENDPOINT names: Phoenix, "
+                            "Langfuse, a collector; message content only with "
+                            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (see docs/telemetry.md)")
     group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
-                       help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file)")
+                       help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file); "
+                            "with --otel: send its spans, at the times it recorded")
     return parser.parse_args(argv)
 
 

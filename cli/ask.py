@@ -13,6 +13,7 @@ from views.terminal import clean
 from tools import DEFAULT_TOOLS
 from cli.approval import approval_for
 from cli.loading import mcp_servers, model_for_a_run
+from cli.otel import exporting
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         write_output)
 
@@ -29,14 +30,16 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
     chat = args.chat or (args.question is None and sys.stdin.isatty())
     if not chat and not (args.question or "").strip():
         return fail("no question: run  python agent.py \"your question\"  (or --chat, or --help)")
-    model = model_for_a_run(args)
-    with mcp_servers(args, DEFAULT_TOOLS) as servers:  # their processes end with the run, Ctrl-C included
-        return _run_with(args, model, policy, chat, servers.tools)
+    with exporting(args) as export:  # --otel: each question's spans, sent as it stops
+        model = model_for_a_run(args)
+        with mcp_servers(args, DEFAULT_TOOLS) as servers:  # their processes end with the run, Ctrl-C included
+            return _run_with(args, model, policy, chat, servers.tools, export)
 
 
-def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list) -> int:
-    """A question or a chat, with the built-in tools and `more_tools` (an MCP server's)."""
-    agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools)
+def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list, export=None) -> int:
+    """A question or a chat, with the built-in tools and `more_tools` (an MCP server's); its spans sent through
+    `export` (--otel)."""
+    agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools, export)
     trace = agent.trace
     try:
         return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
@@ -52,16 +55,19 @@ def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list) 
             _write_run_page(args.html, model, trace, agent.counter)
 
 
-def _agent_shown(args, model: Model, policy: Policy, tools: list) -> tuple[TinyReAct, object]:
-    """The agent of a run or a chat, its trace written to --trace, and the terminal view that shows it as it goes."""
+def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -> tuple[TinyReAct, object]:
+    """The agent of a run or a chat, its trace written to --trace (and sent through `export`), and the terminal view
+    that shows it as it goes."""
     protocol = _protocol_for(args, model)
     # rich takes longer to import than --help takes to run: only when showing a run
     from views.display import LiveDisplay
 
     quiet = args.json or args.quiet
     display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
+    follow = export.follow(_header(model)) if export else None
+    on_event = display.show if follow is None else lambda event: (display.show(event), follow(event))
     try:
-        trace = Trace(args.trace, on_event=display.show, meta=_header(model),
+        trace = Trace(args.trace, on_event=on_event, meta=_header(model),
                       on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None

@@ -10,6 +10,7 @@ from policies import Policy, make_policy
 from tokens import local_counter
 from tools import DEFAULT_TOOLS
 from cli.loading import model_for_a_run
+from cli.otel import exporting
 from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageError, fail, print_json, write_output
 
 
@@ -19,10 +20,11 @@ def compare(args, policy: Policy, specs: list[str]) -> int:
         return fail(f"--html names one of the trace files --compare writes: {args.html}")
     if not (args.question or "").strip():
         return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
-    model = model_for_a_run(args)
-    counter, runs, traces = local_counter(), [], []
-    interrupted = _run_comparison(args, specs, model, counter, runs, traces)
-    _comparison_report(args, model, counter, runs, traces, interrupted)
+    with exporting(args) as export:  # --otel: each run's spans, sent as it ends
+        model = model_for_a_run(args)
+        counter, runs, traces = local_counter(), [], []
+        interrupted = _run_comparison(args, specs, model, counter, runs, traces, export)
+        _comparison_report(args, model, counter, runs, traces, interrupted)
     if interrupted:
         planned = len(specs) * len(args.protocol or ["text"]) * (args.repeat or 1)
         print(f"interrupted after {len(runs)} of {planned} runs", file=sys.stderr)
@@ -49,14 +51,16 @@ def _comparison_report(args, model: Model, counter, runs: list, traces: list, in
         write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
 
 
-def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list) -> bool:
-    """Every run of a comparison, appended to `runs` as it ends; True when Ctrl-C stopped it (the runs that ended are
-    still reported). A rejected key, or a trace file that cannot be written, is a UsageError."""
+def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list, export=None) -> bool:
+    """Every run of a comparison, appended to `runs` as it ends (and its spans sent through `export`, --otel); True
+    when Ctrl-C stopped it (the runs that ended are still reported, the one cut short sent too). A rejected key, or a
+    trace file that cannot be written, is a UsageError."""
     from experiments.live import compare_live
     from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
     repeat = args.repeat or 1
     trace_path = lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, repeat)  # noqa: E731
+    sent = 0  # of the runs' traces
     try:
         with spinner("starting…") as update:
             for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
@@ -64,13 +68,24 @@ def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, t
                                     trace_path=trace_path, progress=lambda text: update(f"running {text}"),
                                     traces=traces, protocols=args.protocol or ["text"]):
                 runs.append(run)
+                sent = _send(export, traces, sent)
     except ModelConfigError as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
     except KeyboardInterrupt:
         return True
+    finally:
+        _send(export, traces, sent)
     return False
+
+
+def _send(export, traces: list, sent: int) -> int:
+    """The spans of the runs' traces not sent yet, through `export` (--otel, or None); returns how many are sent."""
+    if export is not None:
+        for header, events in traces[sent:]:
+            export.trace(header, events)
+    return len(traces)
 
 
 def _comparison_traces(args, specs: list[str]) -> set[str]:

@@ -16,22 +16,23 @@ from cli.arguments import DEFAULT_POLICIES, comma_separated
 class Mode:
     option: str | None  # the option that chooses it; None for a question, the default
     takes: str  # the options it works with, by their argparse names
-    needs: str | None = None  # the one option it only works with: --from needs --html; --probe, a part of --replay,
-    # needs --replay and takes what --replay takes too
+    needs: str | None = None  # the option it only works with, or those it works with one of: --from needs --html or
+    # --otel; --probe, a part of --replay, needs --replay and takes what --replay takes too
     exits: str = ""  # what a mode that does one thing and exits does, as its refusal says
 
 
 # When several modes are given, the first of them here speaks.
 MODES = {
-    "page": Mode("source", "html no_stream", needs="html"),
-    "record": Mode("record", "trace policy no_stream"),
-    "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol"),
+    "saved": Mode("source", "html otel no_stream", needs="html otel"),
+    "record": Mode("record", "trace policy no_stream otel"),
+    "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of observation_cut"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
-    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes"),
+    "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
+                         "otel"),
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp "
-                      "confirm yes"),
+                      "confirm yes otel"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
     "show_prompt": Mode("show_prompt", "policy model protocol mcp", exits="prints the prompt and exits"),
@@ -42,7 +43,8 @@ EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
            "observation_cut",
-           "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "model",
+           "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "otel",
+           "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
            "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
@@ -73,13 +75,13 @@ CHOOSERS = {mode.option: name for name, mode in MODES.items() if mode.option}
 EXITS = {mode.option for mode in MODES.values() if mode.exits}
 BESIDE = {option: [mode.option for mode in MODES.values() if mode.option and option in mode.takes.split()]
           for option in OPTIONS if option not in MODES["run"].takes.split() and option not in CHOOSERS}
-BESIDE |= {mode.option: [mode.needs] for mode in MODES.values() if mode.needs}
+BESIDE |= {mode.option: mode.needs.split() for mode in MODES.values() if mode.needs}
 
 
 def _takes(mode: Mode) -> set[str]:
     """The options a mode works with: its own, the one it needs, and all a mode it is a part of takes."""
     whole = _takes(MODES[CHOOSERS[mode.needs]]) if mode.needs in CHOOSERS else set()
-    return set(mode.takes.split()) | {option for option in (mode.option, mode.needs) if option} | whole
+    return set(mode.takes.split()) | {mode.option} - {None} | set((mode.needs or "").split()) | whole
 
 
 def mode_of(args: argparse.Namespace) -> str:

@@ -1,4 +1,5 @@
-"""Every test runs offline with no key: real credentials and proxies in the environment are removed."""
+"""Every test runs offline with no key: real credentials, proxies and OpenTelemetry endpoints in the environment are
+removed."""
 import os
 import sys
 
@@ -14,7 +15,9 @@ KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEM
                  "WIKIPEDIA_API_URL", "OPEN_METEO_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                  "http_proxy", "https_proxy", "all_proxy", "TINYREACT_MODEL", "TINYREACT_CALL_DEADLINE",
                  "GEMINI_MAX_OUTPUT_TOKENS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL",
-                 "TINYREACT_TEMPERATURE"]
+                 "TINYREACT_TEMPERATURE", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_SERVICE_NAME",
+                 "OTEL_RESOURCE_ATTRIBUTES", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"]
 
 
 @pytest.fixture(autouse=True)

@@ -267,3 +267,51 @@ class FakeOpenMeteo(Loopback):
             "current_units": {"time": "iso8601", "interval": "seconds", "temperature_2m": self.unit},
             "current": {"time": self.when, "interval": 900, "temperature_2m": temperature},
         }
+
+
+# ------------------------------------------------------------------ an OTLP/HTTP receiver
+
+class FakeOtlp(Loopback):
+    """Takes OTLP/HTTP trace exports (`POST /v1/traces`, an ExportTraceServiceRequest in protobuf), as a collector,
+    Phoenix or Langfuse takes them: keeps each body as it came, and `spans` decodes them with opentelemetry-proto."""
+
+    def __init__(self, status: int = 200):
+        super().__init__()
+        self.status, self.bodies = status, []
+
+    def handle(self, request):
+        if request["method"] != "POST" or request["path"] != "/v1/traces":
+            return 404, b""
+        body = request["body"]  # the bytes as sent: protobuf, which Loopback could not read as JSON
+        self.bodies.append(body if isinstance(body, bytes) else json.dumps(body).encode())
+        return self.status, b""
+
+    @property
+    def spans(self) -> list[dict]:
+        """Every span received, in the order received: name, trace and span ids (hex), parent id (None for a root),
+        kind, times (ns), status code, attributes, events, and its resource's attributes and its scope's schema."""
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        spans = []
+        for body in self.bodies:
+            for resource in ExportTraceServiceRequest.FromString(body).resource_spans:
+                for scope in resource.scope_spans:
+                    spans += [{"name": span.name, "trace": span.trace_id.hex(), "id": span.span_id.hex(),
+                               "parent": span.parent_span_id.hex() or None, "kind": span.kind,
+                               "start": span.start_time_unix_nano, "end": span.end_time_unix_nano,
+                               "status": span.status.code, "attributes": _otlp_values(span.attributes),
+                               "events": [(event.name, _otlp_values(event.attributes)) for event in span.events],
+                               "resource": _otlp_values(resource.resource.attributes), "schema": scope.schema_url}
+                              for span in scope.spans]
+        return spans
+
+
+def _otlp_values(pairs) -> dict:
+    return {pair.key: _otlp_value(pair.value) for pair in pairs}
+
+
+def _otlp_value(value):
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_otlp_value(item) for item in value.array_value.values)
+    return getattr(value, kind) if kind else None

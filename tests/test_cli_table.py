@@ -63,7 +63,7 @@ def test_every_triple_is_refused_or_allowed_as_before(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, mode", [
     (["q?"], "run"), (["--chat"], "chat"), (["q?", "--compare", "full"], "compare"), (["--replay", "r"], "replay"),
     (["--replay", "r", "--probe"], "probe"), (["--record", "s.json"], "record"),
-    (["--html", "p", "--from", "t"], "page"), (["--models"], "models"),
+    (["--html", "p", "--from", "t"], "saved"), (["--otel", "--from", "t"], "saved"), (["--models"], "models"),
     (["--show-prompt", "--policy", "pinned"], "show_prompt"), (["--verify-cache"], "verify_cache"),
     (["--tools"], "tools"),
 ])
@@ -86,15 +86,16 @@ def test_no_function_of_the_command_line_is_above_complexity_10():
 
 def modes_table() -> str:
     """The table of docs/command-line.md, read from cli.modes.MODES."""
-    order = ["run", "chat", "compare", "replay", "probe", "record", "page", "models", "show_prompt", "tools",
+    order = ["run", "chat", "compare", "replay", "probe", "record", "saved", "models", "show_prompt", "tools",
              "verify_cache"]
     assert sorted(order) == sorted(MODES)
     rows = ["| mode | chosen by | takes |", "| --- | --- | --- |"]
     for name in order:
         mode = MODES[name]
         chosen = "a question" if mode.option is None else _flag(mode.option)
-        chosen += f" with {_flag(mode.needs)}" if mode.needs else ""
-        takes = sorted(_takes(mode) - {mode.option, mode.needs, "question" if mode.option is None else None},
+        needs = (mode.needs or "").split()
+        chosen += f" with {' or '.join(map(_flag, needs))}" if needs else ""
+        takes = sorted(_takes(mode) - {mode.option, *needs, "question" if mode.option is None else None},
                        key=OPTIONS.index)
         rows.append(f"| {name.replace('_', '-')} | {chosen} | {', '.join(_named(o, name) for o in takes) or '–'} |")
     return "\n".join(rows) + "\n"

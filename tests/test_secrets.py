@@ -112,3 +112,15 @@ def test_short_values_are_no_secrets_and_long_ones_go_in_every_form(monkeypatch)
     assert redacted("a test run") == "a test run"
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-long-enough-key")
     assert redacted("k=AIza-long-enough-key b'AIza-long-enough-key'") == "k=*** b'***'"
+
+
+def test_the_headers_spans_are_sent_with_are_secrets_in_every_form(monkeypatch):
+    # Langfuse's header: Basic base64(public key:secret key), URL-encoded as OTEL_EXPORTER_OTLP_HEADERS writes it
+    basic = base64.b64encode(b"pk-lf-public:sk-lf-0123456789").decode()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Basic%20{basic},x-api-key=phx-key-42")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api_key=another-one-7")
+    text = (f"{basic} · Basic {basic} · Basic%20{basic} · sk-lf-0123456789 · pk-lf-public:sk-lf-0123456789 · "
+            f"{quote('sk-lf-0123456789')} · phx-key-42 · another-one-7")
+    assert redacted(text) == " · ".join(["***"] * 8)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Basic%20not*base64,broken")
+    assert redacted("Basic not*base64 was sent, and not*base64") == "*** was sent, and ***"
