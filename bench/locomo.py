@@ -59,6 +59,7 @@ EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")  # "D1:3", and the data's s
 ASK = ("{question} Answer in a short phrase, with the conversation's own words where you can. If the conversation "
        "does not say, answer: Not mentioned in the conversation.")
 ENDS = "[the session ends]"
+OFF_CHART = 3  # a policy dearer than this many times full history is left off the chart (and named)
 
 
 @dataclass
@@ -221,6 +222,7 @@ class Measured:
     policy: str
     states: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
     input_tokens: int = 0
+    peak: int = 0  # the largest context of any call, in tokens
     cost: dict = field(default_factory=lambda: {"no_cache": {}, "with_cache": {}})  # by rule: dollars
     caveat: str = ""
 
@@ -248,6 +250,7 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
                 continue
             result.caveat = result.caveat or report.caveat
             result.input_tokens += report.total
+            result.peak = max(result.peak, report.peak)
             for name, price in rules:
                 for cached, key in ((False, "no_cache"), (True, "with_cache")):
                     result.cost[key][name] = result.cost[key].get(name, 0) + report.input_cost(price, cached)
@@ -282,7 +285,7 @@ def as_json(conversations: list[Conversation], results: list[Measured], unscored
             "evidence_kept": share(sum(result.states.values(), Counter()))["share"],
             "evidence": share(sum(result.states.values(), Counter())),
             "by_category": {CATEGORIES[c]: share(counts) for c, counts in result.states.items()},
-            "input_tokens": result.input_tokens,
+            "input_tokens": result.input_tokens, "peak_context": result.peak,
             "cost": {key: {name: round(value, 6) for name, value in costs.items()}
                      for key, costs in result.cost.items()},
             "caveat": result.caveat or None}
@@ -295,7 +298,7 @@ def table(summary: dict) -> str:
     names = list(CATEGORIES.values())
     rows = ["| policy | evidence kept, all | " + " | ".join(names) + " | input tokens | "
             + " | ".join(f"with caching, {rule}" for rule in summary["rules"]) + " |",
-            "| --- | ---: | " + " ---: |" * len(names) + " ---: |" + " ---: |" * len(summary["rules"])]
+            "| --- | ---: |" + " ---: |" * len(names) + " ---: |" + " ---: |" * len(summary["rules"])]
     full = summary["policies"].get("full")
     for policy, measured in summary["policies"].items():
         if not measured["input_tokens"]:
@@ -315,23 +318,26 @@ def _share(cell: dict) -> str:
 
 
 def plot(summary: dict, title: str) -> str:
+    """One panel a rule: each policy's cost with caching against its evidence kept, the frontier drawn; a policy
+    costing more than OFF_CHART times full history's is left off (the title names it) so that the rest can be read."""
     from views.reports import tradeoff_chart
 
-    panels = []
+    panels, left_out = [], set()
     for rule in summary["rules"]:
-        points = [(policy, measured["cost"]["with_cache"][rule], measured["evidence_kept"])
-                  for policy, measured in summary["policies"].items() if measured["evidence_kept"] is not None
-                  and measured["input_tokens"]]
+        full = summary["policies"].get("full", {}).get("cost", {}).get("with_cache", {}).get(rule)
+        points = []
+        for policy, measured in summary["policies"].items():
+            if measured["evidence_kept"] is None or not measured["input_tokens"]:
+                continue
+            cost = measured["cost"]["with_cache"][rule]
+            if full and cost > OFF_CHART * full:
+                left_out.add(policy)
+                continue
+            points.append((policy, cost, measured["evidence_kept"]))
         panels.append((f"input cost with caching, {rule}", "evidence kept", points, lambda value: f"${value:.3g}"))
+    if left_out:
+        title += f" (left off a panel where over {OFF_CHART}x full history's cost: {', '.join(sorted(left_out))})"
     return tradeoff_chart(panels, title) + "\n"
-
-
-def _span(text: str) -> tuple[int, int]:
-    """--conversations: "N" (the first N) or "A-B" (the A-th to the B-th), as a slice's start and stop."""
-    found = re.fullmatch(r"(?:(\d+)-)?(\d+)", text.strip())
-    if not found or int(found[2]) < max(1, int(found[1] or 1)):
-        raise argparse.ArgumentTypeError(f"takes N or A-B, whole numbers from 1 with A <= B, got {text!r}")
-    return int(found[1] or 1) - 1, int(found[2])
 
 
 def main(argv: list[str] | None = None) -> int:
