@@ -340,6 +340,14 @@ def plot(summary: dict, title: str) -> str:
     return tradeoff_chart(panels, title) + "\n"
 
 
+def _span(text: str) -> tuple[int, int]:
+    """--conversations: "N" (the first N) or "A-B" (the A-th to the B-th), as a slice's start and stop."""
+    found = re.fullmatch(r"(?:(\d+)-)?(\d+)", text.strip())
+    if not found or int(found[2]) < max(1, int(found[1] or 1)):
+        raise argparse.ArgumentTypeError(f"takes N or A-B, whole numbers from 1 with A <= B, got {text!r}")
+    return int(found[1] or 1) - 1, int(found[2])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
