@@ -92,6 +92,14 @@ def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, cap
     assert "| full | 100.0% (74%–100%) |" in table and "with caching, gpt-5.6-sol" in table
 
 
+def test_a_span_of_conversations_is_replayed_alone(capsys):
+    assert locomo.main([SYNTHETIC, "--policies", "full", "--conversations", "2-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"] == 3  # the second conversation's
+    with pytest.raises(SystemExit):
+        locomo.main([SYNTHETIC, "--conversations", "2-1"])
+    assert "takes N or A-B" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("content, says", [
     ("{not json", "not JSON"),
     ("[]", "no conversation in it"),
