@@ -23,8 +23,9 @@ with the second speaker gets a question holding only that date line; one that en
 the answer "[the session ends]".
 
 What is measured. The questions are asked after the last session, as LoCoMo asks them: for each question and
-policy, the context the policy would render with the question as the current turn, and in it each evidence line:
-all there (kept), some (partly) or none (gone). A question whose evidence names no line of the conversation (a few
+policy, the context the policy would render with the question as the current turn, and in it each evidence line,
+whole or as the key-facts block keeps it (every sentence of four words or more): all there (kept), some (partly) or
+none (gone). A question whose evidence names no line of the conversation (a few
 do: "D10:19" in a session of 18 lines) is counted apart, not scored. The categories are numbered in the data and
 named nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as
 several answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal,
@@ -212,8 +213,19 @@ def record(conv: Conversation, folder: str) -> list[dict]:
 
 
 def evidence_state(text: str, lines: list[str]) -> str:
-    present = [line in text for line in lines]
-    return "kept" if all(present) else "partly" if any(present) else "gone"
+    found = [present(line, text) for line in lines]
+    return "kept" if all(found) else "partly" if any(found) else "gone"
+
+
+def present(line: str, text: str) -> bool:
+    """A line is in a context whole, or as the key-facts rule keeps it: every sentence of four words or more of it
+    (policies/facts.py splits a statement into sentences and drops the shorter ones, "Wow!" and the like)."""
+    from policies.facts import SENTENCE
+
+    if line in text:
+        return True
+    sentences = [sentence for sentence in SENTENCE.split(line) if len(sentence.split()) >= 4]
+    return bool(sentences) and all(sentence in text for sentence in sentences)
 
 
 @dataclass

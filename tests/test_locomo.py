@@ -24,7 +24,8 @@ def measured(tmp_path_factory):
     folder = tmp_path_factory.mktemp("locomo")
     conversations = locomo.read(SYNTHETIC)
     rules = [(name, price) for name, price in locomo.rules()]
-    results, unscored = locomo.measure(conversations, ["full", "window:1", "user-only:0"], rules, str(folder))
+    results, unscored = locomo.measure(conversations, ["full", "window:1", "user-only:0", "window:1+facts"], rules,
+                                       str(folder))
     return conversations, locomo.as_json(conversations, results, unscored, rules)
 
 
@@ -78,6 +79,13 @@ def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
     assert user["evidence"]["kept"] == 7  # D1:1 twice, D1:3, D2:2+D2:4, D3:3+D3:5, D1:1 (Wen), D2:2 (Wen)
     assert user["evidence"]["partly"] == 1  # D1:3 (Wen's) and D2:1 (Ada's)
     assert full["input_tokens"] > user["input_tokens"] > window["input_tokens"] > 0
+    # the key-facts block keeps the first speaker's statements sentence by sentence: a line counts as kept when each
+    # of its sentences of four words or more is there ("Ines: Amazing!" is two words; the sentence after it is kept)
+    facts = summary["policies"]["window:1+facts"]
+    assert facts["evidence"]["kept"] == 7  # every question on the first speaker's lines alone: user-only's seven
+    assert locomo.present("Ines: Amazing! Pimenta knocked my coffee onto the keyboard this morning.",
+                          "- Pimenta knocked my coffee onto the keyboard this morning.")
+    assert not locomo.present("Ines: Wow!", "Wow!") and not locomo.present("A b c d. E f g h.", "A b c d.")
     assert set(full["cost"]) == {"no_cache", "with_cache"} and set(full["cost"]["no_cache"]) == set(locomo.RULES)
 
 
