@@ -1,15 +1,17 @@
-"""How many facts the key-facts block keeps (policies/facts.py's MAX_FACTS), chosen on long conversations: LoCoMo's,
-whose sessions state hundreds of facts where the shipped conversations state at most 51.
+"""How many facts the key-facts block keeps (policies/facts.py's MAX_FACTS), chosen by measurement in two steps.
 
     python bench/facts_cap.py PATH/locomo10.zip [--policies window:8+facts,stable]
 
-For each cap, the policies are replayed on LoCoMo's first five conversations (the tuning set; bench/locomo.py says
-how a conversation becomes a trace and what "evidence kept" means): the share of questions whose evidence is all in
-the context, and the input tokens. The rule: a bigger block is worth its tokens while it keeps evidence at a lower
-price than full history does, that is while the evidence it adds per token, from one cap to the next, is at least
-full history's evidence kept per token. The largest cap that passes every step up to it is the choice; it and the
-current cap are then reported on the other five conversations (the test set), never tuned on.
-The data is not shipped (see bench/locomo.py). A benchmark, not a test: about ten minutes on 2 cores.
+1. On the shipped conversations (long.jsonl and support.jsonl, the tuning set the +facts policies were measured on),
+   the smallest cap of CAPS at which `window:0+facts` and `window:2+facts` lose no more planted facts than with no
+   cap at all: a smaller block drops a fact the rule found. long.jsonl's rule finds 53 facts.
+2. On LoCoMo's first five conversations, whose sessions state hundreds of facts (bench/locomo.py says how a
+   conversation becomes a trace and what "evidence kept" means), for each cap: the share of questions whose evidence
+   is all in the context, and the input tokens. A bigger block is worth its tokens while it keeps evidence at a
+   lower price than full history does: while the evidence it adds per token, from one cap to the next, is at least
+   full history's evidence kept per token. The largest cap that passes every step up from step 1's is the choice.
+The choice and the current cap are then reported on LoCoMo's other five conversations (the test set), never tuned
+on. The data is not shipped (see bench/locomo.py). A benchmark, not a test: about ten minutes on 2 cores.
 """
 import argparse
 import os
@@ -19,7 +21,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-CAPS = [15, 30, 60, 120, 240, 480, 960]
+CAPS = [15, 30, 45, 60, 120, 240, 480, 960]
+SHIPPED = ["long", "support"]
+SHIPPED_POLICIES = ["window:0+facts", "window:2+facts"]
 TUNING = 5  # the first five conversations, in the file's order; the rest are the test set
 
 
@@ -36,11 +40,38 @@ def with_cap(cap: int, conversations, specs: list[str], folder: str) -> dict:
             for name, measured in summary["policies"].items()}
 
 
-def choose(rows: dict[int, tuple[float, int]], full: tuple[float, int]) -> int:
-    """The largest cap reached while every step up to it adds evidence at no more tokens per share than full
+def shipped_floor() -> int:
+    """Step 1: the smallest cap at which the +facts policies lose no more planted facts on the shipped
+    conversations than with every fact the rule finds kept."""
+    import policies.facts
+    import policies.stable
+    from experiments.facts import load_facts, probe_points
+    from experiments.replay import replay
+    from traces import read_trace_file
+
+    def lost(cap: int) -> int:
+        policies.facts.MAX_FACTS = policies.stable.MAX_FACTS = cap
+        total = 0
+        for name in SHIPPED:
+            path = os.path.join(ROOT, "conversations", name)
+            header, events = read_trace_file(path + ".jsonl")
+            facts, declared = load_facts(header, path + ".facts.json")
+            for report in replay(header, events, SHIPPED_POLICIES, facts=facts, points=probe_points(declared, events)):
+                total += sum(state in ("gone", "partly") for states in report.facts.values()
+                             for state in states.values())
+        return total
+
+    least, cells = lost(10 ** 6), {cap: lost(cap) for cap in CAPS}
+    print(f"Shipped conversations ({', '.join(SHIPPED)}), {', '.join(SHIPPED_POLICIES)}: fact × probe point cells "
+          f"lost with no cap {least}; " + "; ".join(f"cap {cap} {cells[cap]}" for cap in CAPS))
+    return next(cap for cap in CAPS if cells[cap] == least)
+
+
+def choose(rows: dict[int, tuple[float, int]], full: tuple[float, int], floor: int = 0) -> int:
+    """The largest cap reached from `floor` while every step up adds evidence at no more tokens per share than full
     history's average."""
     rate = full[0] / full[1]  # full history's evidence kept per input token
-    caps = sorted(rows)
+    caps = [cap for cap in sorted(rows) if cap >= floor]
     chosen = caps[0]
     for smaller, larger in zip(caps, caps[1:]):
         gained, paid = rows[larger][0] - rows[smaller][0], rows[larger][1] - rows[smaller][1]
@@ -66,6 +97,8 @@ def main() -> int:
     tuning, test = conversations[:TUNING], conversations[TUNING:]
     specs = ["full", *args.policies.split(",")]
     current = policies.facts.MAX_FACTS
+    floor = shipped_floor()
+    print(f"step 1 chooses {floor}\n")
     with tempfile.TemporaryDirectory() as folder:
         table = {cap: with_cap(cap, tuning, specs, folder) for cap in CAPS}
         print(f"Tuning set: LoCoMo's first {len(tuning)} conversations, "
@@ -78,8 +111,8 @@ def main() -> int:
         print(f"full history: {full[0]:.1%} at {full[1]:,} input tokens")
         chosen = {}
         for name in list(table[CAPS[0]])[1:]:
-            chosen[name] = choose({cap: row[name] for cap, row in table.items()}, full)
-            print(f"{name}: the rule chooses {chosen[name]}")
+            chosen[name] = choose({cap: row[name] for cap, row in table.items()}, full, floor)
+            print(f"{name}: step 2 chooses {chosen[name]}")
         print(f"\nTest set: LoCoMo's other {len(test)} conversations, {sum(len(c.questions) for c in test):,} "
               "questions, never tuned on")
         for cap in sorted({current, *chosen.values()}):
