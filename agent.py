@@ -230,7 +230,8 @@ class TinyReAct:
         cap, cut and marked with its original length); three unreadable replies in a row end the run."""
         extra = ({"call": call} if call else {}) | ({"original_chars": len(text)} if len(text) > RECORD_LIMIT else {})
         extra |= action.recorded() if action else {}
-        self.trace.add("observation", step=step, text=cap(text, RECORD_LIMIT), **extra)
+        # blanked of secrets before it is cut, so that a cut through a key cannot leave the rest of it
+        self.trace.add("observation", step=step, text=cap(self.trace.blanked(text), RECORD_LIMIT), **extra)
         if self._unreadable_replies() >= MAX_FORMAT_ERRORS:
             raise Stop(StopReason.FORMAT_ERRORS)
 

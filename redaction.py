@@ -8,6 +8,7 @@ last guard. `shown_url` is every base URL as it is shown: without its user and p
 """
 import base64
 import os
+import re
 from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
@@ -15,6 +16,8 @@ URL_VARIABLES = ("OPENAI_BASE_URL", "OLLAMA_HOST", "LLAMACPP_BASE_URL", "GOOGLE_
 # `name=value` pairs separated by commas, each value URL-encoded: every value is taken for a credential
 HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 MASK = "***"
+# The headers whose values are credentials: Authorization and the like, an API key, a token, a secret, a password
+CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|passw|credential|cookie|signature")
 SHORTEST = 6  # a shorter value ("test", "abc") is no secret worth mangling every text that happens to hold it
 
 
@@ -50,10 +53,15 @@ def _forms_of(given: tuple) -> list[str]:
 
 
 def _header_values(headers: str) -> set[str]:
-    """Each value of `name=value,name=value` as written and as sent (decoded); of `Scheme credentials`, the
-    credentials too, and of Basic ones, the `user:password` they encode and its password."""
+    """Each value of `name=value,name=value` whose name says it carries a credential (Authorization, an API key, a
+    token...), as written and as sent (decoded); of `Scheme credentials`, the credentials too, and of Basic ones, the
+    `user:password` they encode and its password. A header such as a dataset's or a tenant's name is no secret, and
+    blanking it would blank that word in every answer."""
     found = set()
     for pair in headers.split(","):
+        name = unquote(pair.partition("=")[0]).strip().lower()
+        if not CREDENTIAL_HEADER.search(name):
+            continue
         written = pair.partition("=")[2].strip()
         value = unquote(written).strip()
         found |= {written, value}

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from redaction import redacted_fields, secrets
+from redaction import blanked, redacted_fields, secrets
 
 FORMAT = "tinyreact-trace"
 VERSION = 2
@@ -187,6 +187,11 @@ class Trace:
             self._on_event(event)
         return event
 
+    def blanked(self, text: str) -> str:
+        """`text` with this run's secrets blanked, as `add` blanks every event: for a text to be cut before it is
+        added, so that the cut cannot go through a secret and leave the rest of it."""
+        return blanked(text, self._secrets)
+
     @property
     def events(self) -> tuple[dict, ...]:
         return tuple(self._events)
@@ -344,6 +349,9 @@ def _check_events(path: str, records: list[tuple[int, dict]]) -> None:
         kind = event.get("type")
         if not _is(kind, TEXT):
             raise ValueError(f"{where}: event: type must be text, got {_show(kind)}")
+        if "t" in event and not (type(event["t"]) in (int, float) and 0 <= event["t"] <= MAX_SECONDS):
+            raise ValueError(f"{where}: {kind} event: t must be a number of seconds from 0 to {MAX_SECONDS:,}, "
+                             f"got {_show(event['t'])}")  # every reader of times trusts it, on any event
         if kind not in EVENT_FIELDS:
             continue  # from a newer writer, or a tool of its own: not ours to judge
         required, optional = EVENT_FIELDS[kind]
@@ -354,9 +362,6 @@ def _check_events(path: str, records: list[tuple[int, dict]]) -> None:
                 raise ValueError(f"{where}: {kind} event: {field} ({want}) is missing")
             if not _is(event[field], want):
                 raise ValueError(f"{where}: {kind} event: {field} must be {want}, got {_show(event[field])}")
-        if "t" in event and not (type(event["t"]) in (int, float) and 0 <= event["t"] <= MAX_SECONDS):
-            raise ValueError(f"{where}: {kind} event: t must be a number of seconds from 0 to {MAX_SECONDS:,}, "
-                             f"got {_show(event['t'])}")
         for field, value in DEFAULTS.get(kind, {}).items():
             event.setdefault(field, value)
         if kind == "reset":

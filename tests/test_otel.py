@@ -205,6 +205,14 @@ def test_an_odd_saved_trace_is_sent_without_what_it_holds_oddly_and_a_damaged_on
     assert agent.main(["--from", str(tmp_path / "damaged.jsonl"), "--otel"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    # a time no clock gives, on an event type no reader knows: refused when the file is read, as on a known one
+    for forged in (1e308, 10 ** 400):
+        events[3]["t"] = forged
+        odd.write_text("".join(json.dumps(record) + "\n" for record in [header, *events]))
+        for mode in (["--otel"], ["--html", str(tmp_path / "page.html")]):
+            assert agent.main(["--from", str(odd), *mode]) == 2
+            err = capsys.readouterr().err
+            assert "t must be a number of seconds" in err and err.count("\n") == 1
 
 
 def test_a_comparison_and_a_recording_send_a_trace_a_question(endpoint, tmp_path, capsys):

@@ -124,3 +124,39 @@ def test_the_headers_spans_are_sent_with_are_secrets_in_every_form(monkeypatch):
     assert redacted(text) == " · ".join(["***"] * 8)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Basic%20not*base64,broken")
     assert redacted("Basic not*base64 was sent, and not*base64") == "*** was sent, and ***"
+
+
+def test_a_header_that_names_no_credential_is_no_secret(monkeypatch):
+    """A dataset's or a tenant's name sent as a header is a word the answers may hold: it is left alone, while the
+    credential beside it is blanked."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=hc-key-123456,x-honeycomb-dataset=production,"
+                                                     "X-Scope-OrgID=default")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-api-token=tok-98765")
+    assert redacted("Deploy it to production by default; hc-key-123456 tok-98765") == (
+        "Deploy it to production by default; hc-key-123456 ***")  # x-honeycomb-team names no credential either
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team-key=hc-key-123456")
+    assert redacted("hc-key-123456") == "***"
+
+
+def test_a_tool_result_cut_through_a_key_keeps_no_part_of_it(tmp_path, monkeypatch):
+    """A result longer than the trace keeps, with the key across the cut: the key is blanked before the cut, so no
+    piece of it is left in the trace."""
+    from agent import RECORD_LIMIT, TinyReAct
+    from models.scripted import ScriptedModel
+    from traces import Trace, read_trace
+
+    key = "AIzaSyD-0123456789abcdefghijklmnopqrst"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+
+    kept = (RECORD_LIMIT - 40) - (RECORD_LIMIT - 40) // 3  # the head a cut keeps (policies/rendering.py's cap)
+
+    def long_page() -> str:
+        """A page that holds a key across the point where the trace cuts a result."""
+        return "x" * (kept - 10) + key + "y" * RECORD_LIMIT
+
+    agent = TinyReAct(ScriptedModel(["Thought: read\nAction: long_page()", "Thought: done\nAnswer: read"]),
+                      tools=[long_page], trace=Trace(str(tmp_path / "t.jsonl")))
+    assert agent.query("Read the page.").answer == "read"
+    agent.trace.close()
+    [observation] = [e["text"] for e in read_trace(str(tmp_path / "t.jsonl")) if e["type"] == "observation"]
+    assert key[:8] not in observation and "***" in observation

@@ -11,6 +11,7 @@ Sending a saved trace is all `--from TRACE --otel` does: it waits longer (SENDIN
 Every text is blanked of secrets once more (redaction.py: the API keys, and the values of the headers the spans are
 sent with) before it leaves.
 """
+import copy
 import logging
 import os
 import threading
@@ -18,14 +19,16 @@ import time
 import uuid
 from typing import Callable, Sequence
 
-from redaction import blanked, secrets, shown_url
-from views.telemetry import CONVENTIONS, Span, question_spans, trace_spans
+from redaction import blanked, redacted_fields, secrets, shown_url
+from views.telemetry import CONVENTIONS, Span, question_spans
 
 INSTALL = "pip install -r requirements-otel.txt"
 REQUEST_SECONDS = 5.0  # one export, its retries included, in the background
 CLOSE_SECONDS = 0.6  # what a run waits at its end for its last spans to leave (a round trip, or a few)
 SENDING_SECONDS = 10.0  # what sending a saved trace waits for its spans to leave
 BATCH_MILLIS = 500  # how long an ended span waits for others to go with it
+CONTENT_BATCH = 32  # spans in one request when they carry message content (a whole context each)
+QUEUE_SPANS = 1024  # spans of a saved trace handed over before waiting for them to leave (the SDK's queue holds 2,048)
 # attributes a span keeps (the SDK's default is 128): a model call's content holds two a message, up to
 # views.telemetry.FLAT_LIMIT messages
 MAX_ATTRIBUTES = 1024
@@ -63,7 +66,10 @@ class OtlpExport:
         self.count, self.content, self.patient = count, content, patient
         self._log = _KeptLog()
         self._exporter = _Counted(OTLPSpanExporter(timeout=REQUEST_SECONDS))
-        self._processor = BatchSpanProcessor(self._exporter, schedule_delay_millis=BATCH_MILLIS)
+        # a batch of spans carrying whole contexts is large: fewer to a request with content, so that none passes the
+        # exporter's request size
+        self._processor = BatchSpanProcessor(self._exporter, schedule_delay_millis=BATCH_MILLIS,
+                                             max_export_batch_size=CONTENT_BATCH if content else 512)
         resource = Resource.create()
         if resource.attributes.get("service.name", "").startswith("unknown_service"):  # no OTEL_SERVICE_NAME
             resource = resource.merge(Resource({"service.name": "tinyreact"}))
@@ -87,10 +93,23 @@ class OtlpExport:
         if origin is None:
             last = next((event["t"] for event in reversed(events) if type(event.get("t")) in (int, float)), 0)
             origin = time.time() - last
-        questions = trace_spans(header, events, self.count, self.content, uuid.uuid4().hex)
-        for spans in questions:
+        found = secrets()  # blanked before any text is cut, so that a cut through a secret cannot keep its rest
+        events = [redacted_fields(copy.deepcopy(dict(event)), found) for event in events]
+        conversation, sent, waiting = uuid.uuid4().hex, 0, 0
+        for first, event in enumerate(events):
+            if event["type"] != "question":
+                continue
+            try:
+                spans = question_spans(header, events, first, self.count, self.content, conversation)
+            except Exception as problem:  # a question whose spans cannot be made is said, and the others sent
+                self.problem = self.problem or f"the spans of a question could not be made ({problem!r})"
+                continue
             self.send(spans, origin)
-        return len(questions)
+            sent, waiting = sent + 1, waiting + len(spans)
+            if waiting >= QUEUE_SPANS and not self._exporter.failed:  # the SDK's queue would drop the rest
+                self._processor.force_flush(int(SENDING_SECONDS * 1000))
+                waiting = 0
+        return sent
 
     def send(self, spans: list[Span], origin: float) -> None:
         """One question's spans, handed to the SDK, which sends them from its own thread."""
@@ -256,7 +275,9 @@ class _KeptLog(logging.Handler):
 
 
 def _nanoseconds(origin: float, seconds: float) -> int:
-    return int(round((origin + seconds) * 1e9))
+    """A time as OTLP carries it, nanoseconds since the epoch in 64 bits: a forged date is held to that range."""
+    nanoseconds = (origin + seconds) * 1e9
+    return int(min(max(nanoseconds, 0), 2 ** 64 - 1)) if nanoseconds == nanoseconds else 0  # NaN: the epoch
 
 
 def _clean(attributes: dict, found: list[str]) -> dict:
