@@ -56,7 +56,8 @@ POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,bu
 RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-haiku-4-5"]  # three providers' caching rules (models/prices.json)
 STATES = ["kept", "partly", "gone"]
 MAX_FILE = 200_000_000  # bytes: the data is 2.6 MB unpacked; anything this large is not it
-EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")  # "D1:3", and the data's slips: "D:11:26", "D30:05"
+# "D1:3", and the data's slips: "D:11:26", "D30:05" (the spaces bounded, so that no text makes it backtrack long)
+EVIDENCE = re.compile(r"D\s{0,3}:?\s{0,3}(\d+)\s{0,3}:\s{0,3}(\d+)")
 ASK = ("{question} Answer in a short phrase, with the conversation's own words where you can. If the conversation "
        "does not say, answer: Not mentioned in the conversation.")
 ENDS = "[the session ends]"
@@ -70,6 +71,7 @@ class Question:
     answer: str  # the gold answer (category 5's adversarial answer is a wrong one, kept apart)
     category: int
     evidence: list[str]  # dialogue ids, "D1:3"
+    unread: int = 0  # evidence entries that name no dialogue id ("D")
 
 
 @dataclass
@@ -102,15 +104,27 @@ def read(path: str) -> list[Conversation]:
     if os.path.getsize(path) > MAX_FILE:
         raise DataError(f"{path}: {os.path.getsize(path):,} bytes, more than LoCoMo's data could be")
     if zipfile.is_zipfile(path):
+        return _conversations(path, _unzipped(path))
+    with open(path, "rb") as file:
+        return _conversations(path, [(os.path.basename(path), _json(file.read(), path))])
+
+
+def _unzipped(path: str) -> list[tuple[str, object]]:
+    """Each JSON file of a zip, read; a damaged, encrypted or oversized archive is a DataError."""
+    import zlib
+
+    try:
         with zipfile.ZipFile(path) as archive:
             members = sorted((info for info in archive.infolist()
                               if info.filename.endswith(".json") and not info.is_dir()), key=lambda i: i.filename)
             if sum(info.file_size for info in members) > MAX_FILE:
                 raise DataError(f"{path}: its JSON files unpack to more than {MAX_FILE:,} bytes")
-            loaded = [(info.filename, _json(archive.read(info), f"{path}:{info.filename}")) for info in members]
-    else:
-        with open(path, "rb") as file:
-            loaded = [(os.path.basename(path), _json(file.read(), path))]
+            return [(info.filename, _json(archive.read(info), f"{path}:{info.filename}")) for info in members]
+    except (zipfile.BadZipFile, zlib.error, RuntimeError, OSError, EOFError, NotImplementedError) as problem:
+        raise DataError(f"{path}: a zip that cannot be read ({str(problem)[:80]})") from None
+
+
+def _conversations(path: str, loaded: list[tuple[str, object]]) -> list[Conversation]:
     samples = [(f"{name}#{n}" if isinstance(data, list) else name, sample) for name, data in loaded
                for n, sample in enumerate(data if isinstance(data, list) else [data], 1)]
     conversations = [conversation(name, sample) for name, sample in samples]
@@ -146,6 +160,9 @@ def conversation(name: str, sample) -> Conversation:
                                                       and isinstance(turn.get("dia_id"), str) for turn in turns):
                 raise DataError(f"{name}: {key} must be a list of turns, each with a dia_id and a text")
             sessions.append((int(found[1]), str(fields.get(f"{key}_date_time", "")), turns))
+    numbers = Counter(number for number, _, _ in sessions)
+    if any(count > 1 for count in numbers.values()):
+        raise DataError(f"{name}: two sessions numbered {next(n for n, c in numbers.items() if c > 1)}")
     if not sessions:
         raise DataError(f"{name}: no session_N holds a turn")
     questions = []
@@ -156,9 +173,10 @@ def conversation(name: str, sample) -> Conversation:
         evidence = item.get("evidence") if isinstance(item.get("evidence"), list) else []
         ids = [f"D{int(session)}:{int(line)}" for text in evidence if isinstance(text, str)
                for session, line in EVIDENCE.findall(text)]
+        unread = sum(not (isinstance(text, str) and EVIDENCE.search(text)) for text in evidence)  # "D", a number
         questions.append(Question(number, item["question"], str(item.get("answer", "")), item["category"],
-                                  list(dict.fromkeys(ids))))
-    return Conversation(name, speakers, sorted(sessions), questions)
+                                  list(dict.fromkeys(ids)), unread))
+    return Conversation(name, speakers, sorted(sessions, key=lambda session: session[0]), questions)
 
 
 def line_of(turn: dict) -> str:
@@ -249,7 +267,14 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
 
     counter = local_counter()
     results = {spec: Measured(make_policy(spec).name) for spec in specs}
-    unscored = Counter()
+    unscored = {"no evidence": [], "a line the conversation lacks": []}  # "conversation qN", as said at the end
+    for conv in conversations:
+        script(conv)  # its lines, by dialogue id
+        for question in conv.questions:
+            if not question.evidence or question.unread:
+                unscored["no evidence"].append(f"{conv.name} q{question.number}")
+            if any(i not in conv.lines for i in question.evidence):
+                unscored["a line the conversation lacks"].append(f"{conv.name} q{question.number}")
     for number, conv in enumerate(conversations, 1):
         progress(f"conversation {number} of {len(conversations)}: recording")
         header, events = record(conv, folder)
@@ -269,13 +294,11 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
             policy = make_policy(spec)
             for question in conv.questions:
                 lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
-                if not lines or len(lines) < len(question.evidence):
-                    unscored[conv.name] += spec == specs[0]
-                    if not lines:
-                        continue
+                if not lines:  # nothing to look for: said at the end, not scored
+                    continue
                 text = "\n".join(m.text for m in policy.render([*events, question_event(question.text)]))
                 result.states[question.category][evidence_state(text, lines)] += 1
-    return list(results.values()), dict(unscored)
+    return list(results.values()), unscored
 
 
 def share(counts: Counter) -> dict:
@@ -352,6 +375,12 @@ def plot(summary: dict, title: str) -> str:
     return tradeoff_chart(panels, title) + "\n"
 
 
+def _count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"takes a whole number from 1, got {text!r}")
+    return int(text)
+
+
 def _span(text: str) -> tuple[int, int]:
     """--conversations: "N" (the first N) or "A-B" (the A-th to the B-th), as a slice's start and stop."""
     found = re.fullmatch(r"(?:(\d+)-)?(\d+)", text.strip())
@@ -370,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", metavar="FILE.svg", help="also write the cost-against-evidence chart")
     parser.add_argument("--probe", action="store_true", help="ask a sample of the questions of --model")
     parser.add_argument("--model", metavar="SPEC", help="with --probe: the model that answers")
-    parser.add_argument("--sample", type=int, default=20, metavar="N", help="with --probe: questions asked (20)")
+    parser.add_argument("--sample", type=_count, default=20, metavar="N",
+                        help="with --probe: the number of questions asked (20)")
     parser.add_argument("--seed", type=int, default=1, help="with --probe: the sample's seed (1)")
     parser.add_argument("--answers", metavar="FILE.jsonl", help="with --probe: keep every answer and its score")
     args = parser.parse_args(argv)
@@ -381,8 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         conversations = read(args.data)[slice(*args.conversations) if args.conversations else slice(None)]
         specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
         from policies import make_policy
-        for spec in specs:
-            make_policy(spec)
+        named = {}
+        for spec in specs:  # once each: `stable` and `stable:10000` are one policy
+            named.setdefault(make_policy(spec).name, spec)
+        specs = list(named.values())
     except (DataError, ValueError) as problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -402,9 +434,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{summary['conversations']} conversations, {summary['questions']:,} questions; evidence kept when "
               "asked after the last session, Wilson 95% intervals")
         print(table(summary))
-        if unscored:
-            print(f"questions whose evidence names a line the conversation does not have (partly scored on the "
-                  f"lines it has, or not at all): {sum(unscored.values())}")
+        for kind, said in (("no evidence", "list no evidence, or an entry naming no line (not scored)"),
+                           ("a line the conversation lacks", "name a line the conversation does not have (scored "
+                                                             "on the lines it has, if any)")):
+            if unscored[kind]:
+                print(f"{len(unscored[kind])} questions {said}: {', '.join(unscored[kind])}")
     return 0
 
 
@@ -467,12 +501,18 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
                 traces[conv.name] = record(conv, folder)[1]
             messages = policy.render([*traces[conv.name], question_event(ASK.format(question=question.text))])
             reply = model.generate(messages, STOP_SEQUENCES)
-            said = parse_reply(cut_at_observation(reply.text)).answer
-            scores[policy.name].append(score(said, question, stem))
+            text = cut_at_observation(reply.text)
+            said = parse_reply(text).answer
+            # LoCoMo scores what the model wrote: a reply with no Answer line is scored as written, its Thought
+            # and Action lines aside, and marked so
+            scored = said if said is not None else "\n".join(
+                line for line in text.splitlines() if not re.match(r"\s*(Thought|Action)\d*\s*:", line))
+            scores[policy.name].append(score(scored, question, stem))
             lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
             on_answer({"policy": policy.name, "conversation": conv.name, "question": question.number,
                        "category": CATEGORIES[question.category], "asked": question.text, "gold": question.answer,
-                       "answer": said, "reply": reply.text, "f1": round(scores[policy.name][-1], 4),
+                       "answer": said, "answered": said is not None, "reply": reply.text,
+                       "f1": round(scores[policy.name][-1], 4),
                        "evidence": evidence_state("\n".join(m.text for m in messages), lines) if lines else None,
                        "input_tokens": reply.input_tokens})
     return scores
@@ -480,6 +520,13 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
 
 def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
     from models import load_model
+    from policies import make_policy
+
+    summarising = [spec for spec in specs if make_policy(spec).needs_summaries]
+    if summarising:  # the probe writes no summaries: it would ask them under full history instead
+        print(f"error: --probe cannot ask under {', '.join(summarising)}: it needs summaries a model writes, "
+              "which the probe does not make", file=sys.stderr)
+        return 2
 
     try:
         stem = stemmer()
@@ -488,7 +535,8 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
         print(f"error: {problem}", file=sys.stderr)
         return 2
     pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
-    chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), min(args.sample, len(pool))))]
+    size = min(args.sample, len(pool))
+    chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
     answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
 
     def kept(answer: dict) -> None:

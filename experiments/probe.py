@@ -97,10 +97,11 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     tasks = [task for point in points
              for task in _tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter)]
     order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
-    # Asked condition by condition, point by point: the calls of one condition at one point share their context up
-    # to the question, and its later points extend it, so a model that keeps the last prompt's keys and values (the
-    # embedded models) works through only what changed. The sort is stable: within a condition, the order built.
-    tasks.sort(key=lambda task: order[task[0].condition])
+    # Asked point by point and, at each point, condition by condition: the calls of one condition at one point share
+    # their context up to the question, so a model that keeps the last prompt's keys and values (the embedded models)
+    # works through only the question; and a probe stopped midway has asked every condition at the points it reached.
+    at = {point.label: number for number, point in enumerate(points)}
+    tasks.sort(key=lambda task: (at[task[0].point], order[task[0].condition]))  # stable: else as built
     _ask_all(model, tasks, jobs, progress, answers)
     answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
     return answers

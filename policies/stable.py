@@ -18,7 +18,7 @@ from models import Part
 from policies.base import Policy
 from policies.facts import MAX_FACTS, all_facts
 from policies.invariants import KEY_FACTS
-from policies.rendering import Conversation, View, question_part, step_parts
+from policies.rendering import Conversation, View, observation_cut, question_part, step_parts
 from tokens import local_counter
 
 KEEP = 2  # steps kept at least when the context is rebuilt, so that the step under way keeps its recent past
@@ -39,7 +39,7 @@ class Stable(Policy):
         self.name = "stable" if tokens == DEFAULT_TOKENS else f"stable:{tokens}"
         self._costs: dict[int, int] = {}  # a settled step's (or a question's) tokens, by trace index
         self._found: dict[int, list[str]] = {}  # the facts block's lines of a rebuild, by its boundary
-        self._counted = None  # the conversation they were counted in
+        self._counted, self._cut = None, None  # the conversation they were counted in, under this observation cut
 
     def choose(self, conversation: Conversation, view: View) -> View:
         boundary = self._boundary(conversation)
@@ -53,8 +53,9 @@ class Stable(Policy):
         """The trace index of the first step shown since the last rebuild (0: none yet). Read from the start of the
         conversation every call (each settled step's size is kept), so that it is a function of the trace alone."""
         count = local_counter().count
-        if conversation is not self._counted:  # another trace, or this one read again from its start
-            self._costs, self._found, self._counted = {}, {}, conversation
+        # another trace, this one read again from its start, or another cut of observations (a step's size changes)
+        if conversation is not self._counted or observation_cut() != self._cut:
+            self._costs, self._found, self._counted, self._cut = {}, {}, conversation, observation_cut()
         steps, fixed = conversation.steps, count(conversation.instructions["text"])
         turn_of = {step.index: turn for turn in conversation.turns for step in turn.steps}
         sizes = [self._tokens(step.index, lambda: sum(count(part.text) for _, part in step_parts(step)),

@@ -289,3 +289,20 @@ def test_noise_and_recall_leave_out_the_same_cells_the_cut_decided():
     report = PolicyReplay("p", facts={"real": {"a": "kept", "b": "cut"}, "stale": {"a": "kept", "b": "cut"}},
                           not_to_keep=["stale"])
     assert kept_share(report) == 1.0 and noise_kept(report) == 1.0
+
+
+def test_stable_renders_the_same_whatever_the_observation_cut_was_before():
+    """One stable object asked under one cut and then another gives what a fresh one gives under the second: the sizes
+    it keeps between calls are sizes under a cut, and a new cut counts them again."""
+    from policies import make_policy
+    from policies.rendering import observations_cut_at
+
+    header, events = read_trace_file(SUPPORT)
+    calls = [index for index, event in enumerate(events) if event["type"] == "context"]
+    policy = make_policy("stable:3000")
+    for call in calls[:28]:
+        policy.render(events[:call])
+    with observations_cut_at(60):
+        fresh = make_policy("stable:3000")
+        assert [policy.render(events[:call]) for call in calls[28:]] == [fresh.render(events[:call])
+                                                                          for call in calls[28:]]

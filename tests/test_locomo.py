@@ -68,7 +68,8 @@ def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
     assert summary["conversations"] == 2 and summary["questions"] == 12
     full, window = summary["policies"]["full"], summary["policies"]["window:1"]
     assert full["evidence_kept"] == 1.0 and full["evidence"]["n"] == 11  # "D9:1" names no line: not scored
-    assert summary["unresolved_evidence"] == {"locomo_synthetic.json#1": 1}
+    assert summary["unresolved_evidence"] == {"no evidence": [], "a line the conversation lacks":
+                                              ["locomo_synthetic.json#1 q9"]}
     # window:1 shows the last exchange only: of the first conversation, only the questions on its last session's
     # last exchange ("D3:5" is half of question 5's evidence) keep anything
     assert window["evidence"]["kept"] == 1 and window["evidence"]["partly"] == 1  # Wen's rye; the reading club
@@ -98,6 +99,13 @@ def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, cap
     assert locomo.main([SYNTHETIC, "--policies", "full,window:1"]) == 0
     table = capsys.readouterr().out
     assert "| full | 100.0% (74%–100%) |" in table and "with caching, gpt-5.6-sol" in table
+    assert "1 questions name a line the conversation does not have (scored on the lines it has, if any): " \
+           "locomo_synthetic.json#1 q9" in table
+    # a policy named twice, or by two names, is replayed once: its numbers are not summed twice
+    assert locomo.main([SYNTHETIC, "--policies", "full,window:1,window:1,stable,stable:10000", "--json"]) == 0
+    once = json.loads(capsys.readouterr().out)["policies"]
+    assert list(once) == ["full", "window:1", "stable"]
+    assert once["window:1"]["input_tokens"] == printed["policies"]["window:1"]["input_tokens"]
 
 
 def test_a_span_of_conversations_is_replayed_alone(capsys):
@@ -108,12 +116,28 @@ def test_a_span_of_conversations_is_replayed_alone(capsys):
     assert "takes N or A-B" in capsys.readouterr().err
 
 
+def test_a_damaged_zip_is_one_line(tmp_path, capsys):
+    archive = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("a.json", open(SYNTHETIC, encoding="utf-8").read())
+    data = bytearray(archive.read_bytes())
+    start = data.index(b"a.json") + len(b"a.json")  # the member's compressed bytes, after its local header
+    data[start + 10:start + 40] = bytes(30)
+    archive.write_bytes(bytes(data))
+    assert locomo.main([str(archive)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {archive}: a zip that cannot be read")
+
+
 @pytest.mark.parametrize("content, says", [
     ("{not json", "not JSON"),
     ("[]", "no conversation in it"),
     (json.dumps([{"conversation": {"speaker_a": "A"}, "qa": []}]), "speaker_a and speaker_b must be names"),
     (json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": "x"}, "qa": []}]),
      "session_1 must be a list of turns"),
+    (json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": [{"dia_id": "D1:1", "text": "x"}],
+                                   "session_01": [{"dia_id": "D1:1", "text": "y"}]}, "qa": []}]),
+     "two sessions numbered 1"),
     (json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": [{"dia_id": "D1:1", "text": "x"}]},
                   "qa": [{"question": "q", "category": 9}]}]), "question 1 needs a question and a category"),
 ])
@@ -160,3 +184,23 @@ def test_a_probe_asks_each_question_under_each_policy_and_scores_it(tmp_path):
     assert scores == {"full": [1.0, 0.0], "window:1": [0.0, 1.0]}  # the adversarial question is right when it refuses
     assert [(k["policy"], k["evidence"]) for k in kept] == [("full", "kept"), ("full", "kept"),
                                                             ("window:1", "gone"), ("window:1", "gone")]
+
+
+def test_a_reply_without_an_answer_line_is_scored_as_written_and_a_summary_policy_is_refused(tmp_path, capsys):
+    """LoCoMo scores what the model wrote: "Not mentioned in the conversation." with no Answer line is right for an
+    adversarial question (its Thought line aside); compact would be asked under full history, so it is refused."""
+    class Plain:
+        name, backend = "plain", "test"
+
+        def generate(self, messages, stop, **options):
+            return ModelReply("Thought: nothing about a dog\nNot mentioned in the conversation.")
+
+    conversation = locomo.read(SYNTHETIC)[0]
+    kept = []
+    scores = locomo.probe([(conversation, conversation.questions[7]), (conversation, conversation.questions[0])],
+                          ["full"], Plain(), locomo.stemmer(), str(tmp_path), kept.append)
+    assert scores == {"full": [1.0, 0.0]} and [k["answered"] for k in kept] == [False, False]
+    assert locomo.main([SYNTHETIC, "--probe", "--model", "local", "--policies", "full,compact:300"]) == 2
+    assert "--probe cannot ask under compact:300" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        locomo.main([SYNTHETIC, "--probe", "--model", "local", "--sample", "0"])
