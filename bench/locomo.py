@@ -267,12 +267,14 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
 
     counter = local_counter()
     results = {spec: Measured(make_policy(spec).name) for spec in specs}
-    unscored = {"no evidence": [], "a line the conversation lacks": []}  # "conversation qN", as said at the end
+    unscored = {"no evidence": [], "an entry naming no line": [], "a line the conversation lacks": []}  # by why
     for conv in conversations:
         script(conv)  # its lines, by dialogue id
         for question in conv.questions:
-            if not question.evidence or question.unread:
+            if not question.evidence:
                 unscored["no evidence"].append(f"{conv.name} q{question.number}")
+            if question.evidence and question.unread:
+                unscored["an entry naming no line"].append(f"{conv.name} q{question.number}")
             if any(i not in conv.lines for i in question.evidence):
                 unscored["a line the conversation lacks"].append(f"{conv.name} q{question.number}")
     for number, conv in enumerate(conversations, 1):
@@ -434,7 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{summary['conversations']} conversations, {summary['questions']:,} questions; evidence kept when "
               "asked after the last session, Wilson 95% intervals")
         print(table(summary))
-        for kind, said in (("no evidence", "list no evidence, or an entry naming no line (not scored)"),
+        for kind, said in (("no evidence", "list no evidence line (not scored)"),
+                           ("an entry naming no line", "list an entry naming no line, such as \"D\" (scored on the "
+                                                       "lines they name)"),
                            ("a line the conversation lacks", "name a line the conversation does not have (scored "
                                                              "on the lines it has, if any)")):
             if unscored[kind]:

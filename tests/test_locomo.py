@@ -68,8 +68,8 @@ def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
     assert summary["conversations"] == 2 and summary["questions"] == 12
     full, window = summary["policies"]["full"], summary["policies"]["window:1"]
     assert full["evidence_kept"] == 1.0 and full["evidence"]["n"] == 11  # "D9:1" names no line: not scored
-    assert summary["unresolved_evidence"] == {"no evidence": [], "a line the conversation lacks":
-                                              ["locomo_synthetic.json#1 q9"]}
+    assert summary["unresolved_evidence"] == {"no evidence": [], "an entry naming no line": [],
+                                              "a line the conversation lacks": ["locomo_synthetic.json#1 q9"]}
     # window:1 shows the last exchange only: of the first conversation, only the questions on its last session's
     # last exchange ("D3:5" is half of question 5's evidence) keep anything
     assert window["evidence"]["kept"] == 1 and window["evidence"]["partly"] == 1  # Wen's rye; the reading club
