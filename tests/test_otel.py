@@ -325,3 +325,21 @@ def test_every_gen_ai_attribute_sent_is_one_the_conventions_name():
     sent = {name for span in spans for name in span.attributes if name.startswith("gen_ai.")}
     assert sent - known == set()
     assert {"gen_ai.usage.input_tokens", "gen_ai.tool.name", "gen_ai.input.messages"} <= sent
+
+
+def test_after_a_reset_a_call_is_not_compared_with_the_session_before():
+    """A chat's /reset starts a new session: its first call dropped nothing, though the call before it showed more."""
+    from agent import TinyReAct
+    from models.scripted import ScriptedModel
+    from tokens import local_counter
+    from views.telemetry import trace_spans
+
+    agent_ = TinyReAct(ScriptedModel(["Thought: a\nAnswer: 1", "Thought: b\nAnswer: 2", "Thought: c\nAnswer: 3"]))
+    agent_.query("First question here?")
+    agent_.query("Second question here?")
+    agent_.reset()
+    agent_.query("Third question?")
+    dropped = [[span.attributes["tinyreact.context.dropped"] for span in spans
+                if "tinyreact.context.dropped" in span.attributes]
+               for spans in trace_spans({}, agent_.trace.events, local_counter().count)]
+    assert dropped == [[0], [0], [0]]

@@ -230,7 +230,10 @@ class _Question:
         names; on the question's first call, what it was shown at the call before too (for the changes)."""
         if self.contexts is None:
             self.contexts = Contexts(self.events[:self.last + 1])
-            earlier = next((i for i in range(self.first - 1, -1, -1) if self.events[i]["type"] == "context"), None)
+            # the call before, unless a reset came between: a new session starts with nothing shown
+            earlier = next((i for i in range(self.first - 1, -1, -1) if self.events[i]["type"] in ("context", "reset")),
+                           None)
+            earlier = earlier if earlier is not None and self.events[earlier]["type"] == "context" else None
             if earlier is not None:
                 self.shown = self.contexts.at(Call(0, earlier, self.events[earlier]))
         return self.contexts.at(Call(0, index, event))
