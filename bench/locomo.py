@@ -2,7 +2,7 @@
 are still in the context each policy would send when the question is asked, by LoCoMo's five categories with Wilson
 intervals, and what each policy costs with and without prompt caching under three providers' rules.
 
-    python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N] [--json] [--plot FILE.svg]
+    python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N|A-B] [--json] [--plot FILE.svg]
     python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
 
 The data is not shipped: LoCoMo's repository (github.com/snap-research/locomo) has no license file, so it is read
@@ -25,8 +25,8 @@ the answer "[the session ends]".
 What is measured. The questions are asked after the last session, as LoCoMo asks them: for each question and
 policy, the context the policy would render with the question as the current turn, and in it each evidence line,
 whole or as the key-facts block keeps it (every sentence of four words or more): all there (kept), some (partly) or
-none (gone). A question whose evidence names no line of the conversation (a few
-do: "D10:19" in a session of 18 lines) is counted apart, not scored. The categories are numbered in the data and
+none (gone). A question that lists no evidence is not scored; one naming a line the conversation lacks ("D10:19" in
+a session of 18 lines) is scored on the lines it has; the output names each. The categories are numbered in the data and
 named nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as
 several answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal,
 3 open-domain, 4 single-hop, 5 adversarial.
@@ -54,7 +54,6 @@ sys.path.insert(0, ROOT)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,budget:4000,stable"
 RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-haiku-4-5"]  # three providers' caching rules (models/prices.json)
-STATES = ["kept", "partly", "gone"]
 MAX_FILE = 200_000_000  # bytes: the data is 2.6 MB unpacked; anything this large is not it
 # "D1:3", and the data's slips: "D:11:26", "D30:05" (the spaces bounded, so that no text makes it backtrack long)
 EVIDENCE = re.compile(r"D\s{0,3}:?\s{0,3}(\d+)\s{0,3}:\s{0,3}(\d+)")
