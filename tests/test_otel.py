@@ -343,3 +343,15 @@ def test_after_a_reset_a_call_is_not_compared_with_the_session_before():
                 if "tinyreact.context.dropped" in span.attributes]
                for spans in trace_spans({}, agent_.trace.events, local_counter().count)]
     assert dropped == [[0], [0], [0]]
+
+
+def test_spans_the_sampler_does_not_record_are_said_apart_not_as_lost(endpoint, monkeypatch, capsys):
+    """OTEL_TRACES_SAMPLER=always_off: nothing is sent, and the line says the sampler chose that, not that the
+    endpoint failed."""
+    gemini, otlp = endpoint(REPLIES)
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    assert agent.main([QUESTION, "-q", "--otel"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "20\n" and otlp.spans == []
+    assert err == ("warning: --otel: none of the 6 spans was recorded (OTEL_TRACES_SAMPLER or OTEL_SDK_DISABLED says "
+                   "so): none was sent\n")

@@ -79,7 +79,7 @@ class OtlpExport:
         self._tracer = self._provider.get_tracer("tinyreact",
                                                  schema_url=f"https://opentelemetry.io/schemas/{CONVENTIONS}")
         self._followers: list[_Follower] = []
-        self.ended, self.questions, self.problem = 0, 0, None
+        self.ended, self.unsampled, self.questions, self.problem = 0, 0, 0, None
 
     def follow(self, header: dict) -> Callable[[dict], None]:
         """An on_event for a live Trace: each question's spans are sent when its stop event arrives."""
@@ -129,9 +129,11 @@ class OtlpExport:
                 span.set_attribute("error.type", record.error)
                 span.set_status(Status(StatusCode.ERROR, record.error))
             made.append(span)
+        # a span the sampler (OTEL_TRACES_SAMPLER) did not record is never sent: counted apart, not as lost
+        recorded = sum(span.is_recording() for span in made)
         for span, record in reversed(list(zip(made, spans))):  # children first, their question last
             span.end(end_time=_nanoseconds(origin, max(record.end, record.start)))
-        self.ended += len(made)
+        self.ended, self.unsampled = self.ended + recorded, self.unsampled + len(made) - recorded
         self.questions += 1
 
     def close(self) -> str | None:
@@ -162,7 +164,9 @@ class OtlpExport:
         if self.problem:
             return self.problem
         if not self.ended:
-            return "no question was asked: no span was sent"
+            return (f"none of the {self.unsampled} spans was recorded (OTEL_TRACES_SAMPLER or OTEL_SDK_DISABLED "
+                    "says so): none was sent"
+                    if self.unsampled else "no question was asked: no span was sent")
         if not lost:
             return None
         return (f"{lost} of {self.ended} spans were not sent to {endpoint()} ({self._log.reason()}); "
@@ -170,7 +174,9 @@ class OtlpExport:
 
     def sent(self) -> str:
         """What was sent, in a few words, for the line a run ends with."""
-        return f"sent {self.ended} spans of {self.questions} question{'s' * (self.questions != 1)} to {endpoint()}"
+        left_out = f" ({self.unsampled} more not recorded, as OTEL_TRACES_SAMPLER says)" if self.unsampled else ""
+        return (f"sent {self.ended} spans of {self.questions} question{'s' * (self.questions != 1)} to {endpoint()}"
+                + left_out)
 
 
 class _Follower:
