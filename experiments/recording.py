@@ -28,9 +28,10 @@ from tools import DEFAULT_TOOLS, shipped_by_name, signature
 from traces import Trace, as_text, header_problem, read_json, replacing
 
 
-def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
-    """Play the script into a trace file under `policy`; returns the number of model calls. Raises ValueError naming
-    what is wrong with the script, or what went differently from it."""
+def record_script(script_path: str, trace_path: str, policy: Policy, on_event=None) -> int:
+    """Play the script into a trace file under `policy` (each event handed to `on_event` too, as it is written);
+    returns the number of model calls. Raises ValueError naming what is wrong with the script, or what went
+    differently from it."""
     if policy.needs_summaries:
         raise ValueError(f"--record plays the script's replies, and {policy.name} would ask the model for summaries "
                          "the script does not hold: record under another policy, then replay it under this one")
@@ -51,7 +52,7 @@ def record_script(script_path: str, trace_path: str, policy: Policy) -> int:
     used = set()
     tools = _taped_tools(script.get("tools"), results, model, used, policy)
     with replacing(trace_path) as temporary:  # a good trace already there stays until this one is whole
-        calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta), native)
+        calls = _play(turns, model, tools, policy, Trace(temporary, meta=meta, on_event=on_event), native)
         unused = sorted(set(results) - used)
         if unused:
             raise ValueError(f"the results scripted for model calls {', '.join(map(str, unused))} were never used: "
