@@ -38,8 +38,7 @@ class KeyFacts(Policy):
         lines = key_facts(conversation)
         if not lines:
             return view
-        block = Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {line}" for line in lines))
-        return replace(view, blocks=view.blocks + [(self.where, block)])
+        return replace(view, blocks=view.blocks + [(self.where, facts_block(lines))])
 
     def replay_caveat(self, events) -> str:
         """Said when the block could not hold every fact the rule found: the oldest dropped out."""
@@ -50,6 +49,11 @@ class KeyFacts(Policy):
         return (f"its block holds the latest {MAX_FACTS} of the {found} facts the rule finds in this session, so the "
                 f"oldest {found - MAX_FACTS} (a standing instruction among them, if said early) dropped out of it"
                 if found > MAX_FACTS else "")
+
+
+def facts_block(facts: list[str]) -> Part:
+    """The key-facts block as the model is shown it, one fact a line (stable:T shows the same block)."""
+    return Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {fact}" for fact in facts))
 
 
 def key_facts(conversation: Conversation) -> list[str]:

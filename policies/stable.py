@@ -14,10 +14,8 @@ Pick it for long sessions on a service with prompt caching.
 """
 from dataclasses import replace
 
-from models import Part
 from policies.base import Policy
-from policies.facts import MAX_FACTS, all_facts
-from policies.invariants import KEY_FACTS
+from policies.facts import MAX_FACTS, all_facts, facts_block
 from policies.rendering import Conversation, View, observation_cut, question_part, step_parts
 from tokens import local_counter
 
@@ -72,8 +70,8 @@ class Stable(Policy):
             # questions, the instructions and the facts, in a share of T, so that the next rebuild is far off
             if size > self.tokens and added > KEEP:
                 first = number + 1 - KEEP
-                facts = self._facts(conversation, steps[first].index)  # the most the block can hold from here
-                room = self.tokens * KEEP_SHARE - fixed - (count(facts_block(facts).text) if facts else 0)
+                # the most the block can hold from here
+                room = self.tokens * KEEP_SHARE - fixed - self._block_tokens(conversation, steps[first].index)
 
                 def from_step(start):  # the tokens of steps[start:number + 1] with their questions
                     return sum(sizes[start:number + 1]) + sum(questions[index] for index in
@@ -82,8 +80,7 @@ class Stable(Policy):
                     first -= 1
                 boundary = steps[first].index
                 shown, added = {turn_of[kept.index].index for kept in steps[first:number + 1]}, 0
-                facts = self._facts(conversation, boundary)
-                size = fixed + (count(facts_block(facts).text) if facts else 0) + from_step(first)
+                size = fixed + self._block_tokens(conversation, boundary) + from_step(first)
         return boundary
 
     def _facts(self, conversation: Conversation, boundary: int) -> list[str]:
@@ -91,6 +88,10 @@ class Stable(Policy):
         if boundary not in self._found:
             self._found[boundary] = facts_before(conversation, boundary, self.tokens * FACTS_SHARE)
         return self._found[boundary]
+
+    def _block_tokens(self, conversation: Conversation, boundary: int) -> int:
+        facts = self._facts(conversation, boundary)
+        return local_counter().count(facts_block(facts).text) if facts else 0
 
     def _tokens(self, index: int, measure, settled: bool = True) -> int:
         """Tokens of the step or question at trace index `index`, kept once it can no longer change."""
@@ -100,10 +101,6 @@ class Stable(Policy):
         if settled:
             self._costs[index] = tokens
         return tokens
-
-
-def facts_block(facts: list[str]) -> Part:
-    return Part("notes", KEY_FACTS + "\n" + "\n".join(f"- {fact}" for fact in facts))
 
 
 def facts_before(conversation: Conversation, boundary: int, room: float) -> list[str]:
