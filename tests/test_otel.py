@@ -335,7 +335,6 @@ def test_after_a_reset_a_call_is_not_compared_with_the_session_before():
     from agent import TinyReAct
     from models.scripted import ScriptedModel
     from tokens import local_counter
-    from views.telemetry import trace_spans
 
     agent_ = TinyReAct(ScriptedModel(["Thought: a\nAnswer: 1", "Thought: b\nAnswer: 2", "Thought: c\nAnswer: 3"]))
     agent_.query("First question here?")
@@ -344,7 +343,8 @@ def test_after_a_reset_a_call_is_not_compared_with_the_session_before():
     agent_.query("Third question?")
     dropped = [[span.attributes["tinyreact.context.dropped"] for span in spans
                 if "tinyreact.context.dropped" in span.attributes]
-               for spans in trace_spans({}, agent_.trace.events, local_counter().count)]
+               for spans in (question_spans({}, agent_.trace.events, first, local_counter().count)
+                             for first, event in enumerate(agent_.trace.events) if event["type"] == "question")]
     assert dropped == [[0], [0], [0]]
 
 

@@ -11,7 +11,6 @@ Sending a saved trace is all `--from TRACE --otel` does: it waits longer (SENDIN
 Every text is blanked of secrets once more (redaction.py: the API keys, and the values of the headers the spans are
 sent with) before it leaves.
 """
-import copy
 import logging
 import os
 import threading
@@ -94,22 +93,28 @@ class OtlpExport:
             last = next((event["t"] for event in reversed(events) if type(event.get("t")) in (int, float)), 0)
             origin = time.time() - last
         found = secrets()  # blanked before any text is cut, so that a cut through a secret cannot keep its rest
-        events = [redacted_fields(copy.deepcopy(dict(event)), found) for event in events]
+        events = [redacted_fields(dict(event), found) for event in events]  # a copy: nested values are rebuilt
         conversation, sent, waiting = uuid.uuid4().hex, 0, 0
         for first, event in enumerate(events):
             if event["type"] != "question":
                 continue
-            try:
-                spans = question_spans(header, events, first, self.count, self.content, conversation)
-            except Exception as problem:  # a question whose spans cannot be made is said, and the others sent
-                self.problem = self.problem or f"the spans of a question could not be made ({problem!r})"
-                continue
-            self.send(spans, origin)
-            sent, waiting = sent + 1, waiting + len(spans)
+            made = self.question(header, events, first, conversation, origin)
+            sent, waiting = sent + (made > 0), waiting + made
             if waiting >= QUEUE_SPANS and not self._exporter.failed:  # the SDK's queue would drop the rest
                 self._processor.force_flush(int(SENDING_SECONDS * 1000))
                 waiting = 0
         return sent
+
+    def question(self, header: dict, events: Sequence[dict], first: int, conversation: str, origin: float) -> int:
+        """The spans of the question at events[first], made and sent; the number sent. A fault in making them is
+        said at the end, and the run, or the other questions, go on: the spans are an extra."""
+        try:
+            spans = question_spans(header, events, first, self.count, self.content, conversation)
+            self.send(spans, origin)
+        except Exception as problem:
+            self.problem = self.problem or f"the spans of a question could not be made ({problem!r})"
+            return 0
+        return len(spans)
 
     def send(self, spans: list[Span], origin: float) -> None:
         """One question's spans, handed to the SDK, which sends them from its own thread."""
@@ -204,12 +209,7 @@ class _Follower:
         if self.first is None:
             return
         first, self.first = self.first, None
-        try:
-            spans = question_spans(self.header, self.events, first, self.export.count, self.export.content,
-                                   self.conversation)
-            self.export.send(spans, self.origin)
-        except Exception as problem:  # the spans are an extra: a fault in making them must not end the run
-            self.export.problem = self.export.problem or f"the spans of a question could not be made ({problem!r})"
+        self.export.question(self.header, self.events, first, self.conversation, self.origin)
 
 
 class _Counted:

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 from models import Message, ModelConfigError
 from policies.rendering import cap
 from results import outcome, priced, summarise
-from views.pages.calls import Call, Contexts, changes
+from views.pages.calls import Call, Contexts, changes, question_end
 
 CONVENTIONS = "1.41.0"  # the release of the OpenTelemetry semantic conventions whose GenAI spans these follow
 AGENT = "TinyReAct"
@@ -56,13 +56,6 @@ class Span:
     client: bool = False  # span kind CLIENT: a call to a model served by another process; else INTERNAL
     error: str | None = None  # error.type when the operation ended in error; the span's status says so too
     events: list = field(default_factory=list)  # (name, seconds since the trace began, attributes)
-
-
-def trace_spans(header: dict, events: Sequence[dict], count: Callable[[str], int], content: bool = False,
-                conversation: str = "") -> list[list[Span]]:
-    """The spans of every question of a trace, one list a question (one OpenTelemetry trace each)."""
-    return [question_spans(header, events, first, count, content, conversation)
-            for first, event in enumerate(events) if event["type"] == "question"]
 
 
 def question_spans(header: dict, events: Sequence[dict], first: int, count: Callable[[str], int],
@@ -119,14 +112,10 @@ class _Question:
         self._end()
 
     def _last_event(self) -> int:
-        """The question's last event: its stop, else the event before the next question or reset, else the last."""
-        for index in range(self.first + 1, len(self.events)):
-            kind = self.events[index]["type"]
-            if kind == "stop":
-                return index
-            if kind in ("question", "reset"):
-                return index - 1
-        return len(self.events) - 1
+        """The question's last event: its stop, else the last before the next question or reset (as a page reads
+        a question's events, views/pages/calls.py), else the trace's last."""
+        end = question_end(self.events, self.first)
+        return next((index for index in range(self.first + 1, end) if self.events[index]["type"] == "stop"), end - 1)
 
     # ---------------------------------------------------------------- model calls
 

@@ -63,13 +63,12 @@ def timeline(events: Sequence[dict]) -> list:
 
 def questions(events: Sequence[dict]) -> list[tuple[int, int]]:
     """(start, end) of each question's events in the trace: from the question to the next question or reset."""
-    starts = [i for i, event in enumerate(events) if event["type"] == "question"]
-    bounds = []
-    for start in starts:
-        end = next((i for i in range(start + 1, len(events)) if events[i]["type"] in ("question", "reset")),
-                   len(events))
-        bounds.append((start, end))
-    return bounds
+    return [(start, question_end(events, start)) for start, event in enumerate(events) if event["type"] == "question"]
+
+
+def question_end(events: Sequence[dict], start: int) -> int:
+    """Where the events of the question at `start` end: at the next question or reset, else the trace's end."""
+    return next((i for i in range(start + 1, len(events)) if events[i]["type"] in ("question", "reset")), len(events))
 
 
 def seconds(events: Sequence[dict]) -> float:
