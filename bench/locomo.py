@@ -267,8 +267,9 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
     counter = local_counter()
     results = {spec: Measured(make_policy(spec).name) for spec in specs}
     unscored = {"no evidence": [], "an entry naming no line": [], "a line the conversation lacks": []}  # by why
-    for conv in conversations:
-        script(conv)  # its lines, by dialogue id
+    for number, conv in enumerate(conversations, 1):
+        progress(f"conversation {number} of {len(conversations)}: recording")
+        header, events = record(conv, folder)  # conv.lines filled, by dialogue id
         for question in conv.questions:
             if not question.evidence:
                 unscored["no evidence"].append(f"{conv.name} q{question.number}")
@@ -276,9 +277,6 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
                 unscored["an entry naming no line"].append(f"{conv.name} q{question.number}")
             if any(i not in conv.lines for i in question.evidence):
                 unscored["a line the conversation lacks"].append(f"{conv.name} q{question.number}")
-    for number, conv in enumerate(conversations, 1):
-        progress(f"conversation {number} of {len(conversations)}: recording")
-        header, events = record(conv, folder)
         progress(f"conversation {number} of {len(conversations)}: replaying {len(specs)} policies")
         reports = replay(header, events, specs, counter, facts=[], points=[])
         for spec, report in zip(specs, reports):

@@ -94,14 +94,13 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
         raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
                          "(a trace cut short before its first model call has none)")
     sessions = _sessions(events, specs, counter, summaries)
-    tasks = [task for point in points
-             for task in _tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter)]
     order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
     # Asked point by point and, at each point, condition by condition: the calls of one condition at one point share
     # their context up to the question, so a model that keeps the last prompt's keys and values (the embedded models)
     # works through only the question; and a probe stopped midway has asked every condition at the points it reached.
-    at = {point.label: number for number, point in enumerate(points)}
-    tasks.sort(key=lambda task: (at[task[0].point], order[task[0].condition]))  # stable: else as built
+    tasks = [task for point in points
+             for task in sorted(_tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter),
+                                key=lambda task: order[task[0].condition])]  # a stable sort: else as built
     _ask_all(model, tasks, jobs, progress, answers)
     answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
     return answers
