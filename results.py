@@ -10,8 +10,8 @@ from difflib import SequenceMatcher
 from enum import Enum
 from typing import Sequence
 
-from models import ModelConfigError
-from models.prices import FREE, Cost, cost_of, price_of
+from models import ModelConfigError, backend_record
+from models.prices import Cost, cost_of, price_of
 
 MAX_FORMAT_ERRORS = 3  # consecutive replies with neither Action nor Answer before the run gives up
 
@@ -98,7 +98,8 @@ def priced(events: Sequence[dict], model: str, backend: str) -> Cost | None:
     or, on a billed service, its tokens were counted here. A call is priced as the model asked for; as the model
     the reply names only when the one asked for is an alias with no price of its own (gemini-flash-latest): a
     server's word never makes a listed model cheaper or dearer."""
-    if backend not in FREE and any(event.get("counted_locally") for event in events if event["type"] == "usage"):
+    counted_here = any(event.get("counted_locally") for event in events if event["type"] == "usage")
+    if counted_here and not backend_record(backend).free:
         return None
     calls = [(priced_as(model, e.get("answered_by")), e["input_tokens"], e.get("cached_tokens", 0), e["output_tokens"])
              for e in events if e["type"] == "usage"]

@@ -27,8 +27,8 @@ def available_models(env_files: list[str], probe_seconds: float = 1.0) -> list[d
     `available`), so a new backend is listed with no change here; the first row's `note` says which model runs
     with no --model and which .env files were read, so the user knows where settings came from."""
     rows = []
-    for backend, module in BACKENDS.items():
-        rows += importlib.import_module(module).available(backend, probe_seconds)
+    for backend, record in BACKENDS.items():
+        rows += importlib.import_module(record.module).available(backend, probe_seconds)
     read = ", ".join(env_files) if env_files else "none"
     rows[0]["note"] = f"{_default_said()}; .env read: {read}"
     return rows

@@ -133,7 +133,7 @@ EventSink = Callable[..., None]
 
 class Model(Protocol):
     name: str
-    backend: str  # "gemini", "openai", "ollama", "llamacpp", "local", "scripted"
+    backend: str  # a name in BACKENDS, or another for a model made otherwise ("scripted")
     usage_source: str  # where ModelReply's token counts come from, said next to them
     window: int | None  # the context window in tokens, when known; the loop warns past it
     temperature: float | None  # sent with every call (0: greedy); None: none is sent, the server samples as it likes
@@ -160,15 +160,46 @@ DEFAULT_MODEL = "gemini-flash-latest"
 OFFLINE_MODEL = "local:qwen2.5-coder-0.5b"
 OFFLINE_NOTICE = ("no GEMINI_API_KEY: using the offline Qwen2.5-Coder 0.5B model — small, expect mistakes; "
                   "see README to use Gemini")
-# The backends a model spec can name, each the module that makes its models, imported only when it is chosen, as
-# `make(backend, name, progress) -> Model`. A new backend is its module and one line here (docs/extending.md).
+@dataclass(frozen=True)
+class Backend:
+    """One backend, all that the program says of it, in the one record every table reads: the module that makes
+    its models, how messages name it, where an OpenAI-compatible server of it is, whether its calls are billed, and
+    what OpenTelemetry calls it. A new backend is its module and one entry in BACKENDS (docs/extending.md); a new
+    OpenAI-compatible server (vLLM, LM Studio) is one entry alone."""
+    module: str  # makes its models, as `make(backend, name, progress) -> Model`; imported only when it is chosen
+    label: str  # how a message names it: "Ollama", "llama.cpp server"
+    url_variable: str | None = None  # an OpenAI-compatible server's: the variable naming its base URL,
+    url: str | None = None  # the base URL when that variable is unset,
+    key_variable: str | None = None  # the variable naming its key (None: it takes none),
+    hint: str = ""  # and what to check when no server answers there
+    free: str | None = None  # None: billed; else whose model it is, for the cost line ("a model on your own Ollama")
+    network: bool = True  # in another process: its calls are CLIENT spans
+    provider: str | None = None  # OpenTelemetry's gen_ai.provider.name (None: the backend's own name)
+    operation: str = "chat"  # OpenTelemetry's gen_ai.operation.name for a call
+    openinference: str | None = None  # OpenInference's llm.provider, for the providers it names
+
+
+# The backends a model spec can name. A model made otherwise (the scripted model, a test's) has a backend name
+# with no entry: `backend_record()` gives it a record that says nothing is known of it.
 BACKENDS = {
-    "gemini": "models.services.gemini",
-    "openai": "models.services.openai_compatible",
-    "ollama": "models.services.ollama_chat",
-    "llamacpp": "models.services.openai_compatible",
-    "local": "models.embedded",
+    "gemini": Backend("models.services.gemini", "Gemini", provider="gcp.gemini", operation="generate_content",
+                      openinference="google"),
+    "openai": Backend("models.services.openai_compatible", "OpenAI-compatible server", "OPENAI_BASE_URL",
+                      "https://api.openai.com/v1", "OPENAI_API_KEY", "check OPENAI_BASE_URL", openinference="openai"),
+    "ollama": Backend("models.services.ollama_chat", "Ollama", "OLLAMA_HOST", "http://localhost:11434", None,
+                      "is Ollama running? `ollama serve`", free="a model on your own Ollama"),
+    "llamacpp": Backend("models.services.openai_compatible", "llama.cpp server", "LLAMACPP_BASE_URL",
+                        "http://localhost:8080/v1", None,
+                        "is llama-server running? `llama-server -m MODEL.gguf --port 8080`",
+                        free="a model on your own llama.cpp"),
+    "local": Backend("models.embedded", "embedded model", free="an embedded model", network=False),
 }
+
+
+def backend_record(name: str) -> Backend:
+    """The record of the backend `name`; for a name with no entry, one that knows nothing of it (billed, in this
+    process, named by its own name)."""
+    return BACKENDS.get(name) or Backend("", name, network=False)
 
 
 @dataclass(frozen=True)
@@ -251,4 +282,4 @@ def load_model(spec: str | None = None, progress: Callable[[str], None] = lambda
     else the embedded model (said through `notice`); `progress` reports a local model's loading."""
     backend, name = resolved_spec(spec, notice)
     import importlib
-    return importlib.import_module(BACKENDS[backend]).make(backend, name, progress)
+    return importlib.import_module(BACKENDS[backend].module).make(backend, name, progress)

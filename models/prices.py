@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from models import ModelConfigError
+from models import ModelConfigError, backend_record
 from traces import read_input
 
 PRICES = Path(__file__).with_name("prices.json")
@@ -29,8 +29,6 @@ MAX_FILE_BYTES = 1_000_000  # a price table of thousands of models is a few hund
 # cost (tokens times price) could overflow to infinity.
 MAX_DOLLARS = 100_000
 MAX_MIN_CACHE_TOKENS = 10_000_000  # longer than any context window
-FREE = {"local": "an embedded model", "ollama": "a model on your own Ollama",
-        "llamacpp": "a model on your own llama.cpp"}
 
 
 @dataclass(frozen=True)
@@ -94,8 +92,9 @@ def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None
     caching rule: cached tokens at the cached price, the rest of a call at least the rule's minimum long at the write
     price; None when a model of them has no listed price. An embedded model's calls, and those to your own server,
     cost 0."""
-    if backend in FREE:
-        return Cost(0.0, FREE[backend], "", "nothing is billed")
+    free = backend_record(backend).free
+    if free:
+        return Cost(0.0, free, "", "nothing is billed")
     try:
         table = prices()
     except ModelConfigError:  # a TINYREACT_PRICES file that cannot be read: the command line says so up front

@@ -40,9 +40,10 @@ def module(path: str) -> types.ModuleType:
 LAST_TURNS = module("policies/turns.py").LastTurns
 
 
-def entry(registry_name: str, registry, names: dict):
-    """The page's one entry for a registry, applied to a copy of it: what it adds."""
-    [line] = [line for line in ENTRIES if line.startswith(registry_name)]
+def entry(registry_name: str, registry, names: dict, key: str = ""):
+    """The page's one entry for a registry (the one for `key`, where it has several), applied to a copy of it: what
+    it adds."""
+    [line] = [line for line in ENTRIES if line.startswith(registry_name) and (not key or f'["{key}"]' in line)]
     copy = type(registry)(registry)
     exec(line, {registry_name: copy, **names})
     return copy
@@ -50,7 +51,8 @@ def entry(registry_name: str, registry, names: dict):
 
 def test_the_page_has_one_file_and_one_entry_for_each():
     assert sorted(FILES) == ["models/human.py", "policies/turns.py", "tools/text.py"]
-    assert [line.split("[")[0].split(".")[0] for line in ENTRIES] == ["DEFAULT_TOOLS", "POLICIES", "BACKENDS"]
+    registries = [line.split("[")[0].split(".")[0] for line in ENTRIES]
+    assert registries == ["DEFAULT_TOOLS", "POLICIES", "BACKENDS", "BACKENDS"]
 
 
 def test_the_tool_is_in_the_prompt_and_its_calls_are_checked():
@@ -143,9 +145,9 @@ def test_the_policy_keeps_every_invariant_the_property_tests_check(data, spec, q
 
 def test_the_backend_is_named_on_the_command_line_and_answers_from_stdin(monkeypatch, capsys):
     human = module("models/human.py")
-    backends = entry("BACKENDS", models.BACKENDS, {})
-    assert {name: backends[name] for name in set(backends) - set(models.BACKENDS)} == {"human": "models.human"}
-    monkeypatch.setitem(models.BACKENDS, "human", "models.human")
+    backends = entry("BACKENDS", models.BACKENDS, {"Backend": models.Backend}, "human")
+    assert set(backends) - set(models.BACKENDS) == {"human"} and backends["human"].module == "models.human"
+    monkeypatch.setitem(models.BACKENDS, "human", backends["human"])
     monkeypatch.setattr(sys, "stdin", io.StringIO("Thought: add\nAction: add_numbers(2, 3)\n\nAnswer: 5\n\n"))
     assert cli.main(["What is 2 + 3?", "--model", "human:me", "-q"]) == 0
     out, err = capsys.readouterr()
@@ -157,3 +159,31 @@ def test_the_backend_is_named_on_the_command_line_and_answers_from_stdin(monkeyp
     assert result.stop_reason is StopReason.ERROR and "no one left to answer" in str(result.error)
     with pytest.raises(models.ModelConfigError, match="unknown backend 'robot'"):
         models.parse_spec("robot:x")
+
+
+def test_an_openai_compatible_server_is_one_entry_and_its_errors_are_one_line(monkeypatch, capsys, tmp_path):
+    from model_servers import OpenAIStandIn, openai_error
+    from models.services import retry
+
+    backends = entry("BACKENDS", models.BACKENDS, {"Backend": models.Backend}, "vllm")
+    assert set(backends) - set(models.BACKENDS) == {"vllm"}
+    monkeypatch.setitem(models.BACKENDS, "vllm", backends["vllm"])
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    failed = [openai_error(500, "engine died", type="server_error")] * retry.ATTEMPTS
+    with OpenAIStandIn(["Answer: 5", *failed], models=("m",)) as server:
+        monkeypatch.setenv("VLLM_BASE_URL", server.url + "/v1")
+        trace = tmp_path / "run.jsonl"
+        assert cli.main(["What is 2 + 3?", "--model", "vllm:m", "-q", "--trace", str(trace)]) == 0
+        out, err = capsys.readouterr()
+        assert out == "5\n" and err == ""
+        assert cli.main(["--models"]) == 0
+        assert "✓ vllm:m" in capsys.readouterr().out
+        code = cli.main(["What is 2 + 3?", "--model", "vllm:m", "-q"])
+        out, err = capsys.readouterr()
+        assert code == 1 and out == "" and "Traceback" not in err
+        [line] = [line for line in err.splitlines() if "engine died" in line]
+        assert line.startswith("error: vLLM server (model m at http://127.0.0.1:")
+        assert cli.main(["What is 2 + 3?", "--model", "vllm:other", "-q"]) != 0  # a model the server does not list
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and err.strip().startswith("error: vLLM server (model other at http://127.0.0.1:")
+    assert "has no model 'other'; it has: m" in err and len(err.strip().splitlines()) == 1

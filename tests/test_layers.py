@@ -148,8 +148,8 @@ def test_no_object_below_the_views_knows_how_it_is_shown():
 
 
 def test_the_engine_and_the_services_are_rooms_apart():
-    """models/: the seam never imports its rooms (a backend is named in BACKENDS as a string), and the network
-    services and the numpy engine never import each other."""
+    """models/: the seam never imports its rooms (a backend's record in BACKENDS names its module as a string), and
+    the network services and the numpy engine never import each other."""
     wrong = []
     for top, path in project_modules():
         relative = os.path.relpath(path, os.path.join(ROOT, "models"))

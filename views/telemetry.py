@@ -21,20 +21,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Sequence
 
-from models import Message, ModelConfigError
+from models import Message, ModelConfigError, backend_record
 from policies.rendering import cap
 from results import outcome, priced, summarise
 from views.pages.calls import Call, Contexts, changes, question_end
 
 CONVENTIONS = "1.41.0"  # the release of the OpenTelemetry semantic conventions whose GenAI spans these follow
 AGENT = "TinyReAct"
-# gen_ai.provider.name of each backend: the conventions' well-known value where there is one, else the backend's name
-PROVIDERS = {"gemini": "gcp.gemini", "openai": "openai"}
-# gen_ai.operation.name of a model call: Gemini's API is generateContent; every other backend takes chat messages
-OPERATIONS = {"gemini": "generate_content"}
-# OpenInference's llm.provider, which Phoenix prices a call by (with llm.model_name), where it has a value for one
-OPENINFERENCE_PROVIDERS = {"gemini": "google", "openai": "openai"}
-NETWORK = {"gemini", "openai", "ollama", "llamacpp"}  # a model in another process: its calls are CLIENT spans
+# Each backend's gen_ai.provider.name (the conventions' well-known value where there is one, else the backend's
+# name), gen_ai.operation.name (Gemini's API is generateContent, every other takes chat messages), OpenInference's
+# llm.provider (which Phoenix prices a call by, with llm.model_name) and whether its calls are CLIENT spans (a model
+# in another process) are in its record, models.BACKENDS.
 ROLES = {"model": "assistant"}  # the conventions' name for a role where ours differs
 PART_LIMIT = 20_000  # characters of one message part, tool argument or tool result sent as content
 FLAT_LIMIT = 400  # messages in OpenInference's one-attribute-a-field form: the instructions and the latest ones
@@ -120,13 +117,14 @@ class _Question:
     # ---------------------------------------------------------------- model calls
 
     def _open_call(self, start: float, purpose: str) -> Span:
-        operation = OPERATIONS.get(self.backend, "chat")
+        record = backend_record(self.backend)
+        operation = record.operation
         attributes = {"gen_ai.operation.name": operation, "gen_ai.provider.name": self._provider(),
                       "gen_ai.request.model": self.model, "openinference.span.kind": "LLM",
                       "llm.model_name": self.model, "tinyreact.purpose": purpose}
-        if self.backend in OPENINFERENCE_PROVIDERS:
-            attributes["llm.provider"] = OPENINFERENCE_PROVIDERS[self.backend]
-        span = Span(f"{operation} {self.model}", start, start, 0, attributes, client=self.backend in NETWORK)
+        if record.openinference:
+            attributes["llm.provider"] = record.openinference
+        span = Span(f"{operation} {self.model}", start, start, 0, attributes, client=record.network)
         self.spans.append(span)
         return span
 
@@ -297,7 +295,7 @@ class _Question:
                                                                             finish_reason="stop")])
 
     def _provider(self) -> str:
-        return PROVIDERS.get(self.backend, self.backend)
+        return backend_record(self.backend).provider or self.backend
 
     def _cost(self, events: Sequence[dict]) -> float | None:
         """What these calls cost at list price (models/prices.json), in dollars; None when it is not known."""

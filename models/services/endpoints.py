@@ -4,18 +4,11 @@ all read through one bounded reader; the temperature a server is sent; and the r
 import os
 import time
 
-from models import ModelConfigError, ModelError
+from models import ModelConfigError, ModelError, backend_record
 from models.services import checked_url, wire
 from models.services.keys import check_key
 from redaction import shown_url
 
-# backend: (variable naming the base URL, its default, variable naming the key or None, hint when no server answers)
-ENDPOINTS = {
-    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY", "check OPENAI_BASE_URL"),
-    "ollama": ("OLLAMA_HOST", "http://localhost:11434", None, "is Ollama running? `ollama serve`"),
-    "llamacpp": ("LLAMACPP_BASE_URL", "http://localhost:8080/v1", None,
-                 "is llama-server running? `llama-server -m MODEL.gguf --port 8080`"),
-}
 # A local or self-hosted server samples when a request names no temperature: llama.cpp's server at 0.8 ("temperature:
 # ... Default: `0.8`", llama.cpp tools/server/README.md), Ollama's /v1 at its own default whatever the Modelfile says
 # ("PARAMETER temperature from the Modelfile is ignored on /v1/chat/completions", ollama issue #17744). A ReAct step
@@ -34,10 +27,10 @@ OLLAMA_DEFAULT_CONTEXT = 4096
 def endpoint(backend: str) -> tuple[str, str | None]:
     """(base URL, key variable) for a backend, from the environment or the defaults; ModelConfigError, naming the
     variable, for a URL that cannot be used."""
-    variable, default, key_variable, _ = ENDPOINTS[backend]
-    given = (os.environ.get(variable) or "").strip() or default
+    record = backend_record(backend)  # an OpenAI-compatible server's: its url_variable, url and key_variable
+    given = (os.environ.get(record.url_variable) or "").strip() or record.url
     url = _ollama_base(given) + "/v1" if backend == "ollama" else given
-    return checked_url(variable, url, given).rstrip("/"), key_variable
+    return checked_url(record.url_variable, url, given).rstrip("/"), record.key_variable
 
 
 def _ollama_base(host: str) -> str:
@@ -64,7 +57,7 @@ def list_models(backend: str, timeout: float = 2.0, base_url: str | None = None,
     shown = shown_url(url)
     key = api_key if api_key is not None else (os.environ.get(key_variable, "") if key_variable else "")
     headers = {"Authorization": f"Bearer {check_key(key, key_variable or 'the API key')}"} if key.strip() else {}
-    hint = ENDPOINTS[backend][3]
+    hint = backend_record(backend).hint
     try:
         data = read_small(requests.get, url + "/models", headers, timeout, MAX_LIST_BYTES)
     except requests.ConnectionError:
@@ -110,7 +103,7 @@ def temperature_for(backend: str, url: str) -> float | None:
     if value.lower() in ("server", "none", "default"):
         return None
     if not value:
-        return None if backend == "openai" and url == ENDPOINTS["openai"][1] else 0.0
+        return None if backend == "openai" and url == backend_record("openai").url else 0.0
     try:
         temperature = float(value)
     except ValueError:

@@ -26,9 +26,9 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from models import (COUNTED_LOCALLY, MAX_CALLS_READ, MAX_RESPONSE_BYTES, Message, ModelConfigError, ModelError,
-                    ModelReply, native_calls, shortened, within_limit)
+                    ModelReply, backend_record, native_calls, shortened, within_limit)
 from models.services import endpoints, retry, wire
-from models.services.endpoints import ENDPOINTS, TEMPERATURE_VARIABLE, available, list_models, temperature_for
+from models.services.endpoints import TEMPERATURE_VARIABLE, available, list_models, temperature_for
 from models.services.keys import check_key, redact
 from models.streaming import StreamCut, split_reasoning
 from redaction import shown_url
@@ -63,11 +63,12 @@ class OpenAICompatibleModel:
         # everything shown, the messages, the trace and the pages, names it without them.
         self._request_url = base_url.rstrip("/")
         self.name, self.backend, self.url = name, backend, shown_url(self._request_url)
+        self._record = backend_record(backend)  # its label, URL variable and hint, for messages
         self._key_variable = key_variable or "the API key"
         self._api_key = check_key(api_key, self._key_variable) if api_key and api_key.strip() else None
         scheme = urlsplit(self.url).scheme
         if scheme not in ("http", "https"):
-            raise ModelConfigError(f"{ENDPOINTS[backend][0]} must be an http:// or https:// URL, got {self.url!r}")
+            raise ModelConfigError(f"{self._record.url_variable} must be an http:// or https:// URL, got {self.url!r}")
         self.dropped: set[str] = set()  # request fields the server refused, no longer sent
         self.temperature = temperature_for(backend, self.url)
         self._window: int | None = None  # learned once, for Ollama (see window)
@@ -190,7 +191,7 @@ class OpenAICompatibleModel:
                                                retry.read_timeout(retry.DEFAULT_DEADLINE)))
         except requests.ConnectionError as error:
             if _refused(error):
-                raise ModelConfigError(f"no server at {self.url} — {ENDPOINTS[self.backend][3]}") from None
+                raise ModelConfigError(f"no server at {self.url} — {self._record.hint}") from None
             raise retry.Retryable(None, "connection failed", redact(str(error), self._api_key)) from None
         except requests.Timeout:
             raise retry.Retryable(None, "timed out", f"no answer from {self.url}") from None
@@ -337,7 +338,7 @@ class OpenAICompatibleModel:
         if 300 <= code < 400:
             target = shortened(redact(response.headers.get("location", "an unnamed place"), self._api_key))
             return ModelConfigError(f"{self._where()} answered {code}, redirecting to {target}: not followed, so the "
-                                    f"key stays with the configured host; set {ENDPOINTS[self.backend][0]} to the "
+                                    f"key stays with the configured host; set {self._record.url_variable} to the "
                                     "final URL")
         if code in (401, 403):
             return ModelConfigError(f"{self._where()} rejected the API key ({code}): check {self._key_variable}. "
@@ -360,17 +361,17 @@ class OpenAICompatibleModel:
         except ModelError:
             names = None
         if names is None:
-            return (f"{self._where()} answered 404 ({message}): no such model, or {ENDPOINTS[self.backend][0]} "
+            return (f"{self._where()} answered 404 ({message}): no such model, or {self._record.url_variable} "
                     "is not an OpenAI-compatible /v1 URL")
         if self.name in names:
-            return f"{self._where()} answered 404 for a model it lists ({message}): check {ENDPOINTS[self.backend][0]}"
+            return f"{self._where()} answered 404 for a model it lists ({message}): check {self._record.url_variable}"
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "") if names else "none"
         # Ollama answers "model 'x' not found, try pulling it first" (api/openai-compatibility): say how.
         pull = f" — to fetch it: ollama pull {self.name}" if self.backend == "ollama" else ""
         return f"{self._where()} has no model {self.name!r}; it has: {shown}{pull}"
 
     def _where(self) -> str:
-        return f"{retry.BACKEND_NAMES[self.backend]} (model {self.name} at {self.url})"
+        return f"{self._record.label} (model {self.name} at {self.url})"
 
 
 def native_chat(messages: list[Message], write_call=None, write_result=None) -> list[dict]:

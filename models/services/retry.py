@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from models import ModelConfigError, ModelError
+from models import ModelConfigError, ModelError, backend_record
 
 ATTEMPTS = 4
 # 408 too: "Your request timed out" (https://openrouter.ai/docs/api/reference/errors-and-debugging)
@@ -31,8 +31,6 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_SERVER_WAIT = 60.0  # seconds: a longer wait asked by the server fails at once instead
 DEFAULT_DEADLINE = 120.0
 MAX_DEADLINE = 86_400  # seconds; far longer would overflow the waits (threading.TIMEOUT_MAX, time_t)
-BACKEND_NAMES = {"gemini": "Gemini", "openai": "OpenAI-compatible server", "ollama": "Ollama",
-                 "llamacpp": "llama.cpp server"}
 
 sleep = time.sleep
 clock = time.monotonic
@@ -164,7 +162,7 @@ def run(attempt: Callable[[Channel], T], *, backend: str, where: str,
     `where` names the model and URL in error messages. A Retryable raised after some text was shown is
     retried as a whole call, and its retry event says `restart_stream=True`."""
     deadline = Deadline(call_deadline())
-    name = BACKEND_NAMES.get(backend, backend)
+    name = backend_record(backend).label
     for number in range(1, ATTEMPTS + 1):
         channel = Channel()
         try:
@@ -212,7 +210,7 @@ def describe(event: dict) -> str:
     """The one line the user reads for an event (a dict with "type" and the event's fields, as the trace
     stores it), e.g. `Gemini 503 UNAVAILABLE — attempt 2/4 in 2.3 s`."""
     type, fields = event["type"], event
-    name = BACKEND_NAMES.get(fields.get("backend", ""), fields.get("backend", "model"))
+    name = backend_record(fields["backend"]).label if "backend" in fields else "model"
     if type == "retry":
         what = f"{fields['status']} {fields['reason']}" if fields.get("status") else fields.get("reason", "failed")
         line = f"{name} {what} — attempt {fields['attempt']}/{fields['attempts']} in {fields['wait']:.1f} s"

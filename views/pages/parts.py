@@ -10,8 +10,7 @@ import html
 import json
 from importlib import resources
 
-from models import Message
-from models.prices import FREE
+from models import Message, backend_record
 from policies import BUCKET_NAMES
 from redaction import MASK, redacted, secrets
 from tokens import TokenCounter
@@ -31,7 +30,8 @@ class Store:
 
     def __init__(self, counter: TokenCounter, backend: str = ""):
         self.counter = counter
-        self.billed = backend not in FREE  # what a page calls a call's usage: billed, or counted (nothing billed)
+        # what a page calls a call's usage: billed, or counted (nothing billed)
+        self.billed = not backend_record(backend).free
         self.texts: dict[str, int] = {}
         self.parts: dict[tuple, int] = {}
         self.contexts: dict[tuple, int] = {}

@@ -6,8 +6,8 @@ import re
 from typing import Sequence
 
 from results import call_seconds, outcome, priced, summarise
-from models import Message
-from models.prices import FREE, dollars
+from models import Message, backend_record
+from models.prices import dollars
 from tokens import TokenCounter, local_counter
 from views.pages.calls import (Call, Contexts, call_event, change_line, change_list, changes, counter_name,
                                questions, seconds, timeline)
@@ -81,7 +81,8 @@ def outcome_table(events: Sequence[dict], header: dict | None = None) -> str:
         answering = sum(seconds(events[start:end]) for start, end in questions(events))
         rows.append(["", "<b>all questions</b>", "", "", str(counts["steps"]), str(counts["model_calls"]),
                      *tokens_and_cost(events), f"{answering:.1f} s answering"])
-    words = "tokens billed in / out" if backend not in FREE else "tokens in / out (counted, nothing billed)"
+    free = backend_record(backend).free
+    words = "tokens in / out (counted, nothing billed)" if free else "tokens billed in / out"
     return table(["#", "question", "answer", "stop", "steps", "calls", words, "cost at list price",
                   "time"], rows, "outcome", 4)
 
