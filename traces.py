@@ -10,17 +10,14 @@ A failed write (a full disk, a file size limit) never stops the run: it is repor
 (`load_trace`) checks every event it knows against EVENT_FIELDS, skips over event types it does not
 know, accepts every older version, and drops a last line cut off mid-write, saying so.
 """
-import contextlib
-import errno
 import json
 import math
-import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from files import open_for_one_run, read_input
 from redaction import blanked, redacted_fields, secrets
 
 FORMAT = "tinyreact-trace"
@@ -49,6 +46,7 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {
 TEXT, OPTIONAL_TEXT, WHOLE, COUNTS = "text", "text or null", "a whole number", "a table of whole numbers"
 MAX_WHOLE = 10 ** 15  # no count, step or position of a trace is larger; past it a number is damage, not data
 MAX_SECONDS = 10 ** 9  # about 31 years: no session lasts longer
+MAX_TRACE_BYTES = 1_000_000_000  # a trace of a million events is a few hundred megabytes
 NUMBER = "a number from 0 to 2"
 FACTS, PROBES, CALLS = ("a list of {id, text}", "a list of {id, fact, answer, questions}",
                         "a list of call numbers from 1")
@@ -95,64 +93,6 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 def as_text(text: str) -> str:
     """`text` with each lone surrogate made U+FFFD: text that UTF-8 can encode, a trace hold and a terminal show."""
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
-
-
-def written_into(path: str) -> bool:
-    """Whether `path` is written into rather than replaced: a device, a pipe or one of the process's own open files
-    (/dev/stdout, /dev/null, a FIFO): it has nothing to keep, and renaming over it would replace it."""
-    if path.startswith(("/dev/", "/proc/")) or os.path.realpath(path).startswith(("/dev/", "/proc/")):
-        return True
-    return os.path.exists(path) and not os.path.isfile(path)
-
-
-@contextlib.contextmanager
-def replacing(path: str) -> Iterator[str]:
-    """A new file beside `path` to write instead; moved onto `path` in one rename when the block ends, and removed if
-    it raises: a file already at `path` stays whole until its replacement is complete, whatever stops the writing (an
-    error, a full disk, Ctrl-C). A symbolic link at `path` is replaced itself, never what it points to (an output
-    named after a link cannot overwrite another file). What `written_into` names is written into directly."""
-    if written_into(path):
-        yield path
-        return
-    temporary = f"{path}.{os.getpid()}.part"  # in the same folder, so that os.replace is one rename
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(error, OSError) and error.filename == temporary:
-            error.filename = path  # the file the user named, not the one beside it
-        raise
-
-
-def open_for_one_run(path: str):
-    """A trace file opened for writing by this run alone: a regular file is locked (flock) before it is emptied,
-    so a second run given the same file is refused with OSError (EBUSY) and the first run's trace stays whole; a
-    symbolic link is refused (ELOOP), never written through; a device or a pipe is written into."""
-    import fcntl
-
-    if written_into(path):
-        return open(path, "w", encoding="utf-8", errors="backslashreplace")
-    if os.path.islink(path):
-        raise OSError(errno.ELOOP, "it is a symbolic link: name the file itself", path)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.ftruncate(descriptor, 0)
-    except BlockingIOError:
-        os.close(descriptor)
-        raise OSError(errno.EBUSY, "another run is writing it", path) from None
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return open(descriptor, "w", encoding="utf-8", errors="backslashreplace")
-
-
-def write_whole(path: str, data: bytes) -> None:
-    """`data` into `path`, whole or not at all (see `replacing`)."""
-    with replacing(path) as temporary, open(temporary, "wb") as file:
-        file.write(data)
 
 
 class Trace:
@@ -303,21 +243,6 @@ def _texts(fields: dict) -> dict:
     return fields
 
 
-def read_json(path: str, what: str):
-    """The JSON value in a file given to a reader; ValueError, one line, saying that `path` is not `what` and why."""
-    data = read_input(path, MAX_JSON_BYTES, what)
-    try:
-        return json.loads(data.decode("utf-8"))
-    except json.JSONDecodeError as problem:
-        raise ValueError(f"{path} is not {what}: not JSON ({problem.msg}, line {problem.lineno})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not {what}: not JSON in UTF-8") from None
-    except RecursionError:
-        raise ValueError(f"{path} is not {what}: its JSON is nested too deeply") from None
-    except ValueError:  # Python's limit on the digits of an integer it converts
-        raise ValueError(f"{path} is not {what}: it holds a number too long to read") from None
-
-
 def _parse(line: bytes):
     """The JSON value on one line, or None when it is not JSON in UTF-8."""
     try:
@@ -433,21 +358,3 @@ def _show(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
-
-MAX_TRACE_BYTES = 1_000_000_000  # a trace of a million events is a few hundred megabytes
-MAX_JSON_BYTES = 50_000_000  # a facts file or a conversation script
-
-
-def read_input(path: str, limit: int, what: str) -> bytes:
-    """The bytes of a file given to read, checked first to be a regular file (a FIFO would block, /dev/zero never
-    end) of at most `limit` bytes; ValueError, one line, saying why not. OSError when it cannot be read."""
-    status = os.stat(path)  # before opening: opening a FIFO blocks until something writes to it
-    if not stat.S_ISREG(status.st_mode):
-        raise ValueError(f"{path} is not {what}: not a regular file (a pipe or a device)")
-    if status.st_size > limit:
-        raise ValueError(f"{path} is not {what}: {status.st_size:,} bytes, more than {limit:,}")
-    with open(path, "rb") as file:
-        data = file.read(limit + 1)
-    if len(data) > limit:  # it grew while read
-        raise ValueError(f"{path} is not {what}: more than {limit:,} bytes")
-    return data

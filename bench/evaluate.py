@@ -317,7 +317,7 @@ def main() -> None:
         print(f"\n{run['label']} ({run['model']}), wrong answers:\n{wrong_answers(run) or '- none'}")
     print("\n" + table(runs))
     if args.out:
-        from traces import write_whole
+        from files import write_whole
 
         saved = {"set": args.set, "created": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}
         try:

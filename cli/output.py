@@ -6,7 +6,8 @@ import sys
 from typing import Callable
 
 from redaction import redacted
-from traces import as_text, write_whole
+from files import write_whole
+from traces import as_text
 from views.terminal import clean
 
 EXIT_ANSWERED, EXIT_NO_ANSWER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from policies.rendering import observation_text
-from traces import SURROGATE, read_json
+from files import read_json
+from traces import SURROGATE
 
 
 def normalise(text: str) -> str:

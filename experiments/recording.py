@@ -25,7 +25,8 @@ from policies import Policy
 from protocols import NativeProtocol, TextProtocol
 from replies import ActionError, cut_at_observation, parse_action, parse_reply
 from tools import DEFAULT_TOOLS, shipped_by_name, signature
-from traces import Trace, as_text, header_problem, read_json, replacing
+from files import read_json, replacing
+from traces import Trace, as_text, header_problem
 
 
 def record_script(script_path: str, trace_path: str, policy: Policy, on_event=None) -> int:

@@ -16,7 +16,8 @@ from models import Message, Model
 from policies import Meter, make_policy
 from policies.invariants import Checker
 from tokens import TokenCounter, local_counter
-from traces import as_text, read_trace_file, write_whole
+from files import write_whole
+from traces import as_text, read_trace_file
 
 # A service's prompt cache serves the start of a prompt that repeats the start of a recent one, from a minimum length
 # that differs by provider and model (models/prices.json gives it per model, with its source). The replay counts, per

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from models import ModelConfigError, backend_record
-from traces import read_input
+from files import read_input
 
 PRICES = Path(__file__).with_name("prices.json")
 PRICES_VARIABLE = "TINYREACT_PRICES"

@@ -5,6 +5,7 @@ import os
 import pytest
 
 import cli
+import files
 import traces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +37,7 @@ def test_a_fifo_or_a_device_is_refused_before_it_is_read(tmp_path, capsys, fifo,
 def test_a_file_past_the_limit_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch, flag):
     if flag != "--facts":  # --facts is read beside a trace, which must fit
         monkeypatch.setattr(traces, "MAX_TRACE_BYTES", 1000)
-    monkeypatch.setattr(traces, "MAX_JSON_BYTES", 1000)
+    monkeypatch.setattr(files, "MAX_JSON_BYTES", 1000)
     path = tmp_path / "big"
     path.write_bytes(b" " * 1001)
     assert cli.main(arguments(flag, str(path), tmp_path)) == 2

@@ -19,6 +19,7 @@ LAYER = {
     "models": 1, "prompts": 1,
     "tools": 0, "replies": 0, "traces": 0,
     "redaction": -1,  # the secrets never written: below the trace, which blanks them as events are added
+    "files": -1,  # files given to read, and files written whole: below the trace, whose files they are
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 from models import Message, ModelConfigError, backend_record
 from policies.rendering import cap
 from results import outcome, priced, summarise
-from views.pages.calls import Call, Contexts, changes, question_end
+from views.reading import Call, Contexts, changes, question_end
 
 CONVENTIONS = "1.41.0"  # the release of the OpenTelemetry semantic conventions whose GenAI spans these follow
 AGENT = "TinyReAct"
@@ -110,7 +110,7 @@ class _Question:
 
     def _last_event(self) -> int:
         """The question's last event: its stop, else the last before the next question or reset (as a page reads
-        a question's events, views/pages/calls.py), else the trace's last."""
+        a question's events, views/reading.py), else the trace's last."""
         end = question_end(self.events, self.first)
         return next((index for index in range(self.first + 1, end) if self.events[index]["type"] == "stop"), end - 1)
 

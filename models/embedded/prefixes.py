@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models.embedded.cache import sha256_of
-from traces import replacing, write_whole
+from files import replacing, write_whole
 
 KEEP = 8
 

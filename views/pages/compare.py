@@ -6,8 +6,8 @@ from experiments.facts import matches
 from models import Message
 from models.prices import dollars
 from tokens import TokenCounter, local_counter
-from views.pages.calls import (Call, Change, Contexts, call_event, change_line, change_list, changes, counter_name,
-                               seconds, timeline)
+from views.pages.calls import call_event, change_line, change_list
+from views.reading import Call, Change, Contexts, changes, counter_name, seconds, timeline
 from views.pages.parts import Store, bar, esc, folded_context, legend, page, table
 
 

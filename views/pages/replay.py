@@ -11,7 +11,8 @@ from experiments.replay import PolicyReplay, Summaries, probe_calls, summarised
 from models import Message
 from policies import BASELINE, BUCKET_NAMES, make_policy
 from tokens import TokenCounter, local_counter
-from views.pages.calls import change_line, change_list, changes
+from views.pages.calls import change_line, change_list
+from views.reading import changes
 from views.pages.parts import PREVIEW, Store, bar, esc, folded, folded_context, legend, page, plural, preview, table
 from views.reports import caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
 

@@ -9,8 +9,8 @@ from results import call_seconds, outcome, priced, summarise
 from models import Message, backend_record
 from models.prices import dollars
 from tokens import TokenCounter, local_counter
-from views.pages.calls import (Call, Contexts, call_event, change_line, change_list, changes, counter_name,
-                               questions, seconds, timeline)
+from views.pages.calls import call_event, change_line, change_list
+from views.reading import Call, Contexts, changes, counter_name, questions, seconds, timeline
 from views.pages.parts import Store, bar, bucket_counts, esc, folded, folded_context, legend, page, plural, table
 
 
