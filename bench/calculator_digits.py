@@ -8,15 +8,13 @@ rounded to as many digits. Too many digits show the noise (0.30000000000000004);
     python bench/calculator_digits.py [--cases 20000] [--seed 1]
 """
 import argparse
-import os
 import random
 import sys
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from tools.calculator import calculate, evaluate  # noqa: E402
+import repository  # noqa: F401  (importing it puts the repository's root on the import path)
+from tools.calculator import calculate, evaluate
 
 
 def expression(rng: random.Random) -> str:

@@ -30,15 +30,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from tools import FIRST_DEFAULTS  # noqa: E402  (names only; importing the tools needs nothing installed)
+from repository import ROOT  # importing it puts ROOT on the import path
+from tools import FIRST_DEFAULTS  # names only: importing the tools needs nothing installed
 MODELS = {"qwen": "local:qwen2.5-coder-0.5b", "gemma": "local:gemma-270m", "qwen-1.5b": "local:qwen2.5-coder-1.5b"}
 # How the embedded Qwen is given the conversation: the plain transcript it continues (models/embedded/local.py), or that
 # transcript inside Qwen's chat template, the instructions as the system turn and the question as the user turn

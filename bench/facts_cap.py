@@ -18,9 +18,7 @@ import os
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+from repository import ROOT  # importing it puts ROOT on the import path
 CAPS = [15, 30, 45, 60, 120, 240, 480, 960]
 SHIPPED = ["long", "support"]
 SHIPPED_POLICIES = ["window:0+facts", "window:2+facts"]

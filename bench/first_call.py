@@ -16,10 +16,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from repository import ROOT, add_tests_to_path
 
-from model_servers import GeminiStandIn  # noqa: E402  (the tests' stand-in, found through the path above)
+add_tests_to_path()
+from model_servers import GeminiStandIn  # noqa: E402  (the tests' stand-in, in tests/)
 
 
 def seconds_to_first_request(cache_dir: str) -> float:

@@ -15,8 +15,7 @@ import os
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT  # importing it puts ROOT on the import path
 POLICIES = "full,window:2,user-only:4,window:0+facts"
 
 

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from repository import ROOT, add_tests_to_path
 
-from servers import FakeGemini  # noqa: E402
+add_tests_to_path()
+from servers import FakeGemini  # noqa: E402  (the tests' loopback Gemini, in tests/)
 
 KEY = "AIza-bench-otel-0000"
 REPLIES = ["Thought: add them.\nAction: add_numbers(2, 3)", "Answer: 5"]

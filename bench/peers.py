@@ -9,13 +9,10 @@ import inspect
 import json
 import os
 import statistics
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from tools import FIRST_DEFAULTS, tools_named  # noqa: E402  (plain functions; importing them needs nothing installed)
+import repository  # noqa: F401  (importing it puts the repository's root on the import path)
+from tools import FIRST_DEFAULTS, tools_named  # plain functions: importing them needs nothing installed
 
 STEPS = 20
 SEED_TOOLS = tools_named(FIRST_DEFAULTS)  # the seed's eight tools, as every framework here is given them

@@ -29,10 +29,10 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from repository import ROOT, add_tests_to_path
 
-from servers import FakeGemini, gemini_text  # noqa: E402
+add_tests_to_path()
+from servers import FakeGemini, gemini_text  # noqa: E402  (the tests' loopback Gemini, in tests/)
 
 QUESTION = "What is (2 + 3) * 4?"
 KEY = "AIza-bench-phoenix-0000"  # the loopback Gemini's; it must not reach Phoenix

@@ -17,8 +17,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT  # importing it puts ROOT on the import path
 
 
 def calls(trace: str, facts_file: str, policies: list[str]) -> list[tuple[str, str, list]]:

@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT, earlier_checkout  # importing it puts ROOT on the import path
+
 BEFORE = "7974695"  # the README split, before the evaluation, the Qwen profile and the saved starts
 
 
@@ -68,11 +68,8 @@ def main() -> None:
     args = parser.parse_args()
     from models.embedded.cache import cache_root
 
-    work = tempfile.mkdtemp(prefix="quick-start-")
-    earlier = os.path.join(work, "before")
-    subprocess.run(["git", "worktree", "add", "--detach", earlier, args.before], cwd=ROOT, check=True,
-                   capture_output=True)
-    try:
+    with (earlier_checkout(args.before) as earlier,
+          tempfile.TemporaryDirectory(prefix="quick-start-", ignore_cleanup_errors=True) as work):
         checkouts = {f"before ({args.before})": earlier, "now": ROOT}
         caches = {label: linked_cache(str(cache_root()), os.path.join(work, f"cache-{n}"))
                   for n, label in enumerate(checkouts)}
@@ -91,9 +88,6 @@ def main() -> None:
             cells = [f"{statistics.median(t):.1f} s ({min(t):.1f}–{max(t):.1f})"
                      for t in (times[label, "first run"], times[label, "later run"])]
             print(f"| {label} | " + " | ".join(cells) + " |")
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", earlier], cwd=ROOT, capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT  # importing it puts ROOT on the import path
 OUT = os.path.join(ROOT, "tests", "fixtures", "qwen_tools.json")
 
 RENDER = r"""

@@ -13,14 +13,12 @@ A benchmark, not a test: run it on a quiet machine.
 """
 import argparse
 import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repository import ROOT, earlier_checkout
+
 BEFORE = "1fd6681"  # the last commit before the invariants were checked incrementally
 POLICY_SETS = {"default policies": "full,window:2,user-only:4,elide:2,pinned,compact:8000", "window:2": "window:2"}
 
@@ -64,11 +62,7 @@ def main() -> None:
     parser.add_argument("--times", default="1,2,4,8", help="how many times the conversation is played (1,2,4,8)")
     args = parser.parse_args()
     times = [int(k) for k in args.times.split(",")]
-    work = tempfile.mkdtemp(prefix="replay-growth-")
-    earlier = os.path.join(work, "before")
-    subprocess.run(["git", "worktree", "add", "--detach", earlier, args.before], cwd=ROOT, check=True,
-                   capture_output=True)
-    try:
+    with earlier_checkout(args.before) as earlier:
         for name, specs in POLICY_SETS.items():
             print(f"\n{name}: seconds, median of {args.runs} (× the time for K = {times[0]})\n")
             print("| K (calls) | " + " | ".join(f"{k} ({84 * k})" for k in times) + " |")
@@ -77,9 +71,6 @@ def main() -> None:
                 medians = {k: statistics.median(t) for k, t in timed(checkout, times, specs, args.runs).items()}
                 print(f"| {label} | " + " | ".join(
                     f"{medians[k]:.3f} ({medians[k] / medians[times[0]]:.1f}×)" for k in times) + " |", flush=True)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", earlier], cwd=ROOT, capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,7 @@ import sys
 import time
 import venv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT  # importing it puts ROOT on the import path
 PEERS = os.path.join(ROOT, "bench", ".venv-peers")
 PEERS_PYTHON = os.path.join(PEERS, "bin", "python")
 REQUIREMENTS = os.path.join(ROOT, "bench", "requirements-peers.txt")

@@ -16,8 +16,7 @@ import argparse
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from repository import ROOT  # importing it puts ROOT on the import path
 THRESHOLDS = [3000, 4000, 5000, 6000, 8000, 10000]
 # What a rebuild keeps beside the key-facts block: the last two steps only (0), or the latest steps that fit in half of
 # T (0.5), so that the rebuilt context starts closer to a provider's minimum: policies/stable.py's KEEP_SHARE.
