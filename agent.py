@@ -19,14 +19,14 @@ from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOve
                     ModelReply)
 from policies import Meter, Policy
 from policies.full import FullHistory
-from policies.rendering import cap, recorded_calls
+from policies.rendering import cap
 from prompts import tool_docs
-from protocols import Action, TextProtocol
+from protocols import Action, Protocol, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
 from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES: the text protocol's, re-exported)
 from tokens import TokenCounter, local_counter
-from tools import DEFAULT_TOOLS, bind_arguments, bind_named, named_arguments
-from tools.approval import Approval, shown
+from tools import DEFAULT_TOOLS, Refused, call_text
+from tools.approval import Approval, guarded
 from traces import Trace
 
 __version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
@@ -55,22 +55,15 @@ class Stop(Exception):
         self.reason, self.answer = reason, answer
 
 
-class Refused(Exception):
-    """An action that will not run (unreadable, unknown tool, bad arguments, a repeat); the message is the
-    observation."""
-
-    def __init__(self, message: str, call: str | None = None):
-        super().__init__(message)
-        self.call = call  # the tool call it refused to repeat, so that the next identical one is refused too
-
-
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
                  policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
-                 on_text: Callable[[str], None] | None = None, protocol=None, approval: Approval | None = None):
+                 on_text: Callable[[str], None] | None = None, protocol: Protocol | None = None,
+                 approval: Approval | None = None):
         """`on_text`, when given, receives each reply's text as the model writes it (streaming); `protocol` is
         TextProtocol() (the default) or NativeProtocol() (protocols.py); `approval` says which calls need a person's
-        yes and asks for it (tools/approval.py; by default, an MCP tool that may be destructive is declined)."""
+        yes and asks for it at the tool's boundary (tools/approval.py; by default, an MCP tool that may be
+        destructive is declined)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
         self.protocol = protocol or TextProtocol()
@@ -80,19 +73,21 @@ class TinyReAct:
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
         self._measure = Meter(self.counter.count)
-        self._instructions = self._schemas = None
+        self._offer = None
         self.use_policy(policy or FullHistory())
 
     def use_policy(self, policy: Policy) -> None:
         """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""
         self.policy = policy
-        self.tools = {tool.__name__: tool for tool in self.base_tools + policy.tools(self.trace)}
+        record = lambda **decision: self.trace.add("approval", **decision)  # noqa: E731
+        self.tools = {tool.__name__: guarded(tool, self.approval, record)
+                      for tool in self.base_tools + policy.tools(self.trace)}
         self._instruct()
 
     def reset(self) -> None:
         """Start a new conversation; the trace keeps the old one, and policies look only past the reset."""
         self.trace.add("reset")
-        self._instructions = self._schemas = None
+        self._offer = None
         self._instruct()
 
     def query(self, question: str, finish: bool = False) -> Result:
@@ -109,16 +104,13 @@ class TinyReAct:
                     raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))  # unless the service cut it
                 for action in parsed.actions or (None,):  # one in the text protocol; native calls run in order
                     try:
-                        # the tool named, its arguments checked
-                        tool, args, kwargs, call = self._prepare(action, reply)
-                    except Refused as refusal:  # no action, an unknown tool, bad arguments, a repeat: said to the model
-                        self._observe(step, str(refusal), refusal.call, action)
-                        continue
-                    try:
-                        observation = str(tool(*args, **kwargs))  # <- the tool runs here
+                        tool, args, kwargs, call = self._prepare(action, reply)  # the tool named, its arguments checked
+                        observation = str(tool(*args, **kwargs))  # <- the tool runs here (asking first, if it must)
+                    except Refused as refusal:  # no action, unknown tool, bad arguments, a repeat, a no: told the model
+                        observation, call = str(refusal), refusal.call
                     except Exception as failure:  # a tool's failure is news for the model, not a crash
-                        observation = (f"Error: {tool.__name__} failed: {type(failure).__name__}: "
-                                       f"{failure}").replace("\n", " ")
+                        observation = f"Error: {tool.__name__} failed: {type(failure).__name__}: {failure}"
+                        observation = observation.replace("\n", " ")
                     self._observe(step, observation, call, action)
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
@@ -155,22 +147,22 @@ class TinyReAct:
 
     def _generate(self, messages: list[Message]) -> ModelReply:
         """One call of the model, with the protocol's stop sequences and what it offers beside the messages."""
-        return self.model.generate(messages, self.protocol.stop, on_text=self.on_text, on_event=self._model_event,
-                                   **self._offer)
+        offered = {"tools": self._offer.schemas} if self._offer.schemas is not None else {}
+        return self.model.generate(messages, self._offer.stop, on_text=self.on_text, on_event=self._model_event,
+                                   **offered)
 
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
         """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
         self._count(reply, "step", messages)
-        text, calls = cap(self.protocol.written(reply.text), REPLY_LIMIT), self.protocol.calls(reply)
-        extra = {"calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]} if calls else {}
+        extra = self.protocol.recorded(reply)  # its text (cut at an Observation the model wrote) and calls
+        text = cap(extra.pop("text"), REPLY_LIMIT)
         if reply.native and len(reply.native) <= NATIVE_LIMIT:
             extra["native"] = reply.native
         if reply.finish:  # why the service says the reply ended: stop, length, content_filter, blocked
             extra["finish"] = reply.finish
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
                                   blocked=reply.blocked, **extra)
-        # read as recorded: the trace makes each lone surrogate U+FFFD
-        parsed = self.protocol.read(recorded["text"], recorded_calls(recorded))
+        parsed = self.protocol.read(recorded)  # read as recorded: the trace makes each lone surrogate U+FFFD
         if parsed.thought is not None:
             self.trace.add("thought", step=step, text=parsed.thought)
         for action in parsed.actions:
@@ -182,47 +174,16 @@ class TinyReAct:
     def _prepare(self, action: Action | None, reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
         """The tool an action names, its checked arguments (positional and named), and the call as the trace records
         it (to see repeats); raises Refused with a message for the model."""
-        if action is None:
-            raise Refused(self.protocol.unreadable(reply))
-        if action.refused:
-            raise Refused(action.refused)
+        if action is None or action.refused:
+            raise Refused(action.refused if action else self.protocol.unreadable(reply))
         try:
-            name, args, kwargs = self.protocol.call(action)
+            tool, args, kwargs = self.protocol.call(action, self.tools)
         except ActionError as problem:
             raise Refused(f"Error: {problem}.") from None
-        tool = self.tools.get(name)
-        if tool is None:
-            raise Refused(f"Error: there is no tool named {name!r}. Available tools: {', '.join(self.tools)}.")
-        try:
-            args, kwargs = bind_arguments(tool, args, kwargs, self.protocol.by_name)
-        except TypeError as problem:
-            raise Refused(f"Error: {name}(): {problem}.") from None
-        key = self._call_key(tool, args, kwargs)
-        if self._repeats(key) >= MAX_REPEATS:
+        call = call_text(tool, args, kwargs)
+        if self._repeats(call) >= MAX_REPEATS:
             raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a row; it was not run "
-                          "again. Use the earlier Observation, try something different, or give your Answer.", key)
-        return self._approved(tool, args, kwargs, key)
-
-    def _approved(self, tool: Callable, args: tuple, kwargs: dict, call: str) -> tuple[Callable, tuple, dict, str]:
-        """The call as a person allowed it (its arguments perhaps edited) when it needs their yes, the decision
-        recorded; Refused, telling the model, when it is declined."""
-        if self.approval.why(tool) is None:
-            return tool, args, kwargs, call
-        try:
-            named = named_arguments(tool, args, kwargs)
-        except TypeError as problem:
-            raise Refused(f"Error: {tool.__name__}(): {problem}.") from None
-        decision = self.approval.decide(tool, named, lambda edited: bind_named(tool, edited))
-        self.trace.add("approval", tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why,
-                       arguments=shown(named), **({"edited": shown(decision.arguments)} if decision.edited else {}))
-        if not decision.run:
-            asked = "the person declined it" if decision.by == "the person" else f"it needs a person's yes " \
-                                                                                  f"and got none: {decision.by}"
-            raise Refused(f"Declined: {call} was not run, because {asked}. Do not ask for it again; go on without it, "
-                          "or give your Answer and say what was not done.")
-        if decision.edited:
-            args, kwargs = bind_named(tool, decision.arguments)
-            call = self._call_key(tool, args, kwargs)
+                          "again. Use the earlier Observation, try something different, or give your Answer.", call)
         return tool, args, kwargs, call
 
     def _observe(self, step: int, text: str, call: str | None = None, action: Action | None = None) -> None:
@@ -285,15 +246,15 @@ class TinyReAct:
 
     def _instruct(self) -> None:
         """Record the instructions (and, native, the tool schemas offered) when they change."""
-        text, self._offer = self.protocol.instructions(self.tools.values(), self.model.name), \
-            self.protocol.offer(self.tools.values())
-        offered = {"protocol": self.protocol.name, "schemas": self._offer["tools"]} if self._offer else {}
-        if text != self._instructions or offered.get("schemas") != self._schemas:
+        offer = self.protocol.offer(self.tools.values(), self.model.name)
+        if offer != self._offer:
+            schemas = offer.schemas is not None  # offered beside the messages: the native protocol's
+            offered = {"protocol": self.protocol.name, "schemas": offer.schemas} if schemas else {}
             docs = tool_docs(self.tools.values())
-            self._tool_docs = "" if offered else docs  # within the instructions: the text protocol's only
-            self._offered = json.dumps(offered["schemas"], ensure_ascii=False) if offered else ""
-            self.trace.add("instructions", text=text, tools=docs, **offered)
-            self._instructions, self._schemas = text, offered.get("schemas")
+            self._tool_docs = "" if schemas else docs  # within the instructions: the text protocol's only
+            self._offered = json.dumps(offer.schemas, ensure_ascii=False) if schemas else ""
+            self.trace.add("instructions", text=offer.instructions, tools=docs, **offered)
+        self._offer = offer
 
     def _repeats(self, call: str) -> int:
         """How many of this query's latest observations, back to back, came from exactly this tool call."""
@@ -320,11 +281,6 @@ class TinyReAct:
                     break
                 count += 1
         return count
-
-    @staticmethod
-    def _call_key(tool: Callable, args: tuple, kwargs: dict) -> str:
-        written = [repr(value) for value in args] + [f"{name}={value!r}" for name, value in kwargs.items()]
-        return f"{tool.__name__}({', '.join(written)})"
 
 
 if __name__ == "__main__":

@@ -13,15 +13,18 @@ Both are read into the same `Reading` (a thought, the actions, an answer) and re
 thought, action, answer, observation); a native action and its observation carry the call's id. Both check a call
 against the tool's signature the same way (tools.bind_arguments): what a protocol reads is only the name and the
 arguments, and whatever is wrong with them becomes a message the model reads as the call's result.
+
+`Protocol` is the whole seam: the loop (agent.py) uses these members and no others.
 """
 import json
 from pathlib import Path
 from string import Template
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple, Protocol as Seam
 
-from models import MAX_CALL_CHARS, ModelConfigError, ModelReply, native_calls
+from models import MAX_CALL_CHARS, ModelConfigError, ModelReply, ToolCall, native_calls
 from prompts import render_instructions
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
+from tools import bind_arguments
 from tools.schema import tool_schema
 
 MAX_CALLS = 8  # tool calls run from one native reply; each one past it is answered with an error, not run
@@ -49,41 +52,64 @@ class Reading(NamedTuple):
     answer: str | None
 
 
+class Offer(NamedTuple):
+    """How the tools are offered: the instructions, the stop sequences a call is made with, and the tool schemas sent
+    beside the messages (None: the tools are in the instructions)."""
+    instructions: str
+    stop: list[str]
+    schemas: list[dict] | None = None
+
+
+class Protocol(Seam):
+    """What the loop asks of a protocol, all of it."""
+    name: str  # recorded with the instructions
+    finish_request: str  # what the model is asked past the TTL
+
+    def check(self, model) -> None:
+        """ModelConfigError for a model that cannot speak this protocol."""
+
+    def offer(self, tools: Iterable[Callable], model: str) -> Offer:
+        """The instructions for these tools and this model, and what a call sends beside the messages."""
+
+    def recorded(self, reply: ModelReply) -> dict:
+        """The reply's text and calls as the trace records them (with `text` cut where it must be)."""
+
+    def read(self, reply: dict) -> Reading:
+        """The thought, actions and answer of a reply as the trace recorded it."""
+
+    def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
+        """The tool an action names and its arguments checked against the tool's signature; ActionError saying what is
+        wrong, for the model."""
+
+    def unreadable(self, reply: ModelReply) -> str:
+        """What the model is told of a reply with neither an action nor an answer."""
+
+
 class TextProtocol:
     """Thought / Action / Answer, written by the model as text."""
     name = "text"
-    by_name = False  # an action's values come by position or by name, as written: bound as written
-    stop = STOP_SEQUENCES  # a model that writes its own Observation is cut there
     finish_request = ("You have no steps left. Using only the Observations above, write your best final Answer now, "
                       "as: Answer: <answer>")
-
-    @staticmethod
-    def written(text: str) -> str:
-        """A reply's text as recorded: cut where the model began an Observation of its own."""
-        return cut_at_observation(text)
-
-    def instructions(self, tools: Iterable[Callable], model: str) -> str:
-        return render_instructions(tools, model)
-
-    def offer(self, tools: Iterable[Callable]) -> dict:
-        """What generate() is given beside the messages: nothing, the tools are in the instructions."""
-        return {}
 
     def check(self, model) -> None:
         """Every model speaks the text protocol."""
 
-    def calls(self, reply: ModelReply) -> tuple:
-        """The structured calls of a reply this protocol reads: none, the calls are in the text."""
-        return ()
+    def offer(self, tools: Iterable[Callable], model: str) -> Offer:
+        """The tools in the instructions; a model that writes its own Observation is cut there."""
+        return Offer(render_instructions(tools, model), STOP_SEQUENCES)
 
-    def read(self, text: str, calls: tuple) -> Reading:
-        parsed = parse_reply(text)
+    def recorded(self, reply: ModelReply) -> dict:
+        """The text, cut where the model began an Observation of its own; the calls are in it."""
+        return {"text": cut_at_observation(reply.text)}
+
+    def read(self, reply: dict) -> Reading:
+        parsed = parse_reply(reply["text"])
         return Reading(parsed.thought, (Action(parsed.action),) if parsed.action is not None else (), parsed.answer)
 
-    def call(self, action: Action) -> tuple[str, tuple, dict]:
-        """The tool's name and the call's literal arguments; ActionError saying what is wrong."""
+    def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
+        """The call's literal arguments, by position or by name as written, bound as written."""
         call = parse_action(action.text)
-        return call.name, call.args, call.kwargs
+        return bound(tools, call.name, call.args, call.kwargs, by_name=False)
 
     def unreadable(self, reply: ModelReply) -> str:
         """The observation for a reply that has neither an action nor an answer."""
@@ -103,24 +129,19 @@ class TextProtocol:
 class NativeProtocol:
     """The service's own function calling: tool schemas out, structured calls back."""
     name = "native"
-    by_name = True  # a call's values all come by name: those a tool takes only by position are put in their places
-    stop: list[str] = []  # nothing to cut: the model does not write the protocol as text
     finish_request = ("You have no steps left. Using only the tool results above, reply now with your best final "
                       "answer as plain text, and call no tool.")
-
-    @staticmethod
-    def written(text: str) -> str:
-        return text
 
     def __init__(self, prompt: str | Path = NATIVE_PROMPT):
         self.prompt = Path(prompt)  # the instructions' template: its $tools are the tools' names
 
-    def instructions(self, tools: Iterable[Callable], model: str) -> str:
+    def offer(self, tools: Iterable[Callable], model: str) -> Offer:
+        """The tools' names in the instructions, their schemas beside the messages, and no stop sequence: the model
+        does not write the protocol as text."""
+        tools = list(tools)
         names = ", ".join(tool.__name__ for tool in tools)
-        return Template(self.prompt.read_text(encoding="utf-8")).substitute(tools=names).strip()
-
-    def offer(self, tools: Iterable[Callable]) -> dict:
-        return {"tools": [tool_schema(tool) for tool in tools]}
+        instructions = Template(self.prompt.read_text(encoding="utf-8")).substitute(tools=names).strip()
+        return Offer(instructions, [], [tool_schema(tool) for tool in tools])
 
     def check(self, model) -> None:
         """ModelConfigError for a model whose backend cannot send tool schemas."""
@@ -129,15 +150,17 @@ class NativeProtocol:
                                    "(native calling works with Gemini, the openai, ollama and llamacpp backends "
                                    "and the embedded Qwen models; Gemma 3's chat template has no tools)")
 
-    def calls(self, reply: ModelReply) -> tuple:
-        """The reply's calls as the trace records them, whatever a backend put in them (models.native_calls): text
-        names and arguments, bounded, each with an id no other call of the reply has."""
-        return native_calls((call.id, call.name, call.arguments) for call in reply.calls)
+    def recorded(self, reply: ModelReply) -> dict:
+        """The text, and the calls whatever a backend put in them (models.native_calls): text names and arguments,
+        bounded, each with an id no other call of the reply has."""
+        calls = native_calls((call.id, call.name, call.arguments) for call in reply.calls)
+        return {"text": reply.text} | ({"calls": [call._asdict() for call in calls]} if calls else {})
 
-    def read(self, text: str, calls: tuple) -> Reading:
-        """Calls (as `calls` made them) become actions, the first MAX_CALLS run, the rest refused; text with no call
-        is the answer, text beside calls the thought."""
-        said = text.strip() or None
+    def read(self, reply: dict) -> Reading:
+        """Calls become actions, the first MAX_CALLS run, the rest refused; text with no call is the answer, text
+        beside calls the thought."""
+        said = reply["text"].strip() or None
+        calls = [ToolCall(call["id"], call["name"], call["arguments"]) for call in reply.get("calls") or ()]
         if not calls:
             return Reading(None, (), said)
         actions = tuple(Action(f"{call.name}({call.arguments})", call.id, call.name, call.arguments,
@@ -147,8 +170,9 @@ class NativeProtocol:
                         for number, call in enumerate(calls, 1))
         return Reading(said, actions, None)
 
-    def call(self, action: Action) -> tuple[str, tuple, dict]:
-        return action.name, (), arguments_of(action.arguments)
+    def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
+        """The call's JSON arguments, all by name: those a tool takes only by position are put in their places."""
+        return bound(tools, action.name, (), arguments_of(action.arguments), by_name=True)
 
     def unreadable(self, reply: ModelReply) -> str:
         if reply.finish == "length":
@@ -167,6 +191,19 @@ def make_protocol(name: str):
     if name not in PROTOCOLS:
         raise ValueError(f"unknown protocol {name!r}: choose one of {', '.join(PROTOCOLS)}")
     return PROTOCOLS[name]()
+
+
+def bound(tools: Mapping[str, Callable], name: str, args: tuple, kwargs: dict,
+          by_name: bool) -> tuple[Callable, tuple, dict]:
+    """The tool named and the call's arguments bound to its signature (tools.bind_arguments); ActionError saying
+    what is wrong: no such tool, or arguments it cannot take."""
+    tool = tools.get(name)
+    if tool is None:
+        raise ActionError(f"there is no tool named {name!r}. Available tools: {', '.join(tools)}")
+    try:
+        return (tool, *bind_arguments(tool, args, kwargs, by_name))
+    except TypeError as problem:
+        raise ActionError(f"{name}(): {problem}") from None
 
 
 def arguments_of(text: str) -> dict:

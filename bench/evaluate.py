@@ -114,10 +114,9 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     import prompts
     from agent import TinyReAct
     from models import load_model
-    from policies.rendering import recorded_calls
     from protocols import NativeProtocol, TextProtocol
     from replies import ActionError
-    from tools import DEFAULT_TOOLS, bind_arguments
+    from tools import DEFAULT_TOOLS
 
     offered = offered or DEFAULT_TOOLS
     speaking = NativeProtocol(prompt) if protocol == "native" and prompt else \
@@ -134,13 +133,12 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
         calls = [action for e in result.trace if e["type"] == "reply"  # each reply read again, as the loop read it
-                 for action in speaking.read(e["text"], recorded_calls(e)).actions]
+                 for action in speaking.read(e).actions]
         unrunnable = 0
         for action in calls:  # the loop could not run it as written
             try:
-                name, args, kwargs = speaking.call(action)
-                bind_arguments(tools[name], args, kwargs, speaking.by_name)
-            except (ActionError, KeyError, TypeError, ValueError):
+                speaking.call(action, tools)
+            except (ActionError, TypeError, ValueError):
                 unrunnable += 1
         right = scored(result.answer, expected)
         answers.append({"kind": kind, "question": question, "expected": expected, "answer": result.answer,
@@ -150,7 +148,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         print(f"  {'right' if right else 'wrong'}  {question} expected {expected}: {result.answer!r} "
               f"({result.stop_reason.value}) {actions}", flush=True)
     from tokens import count_tokens
-    instructions = speaking.instructions(offered, model.name) + json.dumps(speaking.offer(offered) or "")
+    offer = speaking.offer(offered, model.name)  # the schemas as the protocol's first form sent them, for the digest
+    instructions = offer.instructions + json.dumps({"tools": offer.schemas} if offer.schemas is not None else "")
     default_prompt = prompts.template_for(model.name) if protocol == "text" else "native.txt"
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or default_prompt, "protocol": protocol,
             "layout": layout,

@@ -77,7 +77,7 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
                       approval=approval_for(args, display))
     display.counter = agent.counter
     display.render_context = lambda: agent.policy.render(agent.trace.events)
-    display.offered = lambda: agent.protocol.offer(agent.tools.values()).get("tools")
+    display.offered = lambda: agent.protocol.offer(agent.tools.values(), model.name).schemas
     return agent, display
 
 

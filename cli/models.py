@@ -79,11 +79,11 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     protocol = make_protocol((args.protocol or ["text"])[0])
     with mcp_servers(args, DEFAULT_TOOLS) as servers:
         tools = DEFAULT_TOOLS + servers.tools + policy.tools(Trace())
-        print(protocol.instructions(tools, name))
-        offered = protocol.offer(tools)
-    if offered:  # native: the tools go beside the instructions, as the service's tool schemas
-        print(f"\nTools, sent beside the messages as {len(offered['tools'])} tool schemas:\n")
-        print(json.dumps(offered["tools"], indent=2, ensure_ascii=False))
+        offer = protocol.offer(tools, name)
+        print(offer.instructions)
+    if offer.schemas is not None:  # native: the tools go beside the instructions, as the service's tool schemas
+        print(f"\nTools, sent beside the messages as {len(offer.schemas)} tool schemas:\n")
+        print(json.dumps(offer.schemas, indent=2, ensure_ascii=False))
     return EXIT_ANSWERED
 
 

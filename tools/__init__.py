@@ -58,6 +58,21 @@ def tools_named(names: Iterable[str]) -> list[Callable]:
         raise KeyError(f"no tool named {missing} in DEFAULT_TOOLS or SHIPPED") from None
 
 
+class Refused(Exception):
+    """A call that will not run (unreadable, an unknown tool, bad arguments, a repeat, a person's no); the message is
+    what the model is told instead of a result."""
+
+    def __init__(self, message: str, call: str | None = None):
+        super().__init__(message)
+        self.call = call  # the tool call it refused to repeat, so that the next identical one is refused too
+
+
+def call_text(tool: Callable, args: tuple, kwargs: dict) -> str:
+    """A checked call as the trace records it, `name(1, x='a')`: what the repeat guard compares."""
+    written = [repr(value) for value in args] + [f"{name}={value!r}" for name, value in kwargs.items()]
+    return f"{tool.__name__}({', '.join(written)})"
+
+
 @lru_cache(maxsize=1024)  # a tool's signature does not change; reading it is most of a step's cost otherwise
 def signature(tool: Callable) -> inspect.Signature:
     """The tool's signature with its annotations as types, also where they are written as strings (a module with

@@ -7,12 +7,16 @@ TINYREACT_YES=1), none is asked about and each is recorded as allowed by it. The
 (decline it: the model is told), e (edit the arguments, which are checked again) or a (allow this tool for the rest of
 the session). With no one to ask (no terminal), a call that needs a yes is declined, never left waiting.
 
-The loop (agent.py) asks before each call and records every decision in the trace; asking on a terminal is the
-command line's (cli/approval.py), handed in as `ask`.
+The question is asked at the tool's boundary: `guarded` wraps each tool the loop (agent.py) is given, so the loop
+just calls the tool; the guard records every decision in the trace. Asking on a terminal is the command line's
+(cli/approval.py), handed in as `ask`.
 """
+import functools
 import json
 from dataclasses import dataclass
 from typing import Callable
+
+from tools import Refused, bind_named, call_text, named_arguments
 
 # A person's answer: (tool, its arguments by name, why a yes is needed, what was wrong with the last edit or None) ->
 # (one of "y", "n", "e", "a"; with "e", the arguments as the person edited them, as JSON text). EOFError: no answer.
@@ -71,6 +75,32 @@ class Approval:
                 self.allowed.add(tool.__name__)
                 return Decision(True, arguments, "the person, for the session", why)
             return Decision(answered == "y", arguments, "the person", why)
+
+
+def guarded(tool: Callable, approval: Approval, record: Callable[..., object]) -> Callable:
+    """`tool` behind `approval`: a call that needs a person's yes is asked about first and the decision recorded, as
+    `record(**fields)` makes an approval event. A declined call raises Refused, whose message tells the model; an
+    edited one runs with the person's arguments. The guard has the tool's name, signature, docstring and attributes."""
+    @functools.wraps(tool)
+    def guard(*args, **kwargs):
+        if approval.why(tool) is None:
+            return tool(*args, **kwargs)
+        try:
+            named = named_arguments(tool, args, kwargs)
+        except TypeError as problem:
+            raise Refused(f"Error: {tool.__name__}(): {problem}.") from None
+        decision = approval.decide(tool, named, lambda edited: bind_named(tool, edited))
+        record(tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why, arguments=shown(named),
+               **({"edited": shown(decision.arguments)} if decision.edited else {}))
+        if not decision.run:
+            asked = "the person declined it" if decision.by == "the person" else \
+                f"it needs a person's yes and got none: {decision.by}"
+            raise Refused(f"Declined: {call_text(tool, args, kwargs)} was not run, because {asked}. Do not ask for it "
+                          "again; go on without it, or give your Answer and say what was not done.")
+        if decision.edited:
+            args, kwargs = bind_named(tool, decision.arguments)
+        return tool(*args, **kwargs)
+    return guard
 
 
 def shown(arguments: dict) -> str:
