@@ -16,7 +16,7 @@ import time
 from typing import Callable, Sequence
 
 from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
-                    ModelReply)
+                    ModelReply, sent_digest)
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -132,11 +132,14 @@ class TinyReAct:
                       backend=self.model.backend, usage_source=usage_source, cost=cost, error=error)
 
     def _context(self):
-        """Fold old steps into a summary if the policy asks, then render and measure what the model will see."""
+        """Fold old steps into a summary if the policy asks, then render and measure what the model will see, and
+        keep it with the trace (in memory, by its digest) for the run's readers: what was sent is recorded once."""
         self._summarise_if_asked()
         messages = self.policy.render(self.trace.events)
         tokens = self._measure(messages, self._tool_docs, self._offered)
-        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name)
+        sent = sent_digest(messages, self._offered)
+        self.trace.sent[sent] = messages
+        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name, sent=sent)
         window, total = self.model.window if self.model.backend != "local" else None, sum(tokens.values())
         if window and total > window and not self._over_window:  # said once a query; a local model refuses on its own
             self._over_window = True

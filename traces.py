@@ -35,7 +35,8 @@ HISTORY = {
        "counted_locally, temperature, cached_tokens and answered_by on usage; model, backend and temperature in the "
        "header; a stop event ending each query (reason, answer); the native protocol's fields: protocol and schemas "
        "on instructions, calls and native on replies, id on actions and observations; approval events (a person's "
-       "decision on a tool call); finish on replies (why the service says the reply ended)",
+       "decision on a tool call); finish on replies (why the service says the reply ended); sent on contexts (the "
+       "SHA-256 of the messages and tool schemas the call sent, models.sent_digest)",
 }
 # version -> a function (record) -> record that brings one line of a file of that version up to the next.
 # It runs before the checks, so it must expect anything: use .get and leave what it does not recognise alone.
@@ -75,7 +76,7 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "warning": ({"message": TEXT}, {}),
     "retry": ({"backend": TEXT}, {"message": TEXT, "reason": TEXT}),
     "config_fallback": ({"backend": TEXT, "field": TEXT}, {"message": TEXT, "variable": OPTIONAL_TEXT}),
-    "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT}),
+    "context": ({"tokens": COUNTS}, {"policy": TEXT, "counter": TEXT, "sent": TEXT}),
     "error": ({"message": TEXT}, {}),
     # a person's yes or no before a tool call (tools/approval.py): the arguments asked about and, edited, those run
     "approval": ({"tool": TEXT, "decision": TEXT}, {"by": TEXT, "why": TEXT, "arguments": TEXT, "edited": TEXT}),
@@ -97,10 +98,13 @@ def as_text(text: str) -> str:
 
 class Trace:
     def __init__(self, path: str | None = None, on_event: Callable[[dict], None] | None = None,
-                 meta: dict | None = None, on_error: Callable[[str], None] | None = None):
+                 meta: dict | None = None, on_error: Callable[[str], None] | None = None, sent: dict | None = None):
         """With a path, write every event to it as JSON Lines (opening it may raise OSError). If a write fails,
-        now or later, `on_error` is called once with a one-line message, which `write_error` keeps too."""
+        now or later, `on_error` is called once with a one-line message, which `write_error` keeps too. `sent` (kept
+        in memory, never written) is where the loop puts what each call sent, by the digest its context event
+        records: the readers of this run show that, not a rebuilt copy."""
         self._events: list[dict] = []
+        self.sent: dict[str, list] = sent if sent is not None else {}
         self._on_event, self._on_error = on_event, on_error
         self._start = time.monotonic_ns()
         self.path = path

@@ -64,11 +64,12 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
 
     quiet = args.json or args.quiet
     display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
-    follow = export.follow(_header(model)) if export else None
+    sent = {}  # what each call sends, by digest: the loop fills it, the view, the spans and the page read it
+    follow = export.follow(_header(model), sent) if export else None
     on_event = display.show if follow is None else lambda event: (display.show(event), follow(event))
     try:
         trace = Trace(args.trace, on_event=on_event, meta=_header(model),
-                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr))
+                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr), sent=sent)
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
@@ -76,7 +77,7 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
                       on_text=display.stream if stream else None, protocol=protocol,
                       approval=approval_for(args, display))
     display.counter = agent.counter
-    display.render_context = lambda: agent.policy.render(agent.trace.events)
+    display.render_context = lambda event: trace.sent[event["sent"]]  # what the loop sent, as it sent it
     display.offered = lambda: agent.protocol.offer(agent.tools.values(), model.name).schemas
     return agent, display
 
@@ -110,7 +111,7 @@ def _context_view(args) -> str | None:
 def _write_run_page(path: str, model: Model, trace: Trace, counter) -> None:
     from views.pages import run_page  # a mode's own modules load only in that mode (see cli/__init__.py)
 
-    write_output(path, lambda: run_page(_header(model), trace.events, counter))
+    write_output(path, lambda: run_page(_header(model), trace.events, counter, sent=trace.sent))
 
 
 def _interrupted(agent: TinyReAct, display, args) -> None:

@@ -22,9 +22,9 @@ def compare(args, policy: Policy, specs: list[str]) -> int:
         return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
     with exporting(args) as export:  # --otel: each run's spans, sent as it ends
         model = model_for_a_run(args)
-        counter, runs, traces = local_counter(), [], []
-        interrupted = _run_comparison(args, specs, model, counter, runs, traces, export)
-        _comparison_report(args, model, counter, runs, traces, interrupted)
+        counter, runs, traces, sent = local_counter(), [], [], {}  # sent: what every run's calls sent, by digest
+        interrupted = _run_comparison(args, specs, model, counter, runs, traces, export, sent)
+        _comparison_report(args, model, counter, runs, traces, interrupted, sent)
     if interrupted:
         planned = len(specs) * len(args.protocol or ["text"]) * (args.repeat or 1)
         print(f"interrupted after {len(runs)} of {planned} runs", file=sys.stderr)
@@ -32,7 +32,8 @@ def compare(args, policy: Policy, specs: list[str]) -> int:
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
 
 
-def _comparison_report(args, model: Model, counter, runs: list, traces: list, interrupted: bool) -> None:
+def _comparison_report(args, model: Model, counter, runs: list, traces: list, interrupted: bool,
+                       sent: dict | None = None) -> None:
     """The comparison's table, or its JSON; and its page with --html."""
     # The experiments, report formats and pages load only in the modes that use them, so that --help and a
     # plain question do not pay the ~50 ms of importing them.
@@ -48,10 +49,11 @@ def _comparison_report(args, model: Model, counter, runs: list, traces: list, in
     elif runs:
         live_table(LiveDisplay().console, rows, model.name, args.expect, counter.name)
     if args.html and traces:
-        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect))
+        write_output(args.html, lambda: compare_page(traces, counter, expect=args.expect, sent=sent))
 
 
-def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list, export=None) -> bool:
+def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, traces: list, export=None,
+                    sent: dict | None = None) -> bool:
     """Every run of a comparison, appended to `runs` as it ends (and its spans sent through `export`, --otel); True
     when Ctrl-C stopped it (the runs that ended are still reported, the one cut short sent too). A rejected key, or a
     trace file that cannot be written, is a UsageError."""
@@ -60,15 +62,15 @@ def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, t
 
     repeat = args.repeat or 1
     trace_path = lambda spec, attempt: compare_trace_path(args.trace, spec, attempt, repeat)  # noqa: E731
-    sent = 0  # of the runs' traces
+    spanned = 0  # of the runs' traces, sent as spans
     try:
         with spinner("starting…") as update:
             for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
                                     finish=args.finish, expect=args.expect, repeat=repeat, counter=counter,
                                     trace_path=trace_path, progress=lambda text: update(f"running {text}"),
-                                    traces=traces, protocols=args.protocol or ["text"]):
+                                    traces=traces, protocols=args.protocol or ["text"], sent=sent):
                 runs.append(run)
-                sent = _send(export, traces, sent)
+                spanned = _send(export, traces, spanned, sent)
     except ModelConfigError as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
@@ -76,15 +78,16 @@ def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, t
     except KeyboardInterrupt:
         return True
     finally:
-        _send(export, traces, sent)
+        _send(export, traces, spanned, sent)
     return False
 
 
-def _send(export, traces: list, sent: int) -> int:
-    """The spans of the runs' traces not sent yet, through `export` (--otel, or None); returns how many are sent."""
+def _send(export, traces: list, spanned: int, sent: dict | None = None) -> int:
+    """The spans of the runs' traces not sent yet (past the first `spanned`), through `export` (--otel, or None),
+    with what their calls sent; returns how many are sent."""
     if export is not None:
-        for header, events in traces[sent:]:
-            export.trace(header, events)
+        for header, events in traces[spanned:]:
+            export.trace(header, events, sent=sent)
     return len(traces)
 
 

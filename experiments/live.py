@@ -60,12 +60,13 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
                  trace_path: Callable[[str, int], str | None] = lambda name, attempt: None,
                  progress: Callable[[str], None] = lambda text: None,
                  traces: list | None = None,
-                 warn: Callable[[str], None] = _warn, protocols: Sequence[str] = ("text",)) -> Iterator[LiveRun]:
+                 warn: Callable[[str], None] = _warn, protocols: Sequence[str] = ("text",),
+                 sent: dict | None = None) -> Iterator[LiveRun]:
     """Run `question` once per policy and protocol (`repeat` times each) with the same model and the same tool
     results, yielding each run as it ends. `trace_path(name, attempt)` names a trace file for each run from its
     policy's name (and its protocol's, when there are several), or None for none; a trace file that cannot be
     written is said through `warn`, once, and its run goes on. Each run's (header, events) is appended to `traces`
-    when given."""
+    when given, and what each of its calls sent is put in `sent` (by digest, Trace.sent)."""
     for speaking in protocols:  # a model that cannot speak one is refused before any run is made
         make_protocol(speaking).check(model)
     tape = ToolTape()
@@ -81,10 +82,10 @@ def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[
                 "protocol": speaking}
         path = trace_path(arm_name(policy.name, speaking, protocols), attempt)
         try:
-            trace = Trace(path, meta=meta, on_error=warn)
+            trace = Trace(path, meta=meta, on_error=warn, sent=sent)
         except OSError as problem:  # the runs before this one are kept: this one runs, unrecorded
             warn(f"cannot write the trace file {path}: {problem.strerror or problem}; this run is not recorded")
-            trace = Trace(None, meta=meta)
+            trace = Trace(None, meta=meta, sent=sent)
         try:
             agent = TinyReAct(model, tools=taped, ttl=ttl, policy=policy, trace=trace, counter=counter,
                               protocol=make_protocol(speaking))

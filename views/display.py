@@ -55,7 +55,7 @@ class LiveDisplay:
         self.console = Console(highlight=False, stderr=stderr)
         self.events, self.context = events, context
         self.counter = counter
-        self.render_context = None  # set by the caller: renders the context the model is about to see
+        self.render_context = None  # set by the caller: the context a context event says is sent (the Trace's sent)
         self.offered = lambda: None  # set by the caller: the tool schemas sent beside it (native protocol), or None
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
@@ -68,7 +68,7 @@ class LiveDisplay:
         self._stop_spinner()
         kind = event["type"]
         if kind == "context" and self.context and self.render_context:
-            self.show_context(self.render_context(), event["policy"], changes=self.context == "changes")
+            self.show_context(self.render_context(event), event["policy"], changes=self.context == "changes")
         if kind in ("retry", "config_fallback", "warning"):  # on stderr whatever the output, as it happens
             if event.get("restart_stream") and self._streamed:  # a retry, or a stream asked for again whole
                 self._end_stream()

@@ -17,7 +17,7 @@ def session_page(agent) -> str:
     """An `agent.TinyReAct`: the session so far, every question, every call, what the model was shown."""
     model = agent.model
     header = {"model": model.name, "backend": model.backend, "temperature": model.temperature}
-    return inline(run_page(header, agent.trace.events, agent.counter))
+    return inline(run_page(header, agent.trace.events, agent.counter, sent=agent.trace.sent))
 
 
 def replay_page_of(replayed) -> str:

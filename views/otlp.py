@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from redaction import blanked, redacted_fields, secrets, shown_url
 from views.telemetry import CONVENTIONS, Span, question_spans
@@ -80,15 +80,18 @@ class OtlpExport:
         self._followers: list[_Follower] = []
         self.ended, self.unsampled, self.questions, self.problem = 0, 0, 0, None
 
-    def follow(self, header: dict) -> Callable[[dict], None]:
-        """An on_event for a live Trace: each question's spans are sent when its stop event arrives."""
-        follower = _Follower(self, header)
+    def follow(self, header: dict, sent: Mapping | None = None) -> Callable[[dict], None]:
+        """An on_event for a live Trace: each question's spans are sent when its stop event arrives. `sent` is the
+        Trace's own `sent`: what each call sent, by digest."""
+        follower = _Follower(self, header, sent)
         self._followers.append(follower)
         return follower.add
 
-    def trace(self, header: dict, events: Sequence[dict], origin: float | None = None) -> int:
+    def trace(self, header: dict, events: Sequence[dict], origin: float | None = None,
+              sent: Mapping | None = None) -> int:
         """Send every question of a finished trace; `origin` is when it began (seconds since the epoch), else it is
-        taken to have ended just now. Returns the number of questions sent."""
+        taken to have ended just now; `sent`, what its calls sent, if it was run here (Trace.sent). Returns the
+        number of questions sent."""
         if origin is None:
             last = next((event["t"] for event in reversed(events) if type(event.get("t")) in (int, float)), 0)
             origin = time.time() - last
@@ -98,18 +101,19 @@ class OtlpExport:
         for first, event in enumerate(events):
             if event["type"] != "question":
                 continue
-            made = self.question(header, events, first, conversation, origin)
+            made = self.question(header, events, first, conversation, origin, sent)
             sent, waiting = sent + (made > 0), waiting + made
             if waiting >= QUEUE_SPANS and not self._exporter.failed:  # the SDK's queue would drop the rest
                 self._processor.force_flush(int(SENDING_SECONDS * 1000))
                 waiting = 0
         return sent
 
-    def question(self, header: dict, events: Sequence[dict], first: int, conversation: str, origin: float) -> int:
+    def question(self, header: dict, events: Sequence[dict], first: int, conversation: str, origin: float,
+                 sent: Mapping | None = None) -> int:
         """The spans of the question at events[first], made and sent; the number sent. A fault in making them is
         said at the end, and the run, or the other questions, go on: the spans are an extra."""
         try:
-            spans = question_spans(header, events, first, self.count, self.content, conversation)
+            spans = question_spans(header, events, first, self.count, self.content, conversation, sent)
             self.send(spans, origin)
         except Exception as problem:
             self.problem = self.problem or f"the spans of a question could not be made ({problem!r})"
@@ -188,8 +192,8 @@ class _Follower:
     """A live trace's events as they come, each question sent when it stops (or when the next one starts, or at
     the end, if it was cut short)."""
 
-    def __init__(self, export: OtlpExport, header: dict):
-        self.export, self.header, self.conversation = export, dict(header), uuid.uuid4().hex
+    def __init__(self, export: OtlpExport, header: dict, sent: Mapping | None = None):
+        self.export, self.header, self.conversation, self.sent = export, dict(header), uuid.uuid4().hex, sent
         self.events: list[dict] = []
         self.first: int | None = None  # where the question under way is
         self.origin: float | None = None
@@ -209,7 +213,7 @@ class _Follower:
         if self.first is None:
             return
         first, self.first = self.first, None
-        self.export.question(self.header, self.events, first, self.conversation, self.origin)
+        self.export.question(self.header, self.events, first, self.conversation, self.origin, self.sent)
 
 
 class _Counted:

@@ -2,11 +2,13 @@
 what the model was shown at each call, and what changed between two calls. The pages (views/pages/) and the spans
 (views/telemetry.py) read a trace through this module, so neither imports the other.
 """
+import json
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from models import Message
+from models import Message, sent_digest
 from policies import make_policy
 from policies.elide import is_elided
 from tokens import TokenCounter
@@ -78,16 +80,30 @@ def counter_name(events: Sequence[dict], counter: TokenCounter) -> str:
 
 
 class Contexts:
-    """What the model was shown at each call, rebuilt with the policy each context event names; one policy object
-    per name, so that rendering stays incremental along the trace."""
+    """What the model was shown at each call: what the run sent, where it is at hand (`sent`, the live run's
+    Trace.sent, by the digest each context event records), else rebuilt with the policy each context event names,
+    and checked against that digest (`differs`). One policy object per name, so that rendering stays incremental
+    along the trace."""
 
-    def __init__(self, events: Sequence[dict]):
-        self.events, self.policies = list(events), {}
+    def __init__(self, events: Sequence[dict], sent: Mapping[str, list[Message]] | None = None):
+        self.events, self.policies, self.sent = list(events), {}, sent or {}
+        self.instructions: list[int] | None = None  # where the instructions events are, found once when needed
+        self.differs: set[int] = set()  # the calls (by their context event's index) whose rebuilt context is not
+        # what the trace says was sent: a policy changed since the run, or events that begin mid-session
 
     def at(self, call: Call) -> list[Message] | None:
         name = call.context["policy"] if call.context else None
         if name is None:
             return None
+        digest = call.context.get("sent")
+        if digest in self.sent:
+            return self.sent[digest]
+        messages = self._rebuilt(name, call.index)
+        if digest is not None and messages is not None and sent_digest(messages, self._schemas(call.index)) != digest:
+            self.differs.add(call.index)
+        return messages
+
+    def _rebuilt(self, name: str, index: int) -> list[Message] | None:
         if name not in self.policies:
             try:
                 self.policies[name] = make_policy(name)
@@ -95,9 +111,18 @@ class Contexts:
                 self.policies[name] = None
         policy = self.policies[name]
         try:
-            return policy.render(self.events[: call.index]) if policy else None
+            return policy.render(self.events[:index]) if policy else None
         except ValueError:  # events that begin mid-session (a Result's trace) hold no instructions to render from
             return None
+
+    def _schemas(self, index: int) -> str:
+        """The tool schemas offered at the call whose context is events[index], as the loop wrote them for its
+        digest: the latest instructions' (native), else none."""
+        if self.instructions is None:
+            self.instructions = [i for i, event in enumerate(self.events) if event["type"] == "instructions"]
+        latest = bisect_left(self.instructions, index) - 1
+        event = self.events[self.instructions[latest]] if latest >= 0 else {}
+        return json.dumps(event["schemas"], ensure_ascii=False) if "schemas" in event else ""
 
 
 # ---------------------------------------------------------------- what changed between two calls

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from models import Message, ModelConfigError, backend_record
 from policies.rendering import cap
@@ -56,11 +56,14 @@ class Span:
 
 
 def question_spans(header: dict, events: Sequence[dict], first: int, count: Callable[[str], int],
-                   content: bool = False, conversation: str = "") -> list[Span]:
+                   content: bool = False, conversation: str = "",
+                   sent: Mapping[str, list[Message]] | None = None) -> list[Span]:
     """The spans of the question at `events[first]`: its own span first, then its model calls and tool calls in the
     order they began. `count` counts the tokens of a part the policy dropped; `conversation` is the id a chat's
-    questions share (gen_ai.conversation.id, OpenInference's session.id)."""
-    return _Question(header, events, first, count, content, conversation).spans
+    questions share (gen_ai.conversation.id, OpenInference's session.id); `sent`, a live run's Trace.sent: what
+    each call sent, used as it was (a saved trace's contexts are rebuilt, and a call whose rebuilt context is not
+    what it sent says so, tinyreact.context.rebuilt_differs)."""
+    return _Question(header, events, first, count, content, conversation, sent).spans
 
 
 def started(header: dict) -> float | None:
@@ -86,8 +89,8 @@ class _Question:
     """Reads one question's events, in order, into its spans."""
 
     def __init__(self, header: dict, events: Sequence[dict], first: int, count: Callable[[str], int], content: bool,
-                 conversation: str):
-        self.events, self.first, self.count, self.content = events, first, count, content
+                 conversation: str, sent: Mapping[str, list[Message]] | None = None):
+        self.events, self.first, self.count, self.content, self.sent = events, first, count, content, sent
         self.conversation = conversation
         self.backend = _text(header.get("backend")) or "unknown"
         self.model = _text(header.get("model")) or "unknown"
@@ -200,6 +203,8 @@ class _Question:
         shown = self._shown_at(index, event)
         if shown is None:
             return attributes
+        if index in self.contexts.differs:
+            attributes["tinyreact.context.rebuilt_differs"] = True
         found = changes(self.shown, shown, self.count)
         self.shown = shown
         tally = Counter(change.tag for change in found)
@@ -216,7 +221,7 @@ class _Question:
         """What the model was shown at the call whose context event is events[index], rebuilt with the policy it
         names; on the question's first call, what it was shown at the call before too (for the changes)."""
         if self.contexts is None:
-            self.contexts = Contexts(self.events[:self.last + 1])
+            self.contexts = Contexts(self.events[:self.last + 1], self.sent)
             # the call before, unless a reset came between: a new session starts with nothing shown
             earlier = next((i for i in range(self.first - 1, -1, -1) if self.events[i]["type"] in ("context", "reset")),
                            None)

@@ -10,6 +10,10 @@ from views.reading import NOTICES, Change
 
 # ---------------------------------------------------------------- what changed between two calls
 
+REBUILT = ("rebuilt from the trace by today's policy code, and not what this call sent: its digest differs from the "
+           "one the trace records (the policy changed since the run)")
+
+
 def change_line(found: list[Change]) -> str:
     """The changes counted by tag, in one line: `+2 added · −1 dropped · 1 elided`."""
     tally = Counter(change.tag for change in found)

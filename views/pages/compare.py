@@ -1,22 +1,24 @@
 """The comparison page: runs of one question under several policies, side by side, call by call."""
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from results import call_seconds, outcome, priced, summarise
 from experiments.facts import matches
 from models import Message
 from models.prices import dollars
 from tokens import TokenCounter, local_counter
-from views.pages.calls import call_event, change_line, change_list
+from views.pages.calls import REBUILT, call_event, change_line, change_list
 from views.reading import Call, Change, Contexts, changes, counter_name, seconds, timeline
 from views.pages.parts import Store, bar, esc, folded_context, legend, page, table
 
 
 def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCounter | None = None,
-                 expect: str | None = None, title: str | None = None) -> str:
+                 expect: str | None = None, title: str | None = None,
+                 sent: Mapping[str, list[Message]] | None = None) -> str:
     """Runs of one question under several policies (one trace each, as `--compare --trace` writes them), side by
     side: a totals table, then one column per run with the calls aligned by number, each with its context as a
     small bar (the full text folded), the reply and the observation. With `expect`, each answer is marked right
-    or wrong as --compare marks it."""
+    or wrong as --compare marks it. `sent`, what the runs' calls sent (their Traces' `sent`, joined): shown as it was,
+    where a saved trace's calls are rebuilt."""
     counter = counter or local_counter()
     store = Store(counter)
     runs = [run_of(header, events) for header, events in traces]
@@ -32,7 +34,7 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
             f'<p class="meta">{len(runs)} runs · model: {esc(models or "not recorded")}'
             + (f" · expected answer: {esc(expect)}" if expect else "") + "</p>",
             totals_table(runs, labels, expect), legend(counter_name(first_events, counter)),
-            side_by_side(store, runs, labels)]
+            side_by_side(store, runs, labels, sent)]
     return page(title, body, store)
 
 
@@ -70,18 +72,18 @@ def totals_row(label: str, header: dict, events: list[dict], expect: str | None)
     return row
 
 
-def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
+def side_by_side(store: Store, runs: list, labels: list[str], sent: Mapping[str, list[Message]] | None = None) -> str:
     """One column per run, one row per call number: what each policy showed, what changed since its call before,
     and what the model did with it."""
     scale = max((sum(call.context["tokens"].values()) for *_, calls in runs for call in calls if call.context),
                 default=0)
     rendered = []
     for name, header, events, calls in runs:
-        contexts, before, column = Contexts(events), None, []
+        contexts, before, column = Contexts(events, sent), None, []
         for call in calls:
             messages = contexts.at(call)
             found = changes(before, messages, store.counter.count) if messages is not None else None
-            column.append((call, messages, found))
+            column.append((call, messages, found, call.index in contexts.differs))
             before = messages if messages is not None else before
         rendered.append(column)
     head = "".join(f"<th>{esc(label)}</th>" for label in labels)
@@ -94,7 +96,7 @@ def side_by_side(store: Store, runs: list, labels: list[str]) -> str:
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def call_cell(store: Store, call: Call, messages: list[Message] | None, found: list[Change] | None,
+def call_cell(store: Store, call: Call, messages: list[Message] | None, found: list[Change] | None, rebuilt: bool,
               scale: int) -> str:
     """One run's call in its column: its context as a small bar and folded, what changed, what the model did and
     how long the call took."""
@@ -102,6 +104,8 @@ def call_cell(store: Store, call: Call, messages: list[Message] | None, found: l
     if call.context:
         tokens = call.context["tokens"]
         cell.append(bar(tokens, scale, small=True))
+    if rebuilt:
+        cell.append(f'<p class="rebuilt">The context is {REBUILT}.</p>')
     if messages is not None:
         cell.append(folded_context(store.context(messages), "context"))
         cell.append(f'<details class="diff"><summary>{change_line(found)}</summary>{change_list(store, found)}'

@@ -3,22 +3,24 @@ bucket, the full context folded), what changed since the call before, and what t
 """
 import json
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from results import call_seconds, outcome, priced, summarise
 from models import Message, backend_record
 from models.prices import dollars
 from tokens import TokenCounter, local_counter
-from views.pages.calls import call_event, change_line, change_list
+from views.pages.calls import REBUILT, call_event, change_line, change_list
 from views.reading import Call, Contexts, changes, counter_name, questions, seconds, timeline
 from views.pages.parts import Store, bar, bucket_counts, esc, folded, folded_context, legend, page, plural, table
 
 
 def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None = None,
-             title: str | None = None) -> str:
+             title: str | None = None, sent: Mapping[str, list[Message]] | None = None) -> str:
     """A run, or a whole chat: each question with its answer and counts at the top, then every call in order, with
     what the model was shown (a stacked bar, the full text folded), what changed since the call before, the reply,
-    the tool run and its observation, retries and errors. `header` is the trace file's first line ({} for none)."""
+    the tool run and its observation, retries and errors. `header` is the trace file's first line ({} for none);
+    `sent`, the live run's Trace.sent: what each call sent, shown as it was (a saved trace's calls are rebuilt, and
+    said so where that is not what was sent)."""
     counter = counter or local_counter()
     store = Store(counter, str(header.get("backend", "")))
     asked = [event["text"] for event in events if event["type"] == "question"]
@@ -30,13 +32,15 @@ def run_page(header: dict, events: Sequence[dict], counter: TokenCounter | None 
     scale = max((sum(call.context["tokens"].values()) for call in calls if call.context), default=0)
     body = [f"<h1>{esc(title)}</h1>", trace_facts(header, events), outcome_table(events, header),
             legend(counter_name(events, counter))]
-    contexts, before, policy = Contexts(events), None, None
+    contexts, before, policy = Contexts(events, sent), None, None
     for item in items:
         if isinstance(item, Call):
             messages = contexts.at(item)
             if item.context and policy and item.context["policy"] != policy:
                 body.append(f'<p class="between policy-change">The policy changes from {esc(policy)} to '
                             f'{esc(item.context["policy"])}</p>')
+            if item.index in contexts.differs:
+                body.append(f'<p class="between rebuilt">Call {item.number}: the context below is {REBUILT}.</p>')
             body.append(call_section(store, item, messages, before, scale, counter))
             before = messages if messages is not None else before
             policy = item.context["policy"] if item.context else policy
