@@ -134,7 +134,7 @@ def inlined_run(check: bool = False):  # noqa: C901
 
     from agent import REPLY_LIMIT, RECORD_LIMIT
     from results import summarise
-    from models import Message, ModelReply, Part
+    from models import Message, ModelReply, Part, sent_digest
     from prompts import render_instructions, tool_docs
     from replies import MAX_ACTION_CHARS, parse_reply
     from tokens import local_counter
@@ -161,12 +161,14 @@ def inlined_run(check: bool = False):  # noqa: C901
         tools_tokens = count(docs)
         instructions_tokens, user_tokens = count(instructions) - tools_tokens, count(messages[1].parts[0].text)
         model_tokens = observations_tokens = 0
-        model = Instant(replies)
+        model, sent = Instant(replies), {}
         for step in range(1, STEPS + 6):
+            digest = sent_digest(messages)  # what is sent, kept by its digest, as the loop keeps it
+            sent[digest] = messages[:]
             append({"type": "context", "policy": "full",
                     "tokens": {"instructions": instructions_tokens, "tools": tools_tokens, "user": user_tokens,
                                "model": model_tokens, "observations": observations_tokens, "notes": 0, "markers": 0},
-                    "counter": name_of_counter, "t": (clock() - started) // 1_000_000 / 1000})
+                    "counter": name_of_counter, "sent": digest, "t": (clock() - started) // 1_000_000 / 1000})
             window = model.window if model.backend != "local" else None
             if window and (instructions_tokens + tools_tokens + user_tokens + model_tokens
                            + observations_tokens) > window:
