@@ -40,6 +40,8 @@ def test_a_modelfile_s_num_ctx_is_read_and_zero_is_no_context(monkeypatch):
     assert window_of(monkeypatch, empty, Answer.json(200, {"parameters": "num_ctx 16384\nstop x"}))[0] == 16384
     assert window_of(monkeypatch, empty, Answer.json(200, {"parameters": "num_ctx 0"}))[0] == DEFAULT
     assert window_of(monkeypatch, empty, Answer.json(200, {"parameters": "num_ctx " + "9" * 5000}))[0] == DEFAULT
+    # superscript digits are digits to str.isdigit, not to int()
+    assert window_of(monkeypatch, empty, Answer.json(200, {"parameters": "num_ctx \u00b9\u00b2"}))[0] == DEFAULT
 
 
 def test_a_flood_is_cut_short(monkeypatch):

@@ -136,7 +136,7 @@ def ollama_context(request_url: str, name: str) -> int:
         for line in parameters.splitlines() if isinstance(parameters, str) else []:
             name, _, value = line.strip().partition(" ")
             value = value.strip()
-            if name == "num_ctx" and value.isdigit() and len(value) <= 9 and int(value) > 0:
+            if name == "num_ctx" and value.isascii() and value.isdigit() and len(value) <= 9 and int(value) > 0:
                 return int(value)
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, Unread, wire.Malformed,
             AttributeError):
