@@ -154,3 +154,15 @@ def test_random_expressions_agree_with_python(case):
     value = evaluate(text)
     assert value == expected or math.isclose(value, expected, rel_tol=1e-12, abs_tol=1e-300)
     assert float(calculate(text)) == pytest.approx(expected, rel=1e-12, abs=1e-300)
+
+
+def test_a_long_flat_sum_is_not_nesting_and_deep_nesting_still_is():
+    assert calculate("+".join(["1"] * 150)) == "150"  # 299 characters: one level, however long
+    assert calculate(" - ".join(["2 * 3"] * 30)) == str(6 - 6 * 29)
+    assert f"more than {MAX_DEPTH} operations" in calculate("2 ** " * (MAX_DEPTH + 1) + "1")
+    assert f"more than {MAX_DEPTH} operations" in calculate("-" * (MAX_DEPTH + 2) + "1")
+
+
+def test_min_and_max_of_one_number_are_that_number():
+    assert calculate("max(5)") == "5" and calculate("min(2.5)") == "2.5"
+    assert calculate("max(3, 9, 4)") == "9"

@@ -137,7 +137,9 @@ def _value(node: ast.expr, depth: int = 0):
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         return _checked(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-        left, right = _value(node.left, depth + 1), _value(node.right, depth + 1)
+        # 1 + 2 - 3 + ... parses as a chain down its left side, but it is one level of a person's arithmetic
+        flat = isinstance(node.left, ast.BinOp) and _level(node.left.op) == _level(node.op)
+        left, right = _value(node.left, depth + (not flat)), _value(node.right, depth + 1)
         _fits(node.op, left, right)
         return _checked(OPERATORS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in SIGNS:
@@ -147,6 +149,11 @@ def _value(node: ast.expr, depth: int = 0):
     if isinstance(node, ast.Call):
         return _called(node, depth)
     raise Refused(_not_allowed(node))
+
+
+def _level(op: ast.operator) -> int:
+    """An operator's precedence: sums, then products, then powers."""
+    return 0 if isinstance(op, (ast.Add, ast.Sub)) else 2 if isinstance(op, ast.Pow) else 1
 
 
 def _called(node: ast.Call, depth: int):
@@ -162,6 +169,8 @@ def _called(node: ast.Call, depth: int):
     args = [_value(arg, depth + 1) for arg in node.args]
     if name == "round" and len(args) == 2 and (not isinstance(args[1], int) or abs(args[1]) > MAX_DIGITS):
         raise Refused(f"round()'s second argument is a whole number of digits up to {MAX_DIGITS}")
+    if name in ("min", "max") and len(args) == 1:  # of one number, that number (Python's takes a list here)
+        return args[0]
     return _checked(function(*args))
 
 
