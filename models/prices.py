@@ -172,10 +172,23 @@ def _rows(path: Path) -> dict[str, Price]:
         if minimum is not None and not (type(minimum) is int and 0 <= minimum <= MAX_MIN_CACHE_TOKENS):
             raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a min_cache_tokens that is not a whole "
                                    f"number of tokens from 0 to {MAX_MIN_CACHE_TOKENS:,}")
+        if "until" in row and not _day(row["until"]):
+            raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has an until that is not a day written "
+                                   "YYYY-MM-DD (the last day the source gives the price for)")
         rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
                            str(row.get("source", "")), None if write is None else float(write), minimum,
                            str(row.get("until", "")))
     return rows
+
+
+def _day(value) -> bool:
+    """A day of the calendar written YYYY-MM-DD: not "soon", not 2026-02-30."""
+    from datetime import date
+
+    try:
+        return isinstance(value, str) and len(value) == 10 and date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        return False
 
 
 def _dollars(value) -> bool:

@@ -27,6 +27,8 @@ def refused(monkeypatch, capsys, path) -> str:
      "has a cache_write that is not dollars per million tokens"),
     (json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "min_cache_tokens": 1024.5}}}),
      "has a min_cache_tokens that is not a whole number of tokens from 0 to 10,000,000"),
+    *[(json.dumps({"models": {"m": {"input": 1, "cached_input": 0.1, "output": 1, "until": until}}}),
+       "has an until that is not a day written YYYY-MM-DD") for until in ["soon", "2026-02-30", 20261231, "2026-1-5"]],
 ])
 def test_a_price_file_that_is_no_table_is_one_line(monkeypatch, capsys, tmp_path, content, says):
     path = tmp_path / "prices.json"
