@@ -242,6 +242,17 @@ def gguf_name(path: str) -> str:
     return str(metadata.get("general.name") or os.path.basename(path))
 
 
+def positive(text: str) -> int:
+    """A count from 1, for argparse: anything else is its one-line usage error."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"a whole number from 1, not {text!r}")
+    return number
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
@@ -254,7 +265,7 @@ def main() -> None:
                         help="how tools are offered and calls read (default: text; native: the models' own tool "
                              "calling, its prompt prompts/native.txt unless --prompt)")
     parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
-    parser.add_argument("--limit", type=int, help="only the first N questions")
+    parser.add_argument("--limit", type=positive, help="only the first N questions (N from 1)")
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
                              "(the 1.5B one when --models names qwen-1.5b)")
@@ -274,6 +285,11 @@ def main() -> None:
         print(table([rescored(run) for path in args.compare for run in saved_runs(path)]))
         return
     offered = offered_tools(args.tools)
+    unknown = [name for name in args.models.split(",") if name and name != "none" and name not in MODELS]
+    if unknown:
+        parser.error(f"--models: no embedded model {unknown[0]!r}: choose from {', '.join(MODELS)}, or none")
+    if args.prompt and not os.path.isfile(args.prompt):
+        parser.error(f"--prompt {args.prompt}: no such file (an instruction template, as prompts/*.txt)")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
         raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:

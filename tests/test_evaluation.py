@@ -99,3 +99,16 @@ def test_an_unknown_tool_or_an_out_folder_that_does_not_exist_is_said_before_any
         done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), *arguments],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 1 and says in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("arguments, says", [
+    (["--models", "qwn"], "--models: no embedded model 'qwn': choose from qwen, gemma, qwen-1.5b, or none"),
+    (["--prompt", "no-such-prompt.txt"], "--prompt no-such-prompt.txt: no such file"),
+    (["--limit", "-1"], "argument --limit: a whole number from 1, not '-1'"),
+    (["--limit", "0"], "argument --limit: a whole number from 1, not '0'"),
+])
+def test_bad_options_are_one_line_before_any_model_loads(arguments, says, tmp_path):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), *arguments], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert says in done.stderr.strip().splitlines()[-1]
