@@ -287,8 +287,6 @@ class TinyReAct:
 
 
 if __name__ == "__main__":
-    import sys
+    from cli import script  # the command line sits above the loop; it is imported only when run as a script
 
-    from cli import main  # the command line sits above the loop; it is imported only when run as a script
-
-    sys.exit(main())
+    script()

@@ -17,6 +17,7 @@ A mode's own modules (experiments/, the pages, rich for the terminal view) are i
 --help and a plain question do not pay for them.
 """
 import argparse
+import os
 import sys
 from typing import Callable
 
@@ -37,6 +38,23 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Policy, list[str]], int]] = {
     "saved": saved_trace, "models": show_models, "verify_cache": verify_cache, "show_prompt": show_prompt,
     "tools": list_tools,
 }
+
+
+def script() -> None:
+    """`python agent.py ...`: the command line, then the process ends with its exit code. A model call abandoned at
+    TINYREACT_CALL_DEADLINE may still be running in its thread, and Python's shutdown would race it for stdout and
+    stderr, which can abort the process (SIGABRT, no message): then it ends at once, its output flushed."""
+    from models.services import retry
+
+    code = main()
+    if retry.abandoned_running():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):  # closed, or None when the shell closed it
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

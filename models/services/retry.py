@@ -116,6 +116,14 @@ def read_timeout(default: float) -> float:
     return max(0.001, min(default, _worker.deadline.remaining()))
 
 
+ABANDONED: list[threading.Thread] = []  # workers left running at their deadline
+
+
+def abandoned_running() -> bool:
+    """Whether a model call abandoned at its deadline is still running in its worker thread."""
+    return any(worker.is_alive() for worker in ABANDONED)
+
+
 def within(deadline: Deadline, work: Callable[[Channel], T], where: str,
            on_text: Callable[[str], None] | None, on_event: Callable[..., None] | None, channel: Channel) -> T:
     """Run `work(channel)` in a worker thread; return its result, or raise DeadlineExceeded when the deadline
@@ -132,12 +140,14 @@ def within(deadline: Deadline, work: Callable[[Channel], T], where: str,
         finally:
             channel.items.put(("done", "", {}))
 
-    threading.Thread(target=run_work, name="model call", daemon=True).start()
+    worker = threading.Thread(target=run_work, name="model call", daemon=True)
+    worker.start()
     try:
         while True:
             try:
                 kind, value, fields = channel.items.get(timeout=max(deadline.remaining(), 0.0))
             except queue.Empty:
+                ABANDONED.append(worker)
                 raise DeadlineExceeded(f"{where} did not finish within TINYREACT_CALL_DEADLINE "
                                        f"({deadline.seconds:g} s); the call was abandoned") from None
             if kind == "done":
