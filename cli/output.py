@@ -80,6 +80,9 @@ class PipeGuard:
             raise OutputFailed(f"cannot write to stdout: {getattr(error, 'strerror', None) or error}") from None
         return len(text)
 
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()  # closed (`>&-`): no terminal, and the first write says so
+
     def flush(self) -> None:
         if self.broken or self.stream is None:
             return

@@ -32,3 +32,11 @@ def test_the_trace_keeps_what_the_run_did(tmp_path):
     done = run("> /dev/full", "What is 2 + 2?", "--model", "llamacpp:m", "--trace", str(trace), cwd=str(tmp_path))
     assert done.returncode == 74 and "Traceback" not in done.stderr
     assert '"type": "question"' in trace.read_text()
+
+
+def test_a_question_with_stdout_closed_is_one_line_and_exit_74(tmp_path):
+    trace = tmp_path / "run.jsonl"
+    done = run(">&-", "What is 2 + 2?", "--model", "llamacpp:m", "--trace", str(trace), cwd=str(tmp_path))
+    assert done.returncode == 74 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("error: cannot write to stdout: it is closed")
+    assert '"type": "question"' in trace.read_text()
