@@ -81,7 +81,8 @@ class PipeGuard:
         return len(text)
 
     def isatty(self) -> bool:
-        return self.stream is not None and self.stream.isatty()  # closed (`>&-`): no terminal, and the first write says so
+        """Closed (`>&-`), stdout is no terminal, and its first write says it is closed."""
+        return self.stream is not None and self.stream.isatty()
 
     def flush(self) -> None:
         if self.broken or self.stream is None:
