@@ -77,7 +77,7 @@ class OllamaModel(OpenAICompatibleModel):
         """A whole answer (`"stream": false`): one object with the message, `done_reason` and the counts."""
         answer = self._object(data)
         message = self._message(answer)
-        _, text = split_reasoning(message.get("content") or "")
+        _, text = split_reasoning(self._content(message))
         return self._reply(text, answer, self._calls(message.get("tool_calls"), []))
 
     def _lines(self, response, stop: list[str], channel: retry.Channel) -> tuple[ModelReply, str | None]:
@@ -109,8 +109,9 @@ class OllamaModel(OpenAICompatibleModel):
         if isinstance(message.get("thinking"), str) and message["thinking"]:
             channel.event("reasoning", backend=self.backend, text=message["thinking"])
         self._calls(message.get("tool_calls"), calls)
-        if isinstance(message.get("content"), str) and message["content"]:
-            cut.feed(message["content"])
+        content = self._content(message)
+        if content:
+            cut.feed(content)
         return event if event.get("done") is True else None
 
     def _unreadable(self, what: str) -> ModelError:
@@ -133,6 +134,13 @@ class OllamaModel(OpenAICompatibleModel):
         if not isinstance(message, dict):
             raise self._unreadable(f"a message that is {wire.kind(message)}, not an object")
         return message
+
+    def _content(self, message: dict) -> str:
+        """The message's text, read as every service's is (wire.text_of): a string, or a list of text parts."""
+        try:
+            return wire.text_of(message.get("content"), "content")
+        except wire.Malformed as problem:
+            raise self._unreadable(str(problem)) from None
 
     def _calls(self, listed, calls: list) -> list:
         """Tool calls read into `calls` (at most MAX_CALLS_READ); what a call lacks is refused by the loop, as a result
