@@ -410,7 +410,8 @@ def test_native_with_the_embedded_half_billion_model_says_first_what_works_inste
 def test_ollama_content_as_a_list_is_read_as_the_other_services_are(ollama, stream):
     """Read through the same checks as an OpenAI-compatible reply's content (wire.text_of): text parts joined, anything
     else a one-line error; it ended the run in AttributeError whole, and was dropped unsaid streamed."""
-    parts = {"role": "assistant", "content": [{"type": "text", "text": "The answer "}, {"type": "text", "text": "is 4"}]}
+    texts = [{"type": "text", "text": "The answer "}, {"type": "text", "text": "is 4"}]
+    parts = {"role": "assistant", "content": texts}
     stand_in, model = ollama([ndjson({"model": "qwen3:8b", "message": parts, "done": True, "done_reason": "stop"})])
     result = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None).query("go")
     assert result.answer == "The answer is 4"
