@@ -419,3 +419,18 @@ def test_ollama_content_as_a_list_is_read_as_the_other_services_are(ollama, stre
     stand_in, model = ollama([ndjson({"model": "qwen3:8b", "message": wrong, "done": True, "done_reason": "stop"})])
     result = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None).query("go")
     assert result.stop_reason is StopReason.ERROR and "content as a list holding a number" in str(result.error)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_seventy_calls_in_one_reply_are_bounded_the_same_whole_or_streamed(openai, stream):
+    """64 calls read, 8 run and the rest refused, whether the reply came whole or as deltas at indexes 0 to 69 (a
+    delta at index 64 or past ended a streamed run as "not an OpenAI-compatible chat completion")."""
+    calls = [("add_numbers", json.dumps({"x": n, "y": 1})) for n in range(70)]
+    reply = streamed(*({"index": n, "id": f"c{n}", "function": {"name": name, "arguments": args}}
+                       for n, (name, args) in enumerate(calls))) if stream else tool_completion(*calls)
+    _, model = openai([reply, "done"])
+    agent = TinyReAct(model, tools=TOOLS, protocol=NativeProtocol(), on_text=[].append if stream else None)
+    assert agent.query("go").answer == "done"
+    results = [event["text"] for event in agent.trace.events if event["type"] == "observation"]
+    assert len(results) == 64 and results[:8] == [str(n + 1) for n in range(8)]
+    assert all(text.startswith("Error: one reply may make at most 8 tool calls") for text in results[8:])

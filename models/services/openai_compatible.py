@@ -417,7 +417,7 @@ def _join_call(calls: list, delta: dict) -> None:
     #15457). A delta with no index continues the last call. A name sent again whole is not appended. Arguments come
     as text pieces, or whole as an object (as Ollama sends them); a mix of the two is malformed."""
     index = delta.get("index")
-    if index is not None and (type(index) is not int or not 0 <= index < MAX_CALLS_READ):
+    if index is not None and (type(index) is not int or index < 0):  # past MAX_CALLS_READ calls, dropped below
         raise wire.Malformed(f"a tool call delta with index {str(index)[:20]!r}")
     given = delta.get("id") if isinstance(delta.get("id"), str) and delta.get("id") else None
     function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
