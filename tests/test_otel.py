@@ -16,7 +16,7 @@ import time
 import pytest
 
 import cli as agent
-from servers import FakeGemini, FakeOtlp, gemini_text
+from servers import Answer, FakeGemini, FakeOtlp, gemini_text
 from tokens import TokenCounter
 from traces import load_trace
 from views.telemetry import CONVENTIONS, question_spans, started
@@ -358,3 +358,30 @@ def test_spans_the_sampler_does_not_record_are_said_apart_not_as_lost(endpoint, 
     assert out == "20\n" and otlp.spans == []
     assert err == ("warning: --otel: none of the 6 spans was recorded (OTEL_TRACES_SAMPLER or OTEL_SDK_DISABLED says "
                    "so): none was sent\n")
+
+
+class Redirecting(FakeOtlp):
+    """An endpoint that answers every export with 307, to itself or elsewhere: it takes no span."""
+
+    def __init__(self, to: str | None = None):
+        super().__init__()
+        self.to = to
+
+    def handle(self, request):
+        self.bodies.append(b"")
+        return Answer(307, [b""], {"Location": self.to or f"{self.url}/v1/traces"})
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_an_endpoint_that_only_redirects_is_not_counted_as_sent(endpoint, monkeypatch, capsys, elsewhere):
+    """The exporter counts any status below 400 as sent; a redirect delivers nothing, so it is not followed and the
+    spans are said as not sent."""
+    gemini, otlp = endpoint(REPLIES)
+    with Redirecting(otlp.url + "/v1/traces" if elsewhere else None) as redirecting:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", redirecting.url)
+        assert agent.main([QUESTION, "-q", "--otel"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "20\n" and not otlp.bodies  # not followed, even to a real receiver
+    assert err == (f"warning: --otel: 6 of 6 spans were not sent to {redirecting.url}/v1/traces (the endpoint "
+                   "answered with a redirect, which is not followed: name the endpoint it points to); the run itself "
+                   "is not affected\n")

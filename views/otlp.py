@@ -64,7 +64,7 @@ class OtlpExport:
 
         self.count, self.content, self.patient = count, content, patient
         self._log = _KeptLog()
-        self._exporter = _Counted(OTLPSpanExporter(timeout=REQUEST_SECONDS))
+        self._exporter = _Counted(OTLPSpanExporter(timeout=REQUEST_SECONDS, session=_redirects_refused()))
         # a batch of spans carrying whole contexts is large: fewer to a request with content, so that none passes the
         # exporter's request size
         self._processor = BatchSpanProcessor(self._exporter, schedule_delay_millis=BATCH_MILLIS,
@@ -275,6 +275,8 @@ class _KeptLog(logging.Handler):
         said = " ".join(self.lines)
         if "refused" in said.lower():
             return "connection refused"
+        if "a redirect" in said:
+            return "the endpoint answered with a redirect, which is not followed: name the endpoint it points to"
         for line in self.lines:
             code = line.partition("code: ")[2].partition(",")[0]
             if code.isdigit():
@@ -282,6 +284,28 @@ class _KeptLog(logging.Handler):
         if "timed out" in said.lower() or "timeout" in said.lower():
             return "no answer in time"
         return "no answer within the wait at the end" if not self.lines else "the export failed"
+
+
+# The variables that name a credential provider's session for the exporter: with one, its session is the exporter's.
+CREDENTIAL_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+                        "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
+
+
+def _redirects_refused():
+    """The exporter's HTTP session, which takes a redirect for what it is: nothing delivered. The exporter follows no
+    redirect, yet counts any status below 400 as sent, so an endpoint answering 307 had every span counted sent.
+    None (the exporter's own session) when a credential provider names one."""
+    import requests
+
+    if any(os.environ.get(name) for name in CREDENTIAL_PROVIDERS):
+        return None
+
+    def refuse(response, *args, **kwargs):
+        if 300 <= response.status_code < 400:
+            raise requests.exceptions.HTTPError(f"answered {response.status_code}, a redirect")
+    session = requests.Session()
+    session.hooks["response"].append(refuse)
+    return session
 
 
 def _nanoseconds(origin: float, seconds: float) -> int:
