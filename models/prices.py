@@ -1,7 +1,7 @@
 """What a run cost at list price: the dated price table (models/prices.json), and the cost of a run's usage.
 
-A cost is shown only where the table has a price for the model that answered, named as the service names it (a
-retired Gemini name is priced as its successor, an alias as the model the reply says it came from). An embedded
+A cost is shown only where the table has a price for the model asked for (an alias, a name ending in `latest`, is
+priced as the model the reply says it came from; a retired name has no row, so no cost). An embedded
 model costs nothing. For any other model no cost is shown: a guess would be worse than none. TINYREACT_PRICES
 names a JSON file of the same shape as prices.json whose rows replace or add to the shipped ones, for prices
 that changed or models the table lacks.
