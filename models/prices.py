@@ -10,6 +10,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
@@ -183,8 +184,6 @@ def _rows(path: Path) -> dict[str, Price]:
 
 def _day(value) -> bool:
     """A day of the calendar written YYYY-MM-DD: not "soon", not 2026-02-30."""
-    from datetime import date
-
     try:
         return isinstance(value, str) and len(value) == 10 and date.fromisoformat(value).isoformat() == value
     except ValueError:
