@@ -80,10 +80,10 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     with mcp_servers(args, DEFAULT_TOOLS) as servers:
         tools = DEFAULT_TOOLS + servers.tools + policy.tools(Trace())
         offer = protocol.offer(tools, name)
-        print(offer.instructions)
+        print(clean(offer.instructions))
     if offer.schemas is not None:  # native: the tools go beside the instructions, as the service's tool schemas
         print(f"\nTools, sent beside the messages as {len(offer.schemas)} tool schemas:\n")
-        print(json.dumps(offer.schemas, indent=2, ensure_ascii=False))
+        print(clean(json.dumps(offer.schemas, indent=2, ensure_ascii=False)))
     return EXIT_ANSWERED
 
 
@@ -100,7 +100,7 @@ def list_tools(args, policy: Policy, specs: list[str]) -> int:
         why = approval.why(tool)
         asks = ("" if not why else f"  · runs without asking (--yes): {why}" if approval.yes
                 else f"  · asks first: {why}")
-        print(f"{tool.__name__:<{width}}  {source}{clean(asks)}")
+        print(clean(f"{tool.__name__:<{width}}  {source}{asks}"))
     return EXIT_ANSWERED
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 
 from tokens import local_counter
+from views.terminal import clean
 from cli.loading import load_env_files
 from cli.output import UsageError
 
@@ -29,7 +30,8 @@ def exporting(args, patient: bool = False):
         if export is not None:
             problem = export.close()
             if ended or export.ended:  # a mode that failed before any span was made has said why itself
-                print(f"warning: --otel: {problem}" if problem else f"--otel: {export.sent()}", file=sys.stderr)
+                said = f"warning: --otel: {problem}" if problem else f"--otel: {export.sent()}"
+                print(clean(said), file=sys.stderr)  # the endpoint is the environment's: a .env can set it
 
 
 def _exporter(patient: bool):

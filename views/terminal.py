@@ -16,10 +16,19 @@ ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+# Direction embeddings, overrides, isolates and marks: they reorder the text around them as a terminal shows it, so
+# that a name or an argument can display reversed. Each is shown as its code point.
+DIRECTIONS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def clean(text: object) -> str:
     """Text made safe to print on a terminal: escape sequences and control characters dropped, newlines and tabs
-    kept, and no secret in it (redaction.py)."""
-    return ESCAPES.sub("", redacted(str(text)))
+    kept, direction characters shown as their code points (<U+202E>), and no secret in it (redaction.py)."""
+    return DIRECTIONS.sub(_code_point, ESCAPES.sub("", redacted(str(text))))
+
+
+def _code_point(match: re.Match) -> str:
+    return f"<U+{ord(match.group()):04X}>"
 
 
 # Each control character but newline, tab and carriage return, for text in a page or an SVG file.
