@@ -46,12 +46,15 @@ def agent(*args: str, url: str, terminal: bool = False) -> tuple[int, str]:
 
 def main() -> None:
     from evaluate import llama_server
+    from models.embedded.cache import ModelCache
+    from models.embedded.qwen import SMALL
 
     python = os.environ.get("LLAMA_PYTHON")
     if not python:
         raise SystemExit("set LLAMA_PYTHON to a Python that has llama-cpp-python[server]")
     with tempfile.TemporaryDirectory(dir=os.path.expanduser("~")) as folder:
-        server, url = llama_server(python, folder, context=2048)
+        weights = str(ModelCache(folder).join(SMALL.weights))  # the embedded Qwen's file, served by its name
+        server, url = llama_server(python, folder, weights, SMALL.name, context=2048)
         try:
             for title, args, terminal in [
                 ("the quick-start question, piped", [QUESTION, "--model", "llamacpp:qwen2.5-coder-0.5b"], False),

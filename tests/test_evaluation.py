@@ -112,3 +112,28 @@ def test_bad_options_are_one_line_before_any_model_loads(arguments, says, tmp_pa
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert says in done.stderr.strip().splitlines()[-1]
+
+
+def test_the_llama_server_check_starts_its_server_as_evaluate_defines_it(monkeypatch):
+    """bench/llama_server.py, which the docs point to for the llama.cpp check, called evaluate.llama_server without
+    the file and the name to serve: a TypeError before anything ran. Its call must bind to the signature."""
+    import inspect
+
+    import evaluate
+    import llama_server
+    from models.embedded.cache import ModelCache
+
+    class Started(Exception):
+        pass
+
+    signature = inspect.signature(evaluate.llama_server)
+
+    def bound(*args, **kwargs):
+        raise Started(signature.bind(*args, **kwargs).arguments)
+
+    monkeypatch.setenv("LLAMA_PYTHON", sys.executable)
+    monkeypatch.setattr(evaluate, "llama_server", bound)
+    monkeypatch.setattr(ModelCache, "join", lambda cache, weights: "qwen.gguf")  # not the 491 MB file
+    with pytest.raises(Started) as started:
+        llama_server.main()
+    assert started.value.args[0]["path"] == "qwen.gguf" and started.value.args[0]["alias"] == "qwen2.5-coder-0.5b"
