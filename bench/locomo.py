@@ -38,6 +38,7 @@ category 3's gold cut at its first ";"; category 5 scores 1 when the reply says 
 mentioned"). The stemmer is nltk's (pip install nltk).
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -97,6 +98,8 @@ class DataError(ValueError):
 
 def read(path: str) -> list[Conversation]:
     """Every conversation in the file (data/locomo10.json, or a zip of it or of one file a conversation)."""
+    if os.path.isdir(path):
+        raise DataError(f"{path} is a folder: name LoCoMo's data/locomo10.json, or a zip of it")
     if not os.path.isfile(path):
         raise DataError(f"{path}: no such file")
     if os.path.getsize(path) > MAX_FILE:
@@ -221,7 +224,9 @@ def record(conv: Conversation, folder: str) -> list[dict]:
     from policies.full import FullHistory
     from traces import read_trace_file
 
-    stem = os.path.join(folder, re.sub(r"[^\w.-]", "_", conv.name))
+    # a file name of its own, however long or odd the conversation's name (a zip's member may be 60,000 characters)
+    named = hashlib.sha256(conv.name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    stem = os.path.join(folder, re.sub(r"[^\w.-]", "_", conv.name)[:60] + "-" + named)
     with open(stem + ".script.json", "w", encoding="utf-8") as file:
         json.dump(script(conv), file, ensure_ascii=False)
     record_script(stem + ".script.json", stem + ".jsonl", FullHistory())
@@ -404,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.probe and not args.model:
         parser.error("--probe needs --model SPEC")
+    problem = outputs_problem(args)
+    if problem:
+        parser.error(problem)
     try:
         priced = rules()
         conversations = read(args.data)[slice(*args.conversations) if args.conversations else slice(None)]
@@ -422,10 +430,17 @@ def main(argv: list[str] | None = None) -> int:
         say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
         results, unscored = measure(conversations, specs, priced, folder, say)
     summary = as_json(conversations, results, unscored, priced)
+    code = 0
     if args.plot:
-        with open(args.plot, "w", encoding="utf-8") as file:
-            file.write(plot(summary, f"LoCoMo, {summary['questions']:,} questions: cost with caching against "
-                                     "evidence kept, one point a policy"))
+        from files import write_whole
+
+        chart = plot(summary, f"LoCoMo, {summary['questions']:,} questions: cost with caching against evidence kept, "
+                              "one point a policy")
+        try:
+            write_whole(args.plot, chart.encode("utf-8"))
+        except OSError as problem:  # a full disk: said, and the tables are still printed
+            print(f"error: cannot write --plot {args.plot}: {problem.strerror or problem}", file=sys.stderr)
+            code = 1
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -439,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                                                              "on the lines it has, if any)")):
             if unscored[kind]:
                 print(f"{len(unscored[kind])} questions {said}: {', '.join(unscored[kind])}")
-    return 0
+    return code
 
 
 # --- the probe: answers scored with LoCoMo's token F1 ---
@@ -518,8 +533,27 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
     return scores
 
 
+def outputs_problem(args) -> str | None:
+    """What is wrong with where --plot and --answers would write, said before any work: the data file itself (it
+    would be overwritten), a folder, or a folder that does not exist."""
+    for flag, path in (("--plot", args.plot), ("--answers", args.answers)):
+        if not path:
+            continue
+        if os.path.exists(path) and os.path.exists(args.data) and os.path.samefile(path, args.data):
+            return f"{flag} {path} is the data file: it would be written over"
+        if os.path.isdir(path):
+            return f"{flag} {path} is a folder: name a file"
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            return f"{flag} {path}: its folder does not exist"
+    return None
+
+
+class AnswersLost(Exception):
+    """--answers could not be written: the probe stops, saying so."""
+
+
 def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
-    from models import load_model
+    from models import ModelError, load_model
     from policies import make_policy
 
     summarising = [spec for spec in specs if make_policy(spec).needs_summaries]
@@ -537,12 +571,20 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
     size = min(args.sample, len(pool))
     chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
-    answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
+    try:
+        answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
+    except OSError as problem:
+        print(f"error: cannot write --answers {args.answers}: {problem.strerror or problem}", file=sys.stderr)
+        return 2
 
     def kept(answer: dict) -> None:
         if answers:
-            answers.write(json.dumps(answer, ensure_ascii=False) + "\n")
-            answers.flush()
+            try:
+                answers.write(json.dumps(answer, ensure_ascii=False) + "\n")
+                answers.flush()
+            except OSError as problem:  # a full disk: the answers so far are kept, and the probe stops
+                raise AnswersLost(f"cannot write --answers {args.answers}: {problem.strerror or problem}; the "
+                                  "answers before this one are in it") from None
         print(f"{answer['policy']} · {answer['conversation']} q{answer['question']} ({answer['category']}): "
               f"F1 {answer['f1']:.2f} · {answer['answer']!r}", file=sys.stderr)
 
@@ -552,9 +594,15 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     except KeyboardInterrupt:
         print("interrupted: the answers so far are in --answers", file=sys.stderr)
         return 130
+    except (ModelError, AnswersLost) as problem:  # a rejected key, a server gone, a full disk: one line
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     finally:
         if answers:
-            answers.close()
+            try:
+                answers.close()
+            except OSError:
+                pass  # what could not be written was said
     print(f"{len(chosen)} questions (seed {args.seed}) asked of {args.model}; mean token F1 (LoCoMo's), with a "
           "normal 95% interval")
     for name, values in scores.items():

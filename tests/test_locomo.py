@@ -204,3 +204,44 @@ def test_a_reply_without_an_answer_line_is_scored_as_written_and_a_summary_polic
     assert "--probe cannot ask under compact:300" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         locomo.main([SYNTHETIC, "--probe", "--model", "local", "--sample", "0"])
+
+
+@pytest.mark.parametrize("flag", ["--plot", "--answers"])
+def test_an_output_that_is_the_data_a_folder_or_in_no_folder_is_one_line_before_any_work(tmp_path, capsys, flag):
+    data = tmp_path / "locomo10.json"
+    data.write_text(open(SYNTHETIC, encoding="utf-8").read())
+    before = data.read_bytes()
+    probing = ["--probe", "--model", "local"] if flag == "--answers" else []
+    for path, says in [(data, "is the data file: it would be written over"), (tmp_path, "is a folder: name a file"),
+                       (tmp_path / "nowhere" / "out", "its folder does not exist")]:
+        with pytest.raises(SystemExit) as ended:
+            locomo.main([str(data), flag, str(path), *probing])
+        assert ended.value.code == 2 and says in capsys.readouterr().err.strip().splitlines()[-1]
+    assert data.read_bytes() == before
+
+
+def test_a_chart_to_a_full_disk_is_one_line_and_the_tables_are_still_printed(capsys):
+    assert locomo.main([SYNTHETIC, "--policies", "full", "--plot", "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert "conversations" in out and err == "error: cannot write --plot /dev/full: No space left on device\n"
+
+
+def test_a_folder_as_the_data_and_a_zip_member_with_a_huge_name_are_read_or_said(tmp_path, capsys):
+    assert locomo.main([str(tmp_path), "--policies", "full"]) == 2
+    assert "is a folder: name LoCoMo's data/locomo10.json, or a zip of it" in capsys.readouterr().err
+    archive = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("x" * 60_000 + ".json", open(SYNTHETIC, encoding="utf-8").read())
+    assert locomo.main([str(archive), "--policies", "full", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["conversations"] == len(locomo.read(SYNTHETIC))
+
+
+def test_a_rejected_key_under_probe_is_one_line(monkeypatch, capsys):
+    from model_servers import OpenAIStandIn
+
+    with OpenAIStandIn(["Answer: x"], key="the-right-key", models=("m",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-a-wrong-key-000")
+        code = locomo.main([SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full", "--sample", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err[-1].startswith("error: ") and "401" in err[-1] and "Traceback" not in "".join(err)
