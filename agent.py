@@ -79,8 +79,7 @@ class TinyReAct:
     def use_policy(self, policy: Policy) -> None:
         """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""
         self.policy = policy
-        record = lambda **decision: self.trace.add("approval", **decision)  # noqa: E731
-        self.tools = {tool.__name__: guarded(tool, self.approval, record)
+        self.tools = {tool.__name__: guarded(tool, self.approval, self.trace)
                       for tool in self.base_tools + policy.tools(self.trace)}
         self._instruct()
 

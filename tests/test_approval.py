@@ -226,3 +226,72 @@ def test_confirm_on_in_a_chat_started_with_yes_asks_again(monkeypatch, capsys):
     assert cli.main(["--chat", "-q"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "declined by no one to ask (no terminal)" in err  # --yes no longer answers for the person
+
+
+class Notes:
+    """A stand-in MCP server for tools.mcp.mcp_tool: it keeps what each call sent."""
+    label = "notes"
+
+    def __init__(self):
+        self.sent = []
+
+    def call(self, name, arguments):
+        self.sent.append(arguments)
+        return f"wrote {arguments}"
+
+
+class Listed:
+    """A tool as a server lists it: unmarked, so it asks; `text` a string, `size` a number."""
+    name, description, annotations = "write", "Write a note.", None
+    input_schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 20},
+                                                     "size": {"type": "number"}}, "required": ["text"]}
+
+
+def write_tool():
+    from tools.mcp import mcp_tool
+
+    server = Notes()
+    return server, mcp_tool(server, Listed(), "write")
+
+
+def test_a_call_that_does_not_fit_the_schema_is_told_to_the_model_without_asking_anyone():
+    server, write = write_tool()
+    asked = []
+    agent = TinyReAct(ScriptedModel([f'Action: write("{"x" * 21}")', "Answer: no"]), tools=[write],
+                      approval=Approval(ask=lambda *question: asked.append(question) or ("y", None)))
+    agent.query("Note it")
+    [told] = [event["text"] for event in events(agent, "observation")]
+    assert told.startswith("Error: write(): the arguments do not fit the tool's input schema at text: ")
+    assert asked == [] and server.sent == [] and events(agent, "approval") == []
+
+
+def test_a_call_the_person_declined_is_not_asked_about_again_in_the_question():
+    server, write = write_tool()
+    asked = []
+    again = 'Action: write("x")'
+    agent = TinyReAct(ScriptedModel([again, again, again, "Answer: stopped", again, "Answer: asked"]),
+                      tools=[write], approval=Approval(ask=lambda *question: asked.append(question) or ("n", None)))
+    agent.query("Note it")
+    told = [event["text"] for event in events(agent, "observation")]
+    assert len(asked) == 1 and server.sent == [] and len(told) == 3
+    assert all(text.startswith("Declined: write(text='x', size=None) was declined already in this question")
+               for text in told[1:])
+    agent.query("Note it, please")  # a new question: the person is asked again
+    assert len(asked) == 2
+
+
+def test_an_edit_is_checked_as_written_and_the_trace_records_what_ran():
+    server, write = write_tool()
+    edits = iter([("e", '{"text": 5}'), ("e", '{"text": "hello", "size": 3}')])
+    problems = []
+
+    def ask(tool, arguments, why, problem):
+        problems.append(problem)
+        return next(edits)
+    agent = TinyReAct(ScriptedModel(['Action: write("x")', "Answer: done"]), tools=[write],
+                      approval=Approval(ask=ask))
+    agent.query("Note it")
+    assert "do not fit the tool's input schema at text: 5 is not of type 'string'" in problems[1]
+    assert server.sent == [{"text": "hello", "size": 3.0}]  # the size as the signature converts it
+    [approval] = events(agent, "approval")
+    assert json.loads(approval["edited"]) == {"text": "hello", "size": 3.0}

@@ -141,10 +141,9 @@ def bind_named(tool: Callable, named: dict) -> tuple[tuple, dict]:
     """A call given by name (as `named_arguments` gives it, or a person edited it) checked as a model's is, and
     against an MCP tool's input schema too; TypeError or ValueError, with a message for a person, when it does not
     fit."""
-    args, kwargs = bind_arguments(tool, (), named, by_name=True)
-    if hasattr(tool, "check"):
-        tool.check(named_arguments(tool, args, kwargs))
-    return args, kwargs
+    if hasattr(tool, "check"):  # the values as written: converted first, {"text": 5} would pass a string schema
+        tool.check(named)
+    return bind_arguments(tool, (), named, by_name=True)
 
 
 @lru_cache(maxsize=1024)

@@ -77,30 +77,51 @@ class Approval:
             return Decision(answered == "y", arguments, "the person", why)
 
 
-def guarded(tool: Callable, approval: Approval, record: Callable[..., object]) -> Callable:
-    """`tool` behind `approval`: a call that needs a person's yes is asked about first and the decision recorded, as
-    `record(**fields)` makes an approval event. A declined call raises Refused, whose message tells the model; an
-    edited one runs with the person's arguments. The guard has the tool's name, signature, docstring and attributes."""
+def guarded(tool: Callable, approval: Approval, trace) -> Callable:
+    """`tool` behind `approval`. A call that needs a person's yes is first checked against the tool's own input schema
+    (an MCP tool's; a call that cannot run is told to the model, the person is not asked), then asked about, and the
+    decision recorded in `trace` as an approval event. A call the person declined earlier in the same question is
+    declined again without asking. A declined call raises Refused, whose message tells the model; an edited one runs
+    with the person's arguments, checked as written, and the event records them as they ran. The guard has the
+    tool's name, signature, docstring and attributes."""
     @functools.wraps(tool)
     def guard(*args, **kwargs):
         if approval.why(tool) is None:
             return tool(*args, **kwargs)
         try:
             named = named_arguments(tool, args, kwargs)
-        except TypeError as problem:
+            if hasattr(tool, "check"):
+                tool.check(named)
+        except (TypeError, ValueError) as problem:
             raise Refused(f"Error: {tool.__name__}(): {problem}.") from None
+        call, asked = call_text(tool, args, kwargs), shown(named)
+        if _declined_before(trace, tool.__name__, asked):
+            raise Refused(f"Declined: {call} was declined already in this question, and not asked again. Go on "
+                          "without it, or give your Answer and say what was not done.")
         decision = approval.decide(tool, named, lambda edited: bind_named(tool, edited))
-        record(tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why, arguments=shown(named),
-               **({"edited": shown(decision.arguments)} if decision.edited else {}))
+        if decision.edited:
+            args, kwargs = bind_named(tool, decision.arguments)
+        ran = {"edited": shown(named_arguments(tool, args, kwargs))} if decision.edited else {}
+        trace.add("approval", tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why,
+                  arguments=asked, **ran)
         if not decision.run:
             asked = "the person declined it" if decision.by == "the person" else \
                 f"it needs a person's yes and got none: {decision.by}"
-            raise Refused(f"Declined: {call_text(tool, args, kwargs)} was not run, because {asked}. Do not ask for it "
-                          "again; go on without it, or give your Answer and say what was not done.")
-        if decision.edited:
-            args, kwargs = bind_named(tool, decision.arguments)
+            raise Refused(f"Declined: {call} was not run, because {asked}. Do not ask for it again; go on without "
+                          "it, or give your Answer and say what was not done.")
         return tool(*args, **kwargs)
     return guard
+
+
+def _declined_before(trace, name: str, arguments: str) -> bool:
+    """Whether the person declined this very call earlier in the question under way."""
+    for event in reversed(trace):
+        if event["type"] in ("question", "reset"):
+            return False
+        if event["type"] == "approval" and (event.get("tool"), event.get("arguments")) == (name, arguments) and \
+                event.get("decision") == "declined" and event.get("by") == "the person":
+            return True
+    return False
 
 
 def shown(arguments: dict) -> str:
