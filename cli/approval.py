@@ -35,6 +35,8 @@ def terminal_asker(display):
     why it asks and the arguments, then one letter; `e` offers the arguments as JSON to edit."""
     def ask(tool, arguments: dict, why: str, problem: str | None) -> tuple[str, str | None]:
         display.close()  # the spinner stops and a streamed reply ends before the question is printed
+        if problem is None:
+            discard_typed_ahead()
         current = shown(arguments)
         if problem is None:
             where = f"from the MCP server {tool.mcp['server']}" if hasattr(tool, "mcp") else "built in"
@@ -49,6 +51,18 @@ def terminal_asker(display):
             return chosen, answer("  arguments as JSON (Enter keeps them): ", current) or current
         return chosen, None
     return ask
+
+
+def discard_typed_ahead() -> None:
+    """Drop what was typed on the terminal before the question is shown (a `y` typed while a reply streamed would
+    otherwise answer a question no one has read)."""
+    if sys.stdin.isatty():
+        import termios  # POSIX's, as fcntl is: imported where it is used
+
+        try:
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+        except (termios.error, OSError, ValueError):
+            pass  # not a terminal after all: nothing was typed ahead on it
 
 
 def say(text: str) -> None:

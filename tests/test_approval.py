@@ -295,3 +295,23 @@ def test_an_edit_is_checked_as_written_and_the_trace_records_what_ran():
     assert server.sent == [{"text": "hello", "size": 3.0}]  # the size as the signature converts it
     [approval] = events(agent, "approval")
     assert json.loads(approval["edited"]) == {"text": "hello", "size": 3.0}
+
+
+def test_a_key_typed_before_the_question_is_shown_does_not_answer_it(openai, tmp_path):  # noqa: F811 (the fixture)
+    """A `y` typed while the reply was still coming (here, before the run began) sat in the terminal's input and was
+    taken as the answer: the destructive call ran with no one having seen it. The question discards it."""
+    server = openai(['Thought: tidy\nAction: delete_note("groceries")', "Answer: kept"])
+    trace, tag = tmp_path / "run.jsonl", uuid.uuid4().hex
+    terminal = Terminal(["Tidy my notes", "--model", "openai:m", "--mcp", f"{SERVER} --tag {tag}", "--trace",
+                         str(trace)], {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "k" * 8})
+    choices = "y run it, n decline it, e edit its arguments, a allow this tool for the session? "
+    try:
+        terminal.type("y\r")  # typed ahead
+        terminal.wait_for(choices)
+        terminal.type("n\r")  # the answer to the question as shown
+        terminal.wait_for("Answer: kept")
+        assert terminal.exit_code() == 0
+    finally:
+        terminal.close()
+    written = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    assert [(e["tool"], e["decision"]) for e in written if e["type"] == "approval"] == [("delete_note", "declined")]
