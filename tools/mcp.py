@@ -27,6 +27,7 @@ import re
 import select
 import shlex
 import threading
+import time
 from typing import Callable
 
 from redaction import shown_url
@@ -151,15 +152,17 @@ class McpServer:
                               f"first {MAX_TOOLS} are offered")
         return tools[:MAX_TOOLS]
 
-    def call(self, name: str, arguments: dict) -> str:
-        """The tool's result as an Observation's text; McpError when the server cannot answer."""
+    def call(self, name: str, arguments: dict, seconds: float | None = None) -> str:
+        """The tool's result as an Observation's text, within `seconds` (what is left of the call's deadline, by
+        default all of it); McpError when the server cannot answer."""
         if self.gone is not None or self.client is None:
             raise McpError(f"MCP server {self.label} is no longer running ({self.gone}){self._last_words()}")
-        asked = self.client.call_tool(name, arguments, read_timeout_seconds=self.deadline)
+        seconds = self.deadline if seconds is None else max(seconds, 0.001)
+        asked = self.client.call_tool(name, arguments, read_timeout_seconds=seconds)
         future = asyncio.run_coroutine_threadsafe(asked, self._loop)
         late = McpError(f"MCP server {self.label} did not answer within {self.deadline:g} s ({DEADLINE_VARIABLE})")
         try:
-            result = future.result(timeout=self.deadline + 1)
+            result = future.result(timeout=seconds + 1)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise late from None
@@ -310,12 +313,13 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
                                             annotation=annotation))
     if only_by_name:
         parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = bounded(jsonschema.validators.validator_for(schema))(schema)
 
-    def check(arguments: dict) -> dict:
+    def check(arguments: dict, seconds: float | None = None) -> dict:
         """The arguments as they are sent (a parameter left at None left out); ValueError when they do not fit the
-        input schema."""
+        input schema, or when a pattern of it takes longer than `seconds` (the call's deadline) to check."""
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
+        _pattern_seconds.value = server.deadline if seconds is None else seconds
         problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
@@ -324,7 +328,9 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         return arguments
 
     def call(**arguments):
-        return server.call(tool.name, check(arguments))
+        started = time.monotonic()  # the check counts inside the call's deadline
+        checked = check(arguments)
+        return server.call(tool.name, checked, server.deadline - (time.monotonic() - started))
 
     described = clean(tool.description or "(no description)", MAX_DESCRIPTION_CHARS)
     lines = [f"{key}: {clean(str(properties[key].get('description')), 300)}" for key in properties
@@ -335,6 +341,56 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
     call.check = check  # what an edit of its arguments (tools/approval.py) is checked against, besides its signature
     call.mcp = {"server": server.label, "name": tool.name, "schema": schema, "destructive": destructive(tool)}
     return call
+
+
+# A pattern of a server's schema is checked with the `regex` module, which can give up: Python's own re cannot, and
+# a pattern such as ^(a|a)+$ against a long argument would hold the run at 100% CPU with no end.
+_pattern_seconds = threading.local()
+
+
+def _search(pattern: str, text: str) -> bool:
+    import regex
+
+    try:
+        return regex.search(pattern, text, timeout=getattr(_pattern_seconds, "value", DEFAULT_CALL_SECONDS)) is not None
+    except TimeoutError:
+        raise PatternTooSlow(pattern) from None
+    except regex.error:
+        return bool(re.search(pattern, text))  # a pattern only Python's re reads: as jsonschema would
+
+
+class PatternTooSlow(Exception):
+    """A schema's pattern that did not finish checking within the call's deadline."""
+
+
+def bounded(validator_class):
+    """A jsonschema validator class whose `pattern` and `patternProperties` give up at the call's deadline: a value
+    that cannot be checked in time does not fit."""
+    import jsonschema
+
+    def pattern(validator, wanted, instance, schema):
+        if validator.is_type(instance, "string"):
+            try:
+                if not _search(wanted, instance):
+                    yield jsonschema.ValidationError(f"{instance!r} does not match {wanted!r}")
+            except PatternTooSlow:
+                yield jsonschema.ValidationError(f"checking it against the pattern {wanted[:60]!r} took longer than "
+                                                 f"the call's deadline ({DEADLINE_VARIABLE}); it was not sent")
+
+    def pattern_properties(validator, patterns, instance, schema):
+        if validator.is_type(instance, "object"):
+            for wanted, subschema in patterns.items():
+                for key, value in instance.items():
+                    try:
+                        found = _search(wanted, key)
+                    except PatternTooSlow:
+                        yield jsonschema.ValidationError(f"checking the name {key[:60]!r} against the pattern "
+                                                         f"{wanted[:60]!r} took longer than the call's deadline")
+                        continue
+                    if found:
+                        yield from validator.descend(value, subschema, path=key, schema_path=wanted)
+
+    return jsonschema.validators.extend(validator_class, {"pattern": pattern, "patternProperties": pattern_properties})
 
 
 def destructive(tool) -> str:

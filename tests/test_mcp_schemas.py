@@ -1,0 +1,54 @@
+"""An MCP server's input schema is checked against the model's arguments before the call is sent, in the loop's own
+thread: a pattern built to be slow (^(a|a)+$) against a long argument must not hold the run. The check gives up at
+the call's deadline and counts inside it."""
+import time
+
+from agent import TinyReAct
+from models.scripted import ScriptedModel
+from tools.approval import Approval
+from tools.mcp import mcp_tool
+
+
+class Server:
+    """A stand-in for tools.mcp.McpServer: its deadline, and what each call sent and was given to answer in."""
+    label, deadline = "slow", 0.5
+
+    def __init__(self):
+        self.sent = []
+
+    def call(self, name, arguments, seconds=None):
+        self.sent.append((arguments, seconds))
+        return "done"
+
+
+class Listed:
+    name, description, annotations = "tag", "Tag a thing.", None
+    input_schema = {"type": "object", "properties": {"label": {"type": "string", "pattern": "^(a|a)+$"}},
+                    "patternProperties": {"^(b|b)+$": {"type": "string"}}, "required": ["label"]}
+
+
+def test_a_pattern_built_to_be_slow_gives_up_at_the_call_s_deadline_and_the_model_is_told():
+    server = Server()
+    tool = mcp_tool(server, Listed(), "tag")
+    agent = TinyReAct(ScriptedModel([f'Action: tag("{"a" * 40}b")', 'Action: tag("aaa")', "Answer: tagged"]),
+                      tools=[tool], approval=Approval(yes=True))
+    started = time.monotonic()
+    assert agent.query("Tag it").answer == "tagged"
+    assert time.monotonic() - started < 3 * Server.deadline
+    slow, fine = [event["text"] for event in agent.trace.events if event["type"] == "observation"]
+    assert "took longer than the call's deadline (TINYREACT_MCP_DEADLINE); it was not sent" in slow
+    assert fine == "done" and len(server.sent) == 1
+    arguments, seconds = server.sent[0]
+    assert arguments == {"label": "aaa"} and 0 < seconds <= Server.deadline  # what the check left of the deadline
+
+
+def test_a_name_checked_against_a_slow_pattern_is_bounded_too():
+    tool = mcp_tool(Server(), Listed(), "tag")
+    started = time.monotonic()
+    try:
+        tool.check({"label": "a", "b" * 40 + "c": "x"})
+    except ValueError as problem:
+        assert "took longer than the call's deadline" in str(problem)
+    else:
+        raise AssertionError("the slow name was taken")
+    assert time.monotonic() - started < 3 * Server.deadline
