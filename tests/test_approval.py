@@ -230,12 +230,12 @@ def test_confirm_on_in_a_chat_started_with_yes_asks_again(monkeypatch, capsys):
 
 class Notes:
     """A stand-in MCP server for tools.mcp.mcp_tool: it keeps what each call sent."""
-    label = "notes"
+    label, deadline = "notes", 5.0
 
     def __init__(self):
         self.sent = []
 
-    def call(self, name, arguments):
+    def call(self, name, arguments, seconds=None):
         self.sent.append(arguments)
         return f"wrote {arguments}"
 
