@@ -1,5 +1,6 @@
 """Every test runs offline with no key: real credentials, proxies and OpenTelemetry endpoints in the environment are
-removed."""
+removed. The stand-ins several test files start are fixtures here, each named through the environment as a user
+names a service: `gemini`, `openai`, and `world` (Gemini, Wikipedia and Open-Meteo: the Super Bowl question's)."""
 import os
 import sys
 
@@ -8,6 +9,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from model_servers import GeminiStandIn, OpenAIStandIn  # noqa: E402  (found through the path set above)
+from servers import FakeOpenMeteo, FakeWikipedia  # noqa: E402
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEMPERATURE", "GEMINI_THINKING",
                  "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
@@ -29,3 +33,66 @@ def offline_environment(monkeypatch, tmp_path):
     import wikipedia
     for cached in (wikipedia.search, wikipedia.summary, wikipedia.suggest):
         cached.clear_cache()
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    """start(replies, **options): a GeminiStandIn answering with `replies`, the SDK pointed at it as a user would with
+    GOOGLE_GEMINI_BASE_URL, and its key (`key`, else test-key) in GEMINI_API_KEY. Returns the stand-in."""
+    started = []
+
+    def start(replies, **options):
+        server = GeminiStandIn(replies, **options).__enter__()
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", server.key)
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def openai(monkeypatch):
+    """start(replies): an OpenAIStandIn serving the model m (`--model openai:m`), named by OPENAI_BASE_URL, with a key
+    in OPENAI_API_KEY. Returns the stand-in."""
+    started = []
+
+    def start(replies):
+        server = OpenAIStandIn(replies, models=("m",)).__enter__()
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+# The Wikipedia pages the Super Bowl LIX question needs (and one it must not take for them).
+SUPER_BOWL_PAGES = {
+    "Super Bowl LIX": {"extract": "Super Bowl LIX was an American football game played to determine the champion of "
+                                  "the NFL for the 2024 season. The game was played on February 9, 2025, at the "
+                                  "Caesars Superdome in New Orleans, Louisiana. The Eagles won.", "coordinates": None},
+    "Super Bowl LVIII": {"extract": "Super Bowl LVIII was played at Allegiant Stadium.", "coordinates": None},
+    "Caesars Superdome": {"extract": "The Caesars Superdome is a domed stadium in New Orleans.",
+                          "coordinates": (29.950833, -90.081111)},
+}
+
+
+@pytest.fixture
+def tool_services(monkeypatch):
+    """Loopback Wikipedia (SUPER_BOWL_PAGES) and Open-Meteo (15.5 °C at the Superdome), named by WIKIPEDIA_API_URL
+    and OPEN_METEO_URL. Gives (wikipedia, open_meteo)."""
+    with FakeWikipedia(SUPER_BOWL_PAGES) as wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
+        yield wiki, meteo
+
+
+@pytest.fixture
+def world(gemini, tool_services):
+    """start(replies, **options): the `gemini` stand-in (its key sk-test-SECRET-4242, unless `key` is given) beside
+    the tool services: a whole run on loopback, wired in through the environment as a user would. Returns the
+    Gemini stand-in."""
+    return lambda replies, **options: gemini(replies, **{"key": "sk-test-SECRET-4242", **options})

@@ -10,7 +10,6 @@ import uuid
 import cli
 from agent import TinyReAct
 from models.scripted import ScriptedModel
-from test_hostile_replies import openai  # noqa: F401 (a fixture: the OpenAI-compatible stand-in)
 from test_mcp import SERVER, alive
 from terminals import Terminal
 from tools.approval import Approval
@@ -113,7 +112,7 @@ def test_the_page_shows_each_decision(tmp_path):
             '&quot;} declined by no one to ask (no terminal)') in page
 
 
-def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa: F811 (the fixture)
+def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):
     """A chat on a pseudo-terminal: n, then a tool that asks nothing; /confirm on, e with an edit the schema refuses,
     then one it takes; a for the session; last, Ctrl-C at a question, then at the prompt, which ends the server."""
     replies = ['Thought: tidy\nAction: delete_note("groceries")', "Thought: declined\nAction: list_notes()",

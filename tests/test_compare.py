@@ -17,15 +17,13 @@ from models.prices import price_of
 from models.scripted import ScriptedModel
 from policies import make_policy
 from views.reports import svg_plot
-from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
-from test_cli import world  # noqa: F401,F811  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
+from servers import FakeOpenMeteo, FakeWikipedia
 from tokens import count_tokens
 from traces import Trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG = os.path.join(ROOT, "conversations", "long.jsonl")
 SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
-KEY = "test-key"
 
 
 @pytest.fixture(scope="module")
@@ -344,21 +342,19 @@ def test_replay_and_compare_errors_are_one_line(args, message, tmp_path):
     assert done.stderr.count("\n") == 1
 
 
-def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
-    gemini = FakeGemini([
+def test_live_compare_replays_tool_results_to_every_policy(gemini, monkeypatch, capsys):
+    gemini([
         'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
         "Answer: 15.5 °C",
         'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
         "Answer: 15.5",
         'Action: wikipedia_coordinates("Superdome")', "Answer: I think 20 °C",
-    ], key=KEY)
+    ])
     wiki = FakeWikipedia({"Caesars Superdome": {"extract": "A stadium.", "coordinates": (29.950833, -90.081111)}},
                          redirects={"Superdome": "Caesars Superdome"})
-    with gemini, wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
-        for name, value in [("GEMINI_API_KEY", KEY), ("GOOGLE_GEMINI_BASE_URL", gemini.url),
-                            ("WIKIPEDIA_API_URL", wiki.url + "/w/api.php"),
-                            ("OPEN_METEO_URL", meteo.url + "/v1/forecast")]:
-            monkeypatch.setenv(name, value)
+    with wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
         code = command_line.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1",
                                   "--expect", "15.5", "--json"])
         assert len(meteo.requests) == 1  # the temperature was fetched once and replayed to the second policy
@@ -373,14 +369,10 @@ def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
     assert rows["full"]["cost"]["median"] == pytest.approx((300 * 0.75 + 30 * 3.75) / 1e6)
 
 
-def test_live_compare_table_and_repeat(monkeypatch, capsys):
-    gemini = FakeGemini(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"], key=KEY)
-    with gemini:
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
-        monkeypatch.setenv("COLUMNS", "160")
-        code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2",
-                                  "--expect", "47"])
+def test_live_compare_table_and_repeat(gemini, monkeypatch, capsys):
+    gemini(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"])
+    monkeypatch.setenv("COLUMNS", "160")
+    code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--expect", "47"])
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out

@@ -15,7 +15,6 @@ from tools.calculator import calculate
 from tools.schema import tool_schema
 from model_servers import (Answer, OpenAIStandIn, completion, gemini_calls, gemini_response, ollama_answer, sse,
                            tool_completion)
-from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
 from test_openai_compatible import KEY, openai_model, server  # noqa: F401  (server: a fixture)
 
 TOOLS = [add_numbers, multiply_numbers, calculate]
@@ -23,7 +22,8 @@ TOOLS = [add_numbers, multiply_numbers, calculate]
 
 @pytest.fixture
 def openai(server, monkeypatch):
-    """Starts the OpenAI stand-in (test_openai_compatible's `server`); gives it and the model pointed at it."""
+    """Starts the OpenAI stand-in (test_openai_compatible's `server`); gives it and the model pointed at it. (In this
+    file it stands for conftest's `openai`, which gives the stand-in alone.)"""
     def start(replies, **options):
         stand_in = server(replies, key=KEY, **options)
         return stand_in, openai_model(monkeypatch, stand_in)
@@ -32,7 +32,7 @@ def openai(server, monkeypatch):
 
 @pytest.fixture
 def gemini3(gemini):
-    """Starts the Gemini stand-in (test_gemini's `gemini`); gives it and a Gemini 3 model (or `name`) pointed at it."""
+    """Starts the Gemini stand-in (conftest's `gemini`); gives it and a Gemini 3 model (or `name`) pointed at it."""
     def start(replies, name="gemini-3-flash-preview"):
         return gemini(replies), load_model(name)
     return start
