@@ -370,6 +370,27 @@ def test_outputs_that_only_look_alike_or_are_devices_are_not_refused(capsys):
     assert conflict(parse_args(["hi", "--compare", "full", "--trace", "runs.jsonl", "--html", "runs.jsonl"])) is None
 
 
+def test_a_model_given_to_main_is_the_one_each_mode_runs_and_model_beside_it_is_refused(capsys):
+    """cli.main(argv, model=...), the seam a program that embeds the command line (and a test) gives its model
+    through: it runs in place of the model --model names, and --show-prompt shows its prompt."""
+    from models.scripted import ScriptedModel
+
+    model = ScriptedModel(["Thought: add\nAction: add_numbers(2, 2)", "Answer: 4"])
+    assert agent.main(["2 + 2?", "-q"], model=model) == 0
+    assert capsys.readouterr().out == "4\n" and model.calls[1][-1].text == "Observation1: 4"
+    assert agent.main(["--show-prompt"], model=ScriptedModel([])) == 0
+    given = capsys.readouterr().out
+    assert agent.main(["--show-prompt", "--model", "gemini-flash-latest"]) == 0
+    assert capsys.readouterr().out == given  # the prompt of any model but the small Qwen...
+    assert agent.main(["--show-prompt"]) == 0
+    assert capsys.readouterr().out != given  # ...which, with no key, the command line would load
+    short = os.path.join(ROOT, "conversations", "short.jsonl")
+    assert agent.main(["--replay", short, "--probe", "--policies", "full", "--json"], model=ScriptedModel([])) == 0
+    assert json.loads(capsys.readouterr().out)["setup"]["probe"]["model"] == "scripted"
+    assert agent.main(["2 + 2?", "--model", "gemini-flash-latest"], model=ScriptedModel([])) == 2
+    assert capsys.readouterr().err == "error: --model does not go with the model main() was given\n"
+
+
 def test_a_usage_error_is_one_line_pointing_to_help(capsys):
     with pytest.raises(SystemExit) as stop:
         agent.main(["--ttl"])
