@@ -1,7 +1,10 @@
 """Every test runs offline with no key: real credentials, proxies and OpenTelemetry endpoints in the environment are
 removed. The stand-ins several test files start are fixtures here, each named through the environment as a user
-names a service: `gemini`, `openai`, and `world` (Gemini, Wikipedia and Open-Meteo: the Super Bowl question's)."""
+names a service: `gemini`, `openai`, and `world` (Gemini, Wikipedia and Open-Meteo: the Super Bowl question's); and
+`agent_py`, the command line run in the test's own process where no process boundary is under test."""
+import io
 import os
+import subprocess
 import sys
 
 import pytest
@@ -96,3 +99,24 @@ def world(gemini, tool_services):
     the tool services: a whole run on loopback, wired in through the environment as a user would. Returns the
     Gemini stand-in."""
     return lambda replies, **options: gemini(replies, **{"key": "sk-test-SECRET-4242", **options})
+
+
+@pytest.fixture
+def agent_py(capsys, monkeypatch):
+    """agent_py(*argv, stdin=""): `python agent.py ARGV` with `stdin` as its input (not a terminal), run in this
+    process: cli.main's exit code (or the SystemExit argparse raises for a usage error), stdout and stderr, as
+    subprocess.run gives them; stdout and stderr are capsys's, strict UTF-8. The environment and the working folder
+    are the test's (offline_environment's). What needs a process of its own stays one: signals, a closed stdout, a
+    terminal, the interpreter's start and its decoding of argv and stdin, .env files."""
+    import cli
+
+    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()  # what was written before this run is not its output
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as stop:
+            code = stop.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["agent.py", *argv], code, out, err)
+    return run

@@ -155,16 +155,16 @@ def test_help_is_fast_and_imports_no_sdk():
     assert probe.stdout.strip().endswith("[]")
 
 
-def test_show_prompt_prints_the_instructions_without_a_key(tmp_path):
-    done = cli("--show-prompt", cwd=tmp_path)
+def test_show_prompt_prints_the_instructions_without_a_key(agent_py):
+    done = agent_py("--show-prompt")
     assert done.returncode == 0
     assert done.stdout.startswith("You answer the user's question")
     assert "wikipedia_summary(query: str, sentences: int = 10) -> str" in done.stdout
     assert len(done.stdout) < 6000
 
 
-def test_missing_key_for_a_gemini_model_is_one_line_exit_2(tmp_path):
-    done = cli("What is 7 * 6 + 5?", "--model", "gemini-flash-latest", cwd=tmp_path)
+def test_missing_key_for_a_gemini_model_is_one_line_exit_2(agent_py):
+    done = agent_py("What is 7 * 6 + 5?", "--model", "gemini-flash-latest")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("error: no Gemini API key: set GEMINI_API_KEY in the environment or in .env "
                            "(see .env.example)\n")
@@ -190,14 +190,15 @@ def test_the_other_dotenv_read_is_the_one_beside_agent_py():
     ([], "no question"),
     (["   "], "no question"),
 ])
-def test_bad_usage_exits_2_without_traceback(args, message, tmp_path):
-    done = cli(*args, env={"GEMINI_API_KEY": "test-key"}, cwd=tmp_path)
+def test_bad_usage_exits_2_without_traceback(args, message, agent_py, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    done = agent_py(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
-def test_unwritable_trace_file_exits_2(tmp_path):
-    done = cli("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"),
-               env={"GEMINI_API_KEY": "test-key"}, cwd=tmp_path)
+def test_unwritable_trace_file_exits_2(agent_py, monkeypatch, tmp_path):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    done = agent_py("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"))
     assert done.returncode == 2 and done.stderr.startswith("error: cannot write the trace file")
 
 
@@ -245,20 +246,13 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     assert events[-1]["message"] == "interrupted"
 
 
-def chat(gemini, lines, *args, tmp_path):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    environment.update(GEMINI_API_KEY=gemini.key, GOOGLE_GEMINI_BASE_URL=gemini.url)
-    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", *args],
-                          input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
-
-
-def test_chat_keeps_one_conversation_and_its_commands_work(world, tmp_path):
+def test_chat_keeps_one_conversation_and_its_commands_work(world, agent_py, tmp_path):
     gemini = world(["Answer: Hello Ada.", "Thought: add\nAction: add_numbers(2, 2)", "Answer: 4",
                     "Answer: I do not know."])
     trace_file = tmp_path / "chat.jsonl"
-    done = chat(gemini, ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus",
-                         "/reset", "/frobnicate", "What is my name?"], "--trace", str(trace_file), tmp_path=tmp_path)
+    lines = ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus", "/reset",
+             "/frobnicate", "What is my name?"]
+    done = agent_py("--chat", "--trace", str(trace_file), stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Answer: Hello Ada." in out and "Answer: 4" in out and "Answer: I do not know." in out
@@ -291,8 +285,8 @@ def test_show_context_with_json_goes_to_stderr(world, capsys):
     assert "[system · instructions · " in captured.err
 
 
-def test_show_prompt_includes_the_policy_tools():
-    done = cli("--show-prompt", "--policy", "pinned")
+def test_show_prompt_includes_the_policy_tools(agent_py):
+    done = agent_py("--show-prompt", "--policy", "pinned")
     assert "pin_note(text: str) -> str" in done.stdout and "unpin_note(index: int) -> str" in done.stdout
 
 

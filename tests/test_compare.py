@@ -297,15 +297,8 @@ def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
             and "\x1b" not in svg and "\x07" not in svg)
 
 
-def cli(*args, env=None):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    environment.update(env or {})
-    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True, text=True,
-                          env=environment, timeout=120, stdin=subprocess.DEVNULL)
-
-
-def test_replay_command_line_outputs(tmp_path):
-    done = cli("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
+def test_replay_command_line_outputs(tmp_path, agent_py):
+    done = agent_py("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
                "--csv", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
     assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
@@ -324,7 +317,7 @@ def test_replay_command_line_outputs(tmp_path):
     assert setup["trace"] == {"path": LONG, "sha256": digest} and setup["observation_cut"] == 2000
     assert setup["caching_rule"]["min_cache_tokens"] == 4096 and setup["tinyreact"] and setup["probe"] is None
     assert f"trace sha256 {digest[:16]}" in " ".join(done.stdout.split())
-    report = json.loads(cli("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
+    report = json.loads(agent_py("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
     assert report["calls"] == 7 and report["policies"][0]["violations"] == 0
     assert report["setup"]["facts"] == {"path": None, "from": "the trace's header"}
 
@@ -336,8 +329,8 @@ def test_replay_command_line_outputs(tmp_path):
     (["--replay", SUPER_BOWL, "--probe", "--model", "gemini-flash-latest"], "no Gemini API key"),
     (["--compare", "full,window:2"], "--compare needs a question"),
 ])
-def test_replay_and_compare_errors_are_one_line(args, message, tmp_path):
-    done = cli(*args)
+def test_replay_and_compare_errors_are_one_line(args, message, agent_py):
+    done = agent_py(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
 

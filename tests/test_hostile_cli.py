@@ -255,19 +255,18 @@ def test_probing_a_trace_cut_before_its_first_call_is_one_line(tmp_path, capsys)
                                     "it was cut short before its first model call")
 
 
-def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path):
-    """Python keeps such a name's bytes as surrogates: a strict terminal, an HTML page or an SVG cannot hold them."""
+def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path, agent_py):
+    """Python keeps such a name's bytes as surrogates: a strict terminal, an HTML page or an SVG cannot hold them.
+    (agent_py's stdout and stderr are strict UTF-8, as on an en_US.UTF-8 desktop: a surrogate written there raises.)"""
     name = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.jsonl")
     with open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), "rb") as source, open(name, "wb") as copy:
         copy.write(source.read())
     page = tmp_path / "page.html"
     page.write_text("an older page")
-    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as on an en_US.UTF-8 desktop
     for args in (["--html", str(page), "--from", name],
                  ["--replay", name, "--policies", "full", "--plot", str(tmp_path / "p.svg")]):
-        done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True,
-                              env=environment)
-        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-300:]
+        done = agent_py(*args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-300:]
     assert "caf\ufffd.jsonl" in page.read_text(encoding="utf-8")
     assert "caf\ufffd.jsonl" in (tmp_path / "p.svg").read_text(encoding="utf-8")
 
