@@ -17,7 +17,7 @@ import time
 from repository import ROOT, add_tests_to_path
 
 add_tests_to_path()
-from servers import FakeGemini  # noqa: E402  (the tests' loopback Gemini, in tests/)
+from model_servers import GeminiStandIn  # noqa: E402
 
 KEY = "AIza-bench-otel-0000"
 REPLIES = ["Thought: add them.\nAction: add_numbers(2, 3)", "Answer: 5"]
@@ -38,7 +38,7 @@ def main() -> None:
     base = {name: value for name, value in os.environ.items() if not name.startswith(("OTEL_", "GEMINI", "GOOGLE"))}
     for _ in range(args.rounds):
         for case, port in endpoints.items():
-            with FakeGemini(list(REPLIES), key=KEY) as gemini:
+            with GeminiStandIn(list(REPLIES), key=KEY) as gemini:
                 environment = dict(base, GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url,
                                    OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", NO_PROXY="127.0.0.1")
                 started = time.monotonic()

@@ -6,9 +6,9 @@
 It starts `phoenix serve` on loopback ports, with a working folder of its own and its telemetry off (it needs no
 network), and runs `python agent.py QUESTION --otel` against it, as a user would:
 
-1. the Gemini backend against the tests' loopback Gemini (tests/servers.py), with scripted replies and usage numbers
-   (cached tokens among them) and the model that answers named `gemini-3.8-flash`, which Phoenix has a price for;
-   under `--policy window:1` and with message content asked for, so that Phoenix shows what the model was shown;
+1. the Gemini backend against the tests' loopback Gemini (tests/model_servers.py), with scripted replies and usage
+   numbers (cached tokens among them) and the model that answers named `gemini-3.8-flash`, which Phoenix has a price
+   for; under `--policy window:1` and with message content asked for, so that Phoenix shows what the model was shown;
 2. with `--embedded`, the embedded Qwen 0.5B answering for real on this machine: tokens, and no price (Phoenix has
    none for it).
 
@@ -32,17 +32,14 @@ import urllib.request
 from repository import ROOT, add_tests_to_path
 
 add_tests_to_path()
-from servers import FakeGemini, gemini_text  # noqa: E402  (the tests' loopback Gemini, in tests/)
+from model_servers import GeminiStandIn, gemini_response  # noqa: E402
 
 QUESTION = "What is (2 + 3) * 4?"
 KEY = "AIza-bench-phoenix-0000"  # the loopback Gemini's; it must not reach Phoenix
 
 
 def usage(text: str, prompt: int, cached: int = 0) -> dict:
-    reply = gemini_text(text, prompt_tokens=prompt, output_tokens=len(text) // 4)
-    if cached:
-        reply["usageMetadata"]["cachedContentTokenCount"] = cached
-    return reply
+    return gemini_response(text, prompt_tokens=prompt, output_tokens=len(text) // 4, cached_tokens=cached)
 
 
 # The replies of the scripted run, with usage numbers of the size a Gemini call of this prompt reports
@@ -184,7 +181,7 @@ def main() -> None:
         try:
             with urllib.request.urlopen(phoenix + "/arize_phoenix_version", timeout=30) as answer:
                 print(f"Phoenix {answer.read().decode().strip()} at {phoenix}")
-            with FakeGemini(list(REPLIES), key=KEY) as gemini:
+            with GeminiStandIn(list(REPLIES), key=KEY) as gemini:
                 print("1. the Gemini backend, scripted replies from a loopback Gemini, window:1, content on")
                 run(phoenix, ["--policy", "window:1"], dict(environment, GEMINI_API_KEY=KEY,
                                                             GOOGLE_GEMINI_BASE_URL=gemini.url,

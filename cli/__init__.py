@@ -15,12 +15,18 @@ Its modules, each importing only from those after it here:
 - output.py: the exit codes, and what every mode prints or writes.
 A mode's own modules (experiments/, the pages, rich for the terminal view) are imported inside its handler, so that
 --help and a plain question do not pay for them.
+
+A program that embeds the command line may bring its own model: `main(argv, model=m)` runs `m` wherever the command
+line would load the model --model names (a question, a chat, a comparison, a replay's probes; --show-prompt shows
+its prompt), and refuses --model beside it. Everything else (.env, the options, the output) is as from the shell.
+The tests give it a ScriptedModel (models/scripted.py) this way.
 """
 import argparse
 import os
 import sys
 from typing import Callable
 
+from models import Model
 from policies import Policy, make_policy
 from cli.arguments import DEFAULT_POLICIES, parse_args, policy_specs
 from cli.ask import ask
@@ -57,11 +63,12 @@ def script() -> None:
     sys.exit(code)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; Ctrl-C anywhere is one line and exit 130, and a closed stdout stops output, not the run."""
+def main(argv: list[str] | None = None, model: Model | None = None) -> int:
+    """Run the command line (with `model`, that model in place of the one --model names: see above); Ctrl-C anywhere
+    is one line and exit 130, and a closed stdout stops output, not the run."""
     sys.stdout = PipeGuard(sys.stdout)
     try:
-        return _main(argv)
+        return _main(argv, model)
     except UsageError as problem:
         return fail(str(problem))
     except KeyboardInterrupt:  # before a run began, or between runs: nothing to keep
@@ -74,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = sys.stdout.stream if isinstance(sys.stdout, PipeGuard) else sys.stdout
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, model: Model | None) -> int:
     args = parse_args(argv)
+    args.given_model = model  # read where a model is loaded: cli/loading.py's chosen_model
     if args.question is not None:
         args.question = readable(args.question)
     if args.expect is not None:

@@ -130,6 +130,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
                        help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file); "
                             "with --otel: send its spans, at the times it recorded")
+    parser.set_defaults(given_model=None)  # not an option: the model main() may be given (cli/__init__.py)
     return parser.parse_args(argv)
 
 

@@ -34,23 +34,26 @@ def load_env_files() -> list[str]:
 
 
 def model_for_a_run(args) -> Model:
-    """The model a question, a chat or a comparison runs, with .env read first; a UsageError when it cannot load,
-    or when the price file TINYREACT_PRICES names cannot be read."""
+    """The model a question, a chat or a comparison runs (chosen_model's), with .env read first; a UsageError when it
+    cannot load, or when the price file TINYREACT_PRICES names cannot be read."""
     load_env_files()
     read_vocabulary_elsewhere()  # the first run's token counter is made ready while the model loads
     try:
         prices()  # a TINYREACT_PRICES file that cannot be read is one line before the run, not a missing cost after it
-        return model_named(args.model)
+        return chosen_model(args)
     except (ModelConfigError, ValueError) as problem:
         raise UsageError(str(problem)) from None
 
 
-def model_named(name: str | None) -> Model:
-    """load_model with its notice on stderr and a spinner there while a local model loads."""
+def chosen_model(args) -> Model:
+    """The model main() was given (`main(argv, model=...)`, see cli/__init__.py), else the one --model names, loaded
+    by load_model with its notice on stderr and a spinner there while a local model loads."""
+    if args.given_model is not None:
+        return args.given_model
     from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
     with spinner("loading…", start=False, lines=True) as update:
-        return load_model(name, progress=lambda text: update(text + "…"),
+        return load_model(args.model, progress=lambda text: update(text + "…"),
                           notice=lambda text: print(text, file=sys.stderr))
 
 

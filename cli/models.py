@@ -73,7 +73,7 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --show-prompt [--policy NAME] [--model SPEC]`: the instructions the model would be given."""
     load_env_files()
     try:  # the prompt the model of this run would be given: a model may have its own (prompts.PROFILES)
-        _, name = resolved_spec(args.model)
+        name = resolved_spec(args.model)[1] if args.given_model is None else args.given_model.name
     except ModelConfigError as problem:
         return fail(str(problem))
     protocol = make_protocol((args.protocol or ["text"])[0])

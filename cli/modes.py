@@ -129,7 +129,8 @@ def _not_taken(args, given: list[str]) -> str | None:
 
 def _by_value(args) -> str | None:
     """The refusals that depend on the values given."""
-    return _model_unused(args) or _jobs_for_one(args) or _trace_folder(args) or _named_twice(args)
+    return (_model_unused(args) or _model_given_twice(args) or _jobs_for_one(args) or _trace_folder(args)
+            or _named_twice(args))
 
 
 def as_comparison(args) -> str | None:
@@ -152,6 +153,13 @@ def _model_unused(args) -> str | None:
     """--model with --replay, where no probe and no summary asks for one."""
     if args.replay and args.model and not args.probe and not _asks_for_summaries(args.policies or DEFAULT_POLICIES):
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
+    return None
+
+
+def _model_given_twice(args) -> str | None:
+    """--model beside the model main() was given (cli/__init__.py): one of the two would go unused."""
+    if args.model and args.given_model is not None:
+        return "--model does not go with the model main() was given"
     return None
 
 

@@ -10,7 +10,7 @@ from policies.rendering import observations_cut_at
 from tokens import local_counter
 from views.terminal import clean
 from cli.arguments import PRICED_REPLAY, comma_separated
-from cli.loading import load_env_files, model_named, open_trace
+from cli.loading import chosen_model, load_env_files, open_trace
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         readable, write_output)
 
@@ -113,7 +113,7 @@ def _replay_model(args, run: Replaying) -> None:
     if args.model or args.probe:
         load_env_files()
         try:
-            run.model = model_named(args.model)
+            run.model = chosen_model(args)
         except (ModelConfigError, ValueError) as problem:
             raise UsageError(str(problem)) from None
         if args.jobs and args.jobs > 1 and run.model.backend == "local":

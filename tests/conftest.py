@@ -1,6 +1,10 @@
 """Every test runs offline with no key: real credentials, proxies and OpenTelemetry endpoints in the environment are
-removed."""
+removed. The stand-ins several test files start are fixtures here, each named through the environment as a user
+names a service: `gemini`, `openai`, and `world` (Gemini, Wikipedia and Open-Meteo: the Super Bowl question's); and
+`agent_py`, the command line run in the test's own process where no process boundary is under test."""
+import io
 import os
+import subprocess
 import sys
 
 import pytest
@@ -8,6 +12,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from model_servers import GeminiStandIn, OpenAIStandIn  # noqa: E402  (found through the path set above)
+from servers import FakeOpenMeteo, FakeWikipedia  # noqa: E402
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEMPERATURE", "GEMINI_THINKING",
                  "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
@@ -29,3 +36,87 @@ def offline_environment(monkeypatch, tmp_path):
     import wikipedia
     for cached in (wikipedia.search, wikipedia.summary, wikipedia.suggest):
         cached.clear_cache()
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    """start(replies, **options): a GeminiStandIn answering with `replies`, the SDK pointed at it as a user would with
+    GOOGLE_GEMINI_BASE_URL, and its key (`key`, else test-key) in GEMINI_API_KEY. Returns the stand-in."""
+    started = []
+
+    def start(replies, **options):
+        server = GeminiStandIn(replies, **options).__enter__()
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", server.key)
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def openai(monkeypatch):
+    """start(replies): an OpenAIStandIn serving the model m (`--model openai:m`), named by OPENAI_BASE_URL, with a key
+    in OPENAI_API_KEY. Returns the stand-in."""
+    started = []
+
+    def start(replies):
+        server = OpenAIStandIn(replies, models=("m",)).__enter__()
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+# The Wikipedia pages the Super Bowl LIX question needs (and one it must not take for them).
+SUPER_BOWL_PAGES = {
+    "Super Bowl LIX": {"extract": "Super Bowl LIX was an American football game played to determine the champion of "
+                                  "the NFL for the 2024 season. The game was played on February 9, 2025, at the "
+                                  "Caesars Superdome in New Orleans, Louisiana. The Eagles won.", "coordinates": None},
+    "Super Bowl LVIII": {"extract": "Super Bowl LVIII was played at Allegiant Stadium.", "coordinates": None},
+    "Caesars Superdome": {"extract": "The Caesars Superdome is a domed stadium in New Orleans.",
+                          "coordinates": (29.950833, -90.081111)},
+}
+
+
+@pytest.fixture
+def tool_services(monkeypatch):
+    """Loopback Wikipedia (SUPER_BOWL_PAGES) and Open-Meteo (15.5 °C at the Superdome), named by WIKIPEDIA_API_URL
+    and OPEN_METEO_URL. Gives (wikipedia, open_meteo)."""
+    with FakeWikipedia(SUPER_BOWL_PAGES) as wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
+        yield wiki, meteo
+
+
+@pytest.fixture
+def world(gemini, tool_services):
+    """start(replies, **options): the `gemini` stand-in (its key sk-test-SECRET-4242, unless `key` is given) beside
+    the tool services: a whole run on loopback, wired in through the environment as a user would. Returns the
+    Gemini stand-in."""
+    return lambda replies, **options: gemini(replies, **{"key": "sk-test-SECRET-4242", **options})
+
+
+@pytest.fixture
+def agent_py(capsys, monkeypatch):
+    """agent_py(*argv, stdin=""): `python agent.py ARGV` with `stdin` as its input (not a terminal), run in this
+    process: cli.main's exit code (or the SystemExit argparse raises for a usage error), stdout and stderr, as
+    subprocess.run gives them; stdout and stderr are capsys's, strict UTF-8. The environment and the working folder
+    are the test's (offline_environment's). What needs a process of its own stays one: signals, a closed stdout, a
+    terminal, the interpreter's start and its decoding of argv and stdin, .env files."""
+    import cli
+
+    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()  # what was written before this run is not its output
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as stop:
+            code = stop.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["agent.py", *argv], code, out, err)
+    return run

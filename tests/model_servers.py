@@ -2,7 +2,8 @@
 requests) run in the tests: streamed answers, slow drips, redirects and refusals included.
 
 - GeminiStandIn: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`, with
-  the per-family rules of today's models for thinking settings and temperature.
+  the per-family rules of today's models for thinking settings and temperature; the one Gemini of the tests,
+  the command line's included (tests/conftest.py's `gemini` and `world` start it).
 - OpenAIStandIn: `POST /v1/chat/completions` (whole or as server-sent events) and `GET /v1/models`, as
   OpenAI, Ollama and llama.cpp's server answer them.
 
@@ -13,7 +14,7 @@ import base64
 import json
 import re
 
-from servers import SERVED, Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
+from servers import Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
 
 
 def sse(events: list) -> list[bytes]:
@@ -34,6 +35,14 @@ def cut_at_stops(text: str, stops: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ Gemini
+
+# The model that answers a name, as the API names it in `modelVersion`: a -latest alias is the newest model of its
+# family ("points to the latest release", https://ai.google.dev/gemini-api/docs/models#model-versions; the newest
+# Flash on the deprecations page as read on 2026-11-10 is gemini-3.8-flash), a retired name its successor
+# (https://ai.google.dev/gemini-api/docs/deprecations), any other name itself.
+SERVED = {"gemini-flash-latest": "gemini-3.8-flash", "gemini-2.5-pro": "gemini-3.8-flash",
+          "gemini-2.5-flash": "gemini-3.5-flash-lite"}
+
 
 def gemini_response(text: str, finish: str = "STOP", prompt_tokens: int = 100, output_tokens: int = 10,
                     thoughts_tokens: int = 0, cached_tokens: int = 0) -> dict:
@@ -168,11 +177,12 @@ def thinking_rule(model: str, generation: dict) -> str | None:
 class GeminiStandIn(Loopback):
     """generateContent and streamGenerateContent from a queue of replies: a text (stopped at the request's
     stop sequences, as the API does), a response dict, or an Answer sent as it is.
-    `pause` spaces the events of a streamed reply."""
+    `pause` spaces the events of a streamed reply; `delay` is seconds the model "thinks" before each answer (it may
+    be set on a running stand-in; closing it ends the wait)."""
 
-    def __init__(self, replies: list, key: str = "test-key", pause: float = 0.0):
+    def __init__(self, replies: list, key: str = "test-key", pause: float = 0.0, delay: float = 0.0):
         super().__init__()
-        self.replies, self.key, self.pause = list(replies), key, pause
+        self.replies, self.key, self.pause, self.delay = list(replies), key, pause, delay
 
     @property
     def bodies(self) -> list[dict]:
@@ -195,6 +205,8 @@ class GeminiStandIn(Loopback):
                                                                              model)
         if refusal:
             return gemini_error(400, "INVALID_ARGUMENT", refusal)
+        if self.delay and self.closing.wait(self.delay):
+            return gemini_error(503, "UNAVAILABLE", "the stand-in is closing")  # the test is over; nobody reads this
         if not self.replies:
             return gemini_error(500, "INTERNAL", "the stand-in has no replies left")
         reply = self.replies.pop(0)

@@ -1,7 +1,7 @@
 """Loopback HTTP servers that speak the shapes of the real APIs, so the real client code runs in tests.
 
-- FakeGemini: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, as google-genai
-  sends them (tests/model_servers.py has a stand-in that also drips, redirects and refuses settings).
+- Loopback and Answer: the one server every fake and stand-in of the tests is built on (the model APIs' stand-ins
+  are in tests/model_servers.py).
 - FakeWikipedia: the MediaWiki `api.php` queries the `wikipedia` package makes.
 - FakeOpenMeteo: `GET /v1/forecast?latitude=..&longitude=..&current=temperature_2m`.
 Each records the requests it was sent.
@@ -9,7 +9,6 @@ Each records the requests it was sent.
 import json
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -95,92 +94,6 @@ class Loopback:
         self.closing.set()
         self._server.shutdown()
         self._server.server_close()
-
-
-# ------------------------------------------------------------------ Gemini
-
-def gemini_text(text: str, prompt_tokens: int = 100, output_tokens: int = 10, thoughts_tokens: int = 0) -> dict:
-    """A generateContent response with one text candidate, as the REST API returns it."""
-    usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
-             "totalTokenCount": prompt_tokens + output_tokens + thoughts_tokens}
-    if thoughts_tokens:
-        usage["thoughtsTokenCount"] = thoughts_tokens
-    return {
-        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": usage, "modelVersion": "gemini-flash-latest", "responseId": "fake",
-    }
-
-
-def gemini_error(code: int, status: str, message: str, reason: str | None = None) -> tuple[int, dict]:
-    error = {"code": code, "message": message, "status": status}
-    if reason:
-        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
-                             "domain": "googleapis.com"}]
-    return code, {"error": error}
-
-
-# The model that answers a name, as the API names it in `modelVersion`: a -latest alias is the newest model of its
-# family ("points to the latest release", https://ai.google.dev/gemini-api/docs/models#model-versions; the newest
-# Flash on the deprecations page as read on 2026-11-10 is gemini-3.8-flash), a retired name its successor
-# (https://ai.google.dev/gemini-api/docs/deprecations), any other name itself.
-SERVED = {"gemini-flash-latest": "gemini-3.8-flash", "gemini-2.5-pro": "gemini-3.8-flash",
-          "gemini-2.5-flash": "gemini-3.5-flash-lite"}
-
-
-REJECTED_KEY = gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.",
-                            "API_KEY_INVALID")
-
-
-class FakeGemini(Loopback):
-    """Answers generateContent calls from a queue: a reply text, a response dict, or a (status, body) pair.
-
-    Like the real API it stops text at the request's stop sequences, unless `honour_stops` is False.
-    A streamed request gets the same reply as server-sent events, a few characters per event, in one body.
-    """
-
-    def __init__(self, replies: list, key: str = "test-key", honour_stops: bool = True, delay: float = 0):
-        super().__init__()
-        self.replies, self.key, self.honour_stops, self.delay = list(replies), key, honour_stops, delay
-
-    @property
-    def bodies(self) -> list[dict]:
-        return [r["body"] for r in self.requests if r["method"] == "POST"]
-
-    def handle(self, request):
-        match = re.fullmatch(r"/(v1beta|v1)/models/([^/:]+):(generateContent|streamGenerateContent)", request["path"])
-        if not match:
-            return 404, {"error": {"code": 404, "message": f"no route {request['path']}", "status": "NOT_FOUND"}}
-        if request["headers"].get("x-goog-api-key") != self.key:
-            return REJECTED_KEY
-        time.sleep(self.delay)
-        if not self.replies:
-            return 500, {"error": {"code": 500, "message": "the fake has no replies left", "status": "INTERNAL"}}
-        reply = self.replies.pop(0)
-        if isinstance(reply, tuple):
-            return reply
-        if isinstance(reply, str):
-            stops = (request["body"].get("generationConfig") or {}).get("stopSequences") or []
-            if self.honour_stops:
-                for stop in stops:
-                    reply = reply.split(stop)[0]
-            reply = gemini_text(reply)
-        if reply.get("modelVersion"):
-            reply = {**reply, "modelVersion": SERVED.get(match.group(2), match.group(2))}
-        if match.group(3) == "streamGenerateContent" and reply.get("candidates"):
-            return 200, gemini_events(reply)
-        return 200, reply
-
-
-def gemini_events(reply: dict, size: int = 5) -> bytes:
-    """A generateContent response as streamGenerateContent sends it: `data: <json>` events, each with the next
-    piece of text; the last one carries the finish reason and the usage."""
-    candidate = reply["candidates"][0]
-    text = "".join(part.get("text", "") for part in candidate["content"]["parts"])
-    texts = [text[i:i + size] for i in range(0, len(text), size)] or [""]
-    events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}, "index": 0}]}
-              for piece in texts]
-    events[-1] = {**reply, "candidates": [{**candidate, "content": events[-1]["candidates"][0]["content"]}]}
-    return b"".join(f"data: {json.dumps(event)}\r\n\r\n".encode() for event in events)
 
 
 # ------------------------------------------------------------------ Wikipedia (MediaWiki api.php)

@@ -10,7 +10,6 @@ import uuid
 import cli
 from agent import TinyReAct
 from models.scripted import ScriptedModel
-from test_hostile_replies import openai  # noqa: F401 (a fixture: the OpenAI-compatible stand-in)
 from test_mcp import SERVER, alive
 from terminals import Terminal
 from tools.approval import Approval
@@ -75,10 +74,9 @@ def test_a_declined_call_in_a_piped_chat_and_the_confirm_command(monkeypatch, ca
     """Piped (no terminal), /confirm on makes even a built-in tool ask, and so be declined; /confirm off, it runs."""
     import io
     model = ScriptedModel(["Action: add_numbers(2, 3)", "Answer: could not", "Action: add_numbers(2, 3)", "Answer: 5"])
-    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
     monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm on\n2+3?\n/confirm off\n2+3?\n"))
     trace = tmp_path / "chat.jsonl"
-    assert cli.main(["--chat", "--trace", str(trace)]) == 0
+    assert cli.main(["--chat", "--trace", str(trace)], model=model) == 0
     out, err = capsys.readouterr()
     assert "asking before every tool call" in out and "asking only before MCP tools that may be destructive" in out
     assert 'Approval: add_numbers {"x": 2, "y": 3} declined by no one to ask (no terminal)' in " ".join(err.split())
@@ -113,7 +111,7 @@ def test_the_page_shows_each_decision(tmp_path):
             '&quot;} declined by no one to ask (no terminal)') in page
 
 
-def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):  # noqa: F811 (the fixture)
+def test_each_answer_on_a_terminal_with_a_real_server(openai, tmp_path):
     """A chat on a pseudo-terminal: n, then a tool that asks nothing; /confirm on, e with an edit the schema refuses,
     then one it takes; a for the session; last, Ctrl-C at a question, then at the prompt, which ends the server."""
     replies = ['Thought: tidy\nAction: delete_note("groceries")', "Thought: declined\nAction: list_notes()",
@@ -220,10 +218,9 @@ def test_what_the_person_is_shown_is_what_runs(capsys, monkeypatch):
 def test_confirm_on_in_a_chat_started_with_yes_asks_again(monkeypatch, capsys):
     import io
     model = ScriptedModel(["Action: add_numbers(2, 3)", "Answer: 5", "Action: add_numbers(2, 3)", "Answer: no"])
-    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
     monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm on\n2+3?\n"))
     monkeypatch.setenv("TINYREACT_YES", "1")
-    assert cli.main(["--chat", "-q"]) == 0
+    assert cli.main(["--chat", "-q"], model=model) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "declined by no one to ask (no terminal)" in err  # --yes no longer answers for the person
 

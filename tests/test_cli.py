@@ -13,11 +13,9 @@ import cli as agent
 from cli.arguments import parse_args
 from cli.loading import ENV_BESIDE_AGENT
 from cli.modes import conflict
-from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
 from traces import Trace, read_trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KEY = "sk-test-SECRET-4242"
 
 SUPER_BOWL_QUESTION = ("What is the current temperature, in degrees Fahrenheit, "
                        "at the stadium where Super Bowl LIX was played?")
@@ -31,36 +29,6 @@ SUPER_BOWL_REPLIES = [
     "Thought6: Then add 32.\nAction6: add_numbers(27.9, 32)\nObservation6: 60 (the model must not write this)",
     "Thought7: I have the final result.\nAnswer: It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans.",
 ]
-PAGES = {
-    "Super Bowl LIX": {"extract": "Super Bowl LIX was an American football game played to determine the champion of "
-                                  "the NFL for the 2024 season. The game was played on February 9, 2025, at the "
-                                  "Caesars Superdome in New Orleans, Louisiana. The Eagles won.", "coordinates": None},
-    "Super Bowl LVIII": {"extract": "Super Bowl LVIII was played at Allegiant Stadium.", "coordinates": None},
-    "Caesars Superdome": {"extract": "The Caesars Superdome is a domed stadium in New Orleans.",
-                          "coordinates": (29.950833, -90.081111)},
-}
-
-
-@pytest.fixture
-def world(monkeypatch):
-    """Loopback Gemini, Wikipedia and Open-Meteo, wired in through the environment as a user would."""
-    servers = []
-
-    def start(replies, **options):
-        gemini = FakeGemini(replies, key=KEY, **options).__enter__()
-        wiki = FakeWikipedia(PAGES).__enter__()
-        meteo = FakeOpenMeteo({(29.95, -90.08): 15.5}).__enter__()
-        servers.extend([gemini, wiki, meteo])
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
-        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
-        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
-        return gemini
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
-
-
 def cli(*args, env=None, cwd=None):
     """Run agent.py in a fresh interpreter, as a user would."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
@@ -96,7 +64,7 @@ def test_super_bowl_question_end_to_end(world, tmp_path, capsys):
     assert last_contents[-1]["parts"][0]["text"] == "Observation6: 59.9"
     assert not any("Observation6: 60" in c["parts"][0]["text"] for c in last_contents)
     assert [e["type"] for e in read_trace(str(trace_file))] == [e["type"] for e in result["trace"]]
-    assert KEY not in out and KEY not in trace_file.read_text()
+    assert gemini.key not in out and gemini.key not in trace_file.read_text()
 
 
 def test_live_display_shows_each_step_and_a_closing_line(world, capsys):
@@ -187,16 +155,16 @@ def test_help_is_fast_and_imports_no_sdk():
     assert probe.stdout.strip().endswith("[]")
 
 
-def test_show_prompt_prints_the_instructions_without_a_key(tmp_path):
-    done = cli("--show-prompt", cwd=tmp_path)
+def test_show_prompt_prints_the_instructions_without_a_key(agent_py):
+    done = agent_py("--show-prompt")
     assert done.returncode == 0
     assert done.stdout.startswith("You answer the user's question")
     assert "wikipedia_summary(query: str, sentences: int = 10) -> str" in done.stdout
     assert len(done.stdout) < 6000
 
 
-def test_missing_key_for_a_gemini_model_is_one_line_exit_2(tmp_path):
-    done = cli("What is 7 * 6 + 5?", "--model", "gemini-flash-latest", cwd=tmp_path)
+def test_missing_key_for_a_gemini_model_is_one_line_exit_2(agent_py):
+    done = agent_py("What is 7 * 6 + 5?", "--model", "gemini-flash-latest")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("error: no Gemini API key: set GEMINI_API_KEY in the environment or in .env "
                            "(see .env.example)\n")
@@ -204,7 +172,7 @@ def test_missing_key_for_a_gemini_model_is_one_line_exit_2(tmp_path):
 
 def test_key_is_read_from_dotenv_in_the_working_folder(tmp_path, world):
     gemini = world(["Answer: 47"])
-    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={KEY}\n")
+    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={gemini.key}\n")
     env = {"GOOGLE_GEMINI_BASE_URL": gemini.url, "NO_COLOR": "1"}
     done = cli("What is 7 * 6 + 5?", "-q", env=env, cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "47\n", "")
@@ -222,24 +190,25 @@ def test_the_other_dotenv_read_is_the_one_beside_agent_py():
     ([], "no question"),
     (["   "], "no question"),
 ])
-def test_bad_usage_exits_2_without_traceback(args, message, tmp_path):
-    done = cli(*args, env={"GEMINI_API_KEY": KEY}, cwd=tmp_path)
+def test_bad_usage_exits_2_without_traceback(args, message, agent_py, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    done = agent_py(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
-def test_unwritable_trace_file_exits_2(tmp_path):
-    done = cli("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"), env={"GEMINI_API_KEY": KEY},
-               cwd=tmp_path)
+def test_unwritable_trace_file_exits_2(agent_py, monkeypatch, tmp_path):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    done = agent_py("hi", "--trace", str(tmp_path / "no" / "such" / "dir" / "t.jsonl"))
     assert done.returncode == 2 and done.stderr.startswith("error: cannot write the trace file")
 
 
 def test_piped_output_is_plain_text(world, capsys):
-    world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
+    gemini = world(["Thought: easy\nAction: add_numbers(40, 2)", "Answer: 42"])
     assert agent.main(["40 + 2?"]) == 0
     captured = capsys.readouterr()
     assert "\x1b" not in captured.out
     assert "Thought1: easy\nAction1: add_numbers(40, 2)\nObservation1: 42\nAnswer: 42\n" in captured.out
-    assert KEY not in captured.out + captured.err
+    assert gemini.key not in captured.out + captured.err
 
 
 def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, capsys, monkeypatch):
@@ -260,7 +229,7 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     gemini.delay = 30  # the model "thinks" long enough to be interrupted
     trace_file = tmp_path / "t.jsonl"
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
+    environment.update(GEMINI_API_KEY=gemini.key, GOOGLE_GEMINI_BASE_URL=gemini.url)
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"),
                                 "1 + 1?", "-q", "--trace", str(trace_file)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=tmp_path)
@@ -277,20 +246,13 @@ def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
     assert events[-1]["message"] == "interrupted"
 
 
-def chat(gemini, lines, *args, tmp_path):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    environment.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url)
-    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", *args],
-                          input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
-
-
-def test_chat_keeps_one_conversation_and_its_commands_work(world, tmp_path):
+def test_chat_keeps_one_conversation_and_its_commands_work(world, agent_py, tmp_path):
     gemini = world(["Answer: Hello Ada.", "Thought: add\nAction: add_numbers(2, 2)", "Answer: 4",
                     "Answer: I do not know."])
     trace_file = tmp_path / "chat.jsonl"
-    done = chat(gemini, ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus",
-                         "/reset", "/frobnicate", "What is my name?"], "--trace", str(trace_file), tmp_path=tmp_path)
+    lines = ["My name is Ada.", "What is 2 + 2?", "/context", "/policy window:0", "/policy bogus", "/reset",
+             "/frobnicate", "What is my name?"]
+    done = agent_py("--chat", "--trace", str(trace_file), stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Answer: Hello Ada." in out and "Answer: 4" in out and "Answer: I do not know." in out
@@ -323,8 +285,8 @@ def test_show_context_with_json_goes_to_stderr(world, capsys):
     assert "[system · instructions · " in captured.err
 
 
-def test_show_prompt_includes_the_policy_tools():
-    done = cli("--show-prompt", "--policy", "pinned")
+def test_show_prompt_includes_the_policy_tools(agent_py):
+    done = agent_py("--show-prompt", "--policy", "pinned")
     assert "pin_note(text: str) -> str" in done.stdout and "unpin_note(index: int) -> str" in done.stdout
 
 
@@ -400,6 +362,27 @@ def test_outputs_that_only_look_alike_or_are_devices_are_not_refused(capsys):
     superbowl = os.path.join(ROOT, "conversations", "superbowl.jsonl")
     assert agent.main(["--replay", superbowl, "--policies", "full", "--plot", "/dev/null", "--csv", "/dev/null"]) == 0
     assert conflict(parse_args(["hi", "--compare", "full", "--trace", "runs.jsonl", "--html", "runs.jsonl"])) is None
+
+
+def test_a_model_given_to_main_is_the_one_each_mode_runs_and_model_beside_it_is_refused(capsys):
+    """cli.main(argv, model=...), the seam a program that embeds the command line (and a test) gives its model
+    through: it runs in place of the model --model names, and --show-prompt shows its prompt."""
+    from models.scripted import ScriptedModel
+
+    model = ScriptedModel(["Thought: add\nAction: add_numbers(2, 2)", "Answer: 4"])
+    assert agent.main(["2 + 2?", "-q"], model=model) == 0
+    assert capsys.readouterr().out == "4\n" and model.calls[1][-1].text == "Observation1: 4"
+    assert agent.main(["--show-prompt"], model=ScriptedModel([])) == 0
+    given = capsys.readouterr().out
+    assert agent.main(["--show-prompt", "--model", "gemini-flash-latest"]) == 0
+    assert capsys.readouterr().out == given  # the prompt of any model but the small Qwen...
+    assert agent.main(["--show-prompt"]) == 0
+    assert capsys.readouterr().out != given  # ...which, with no key, the command line would load
+    short = os.path.join(ROOT, "conversations", "short.jsonl")
+    assert agent.main(["--replay", short, "--probe", "--policies", "full", "--json"], model=ScriptedModel([])) == 0
+    assert json.loads(capsys.readouterr().out)["setup"]["probe"]["model"] == "scripted"
+    assert agent.main(["2 + 2?", "--model", "gemini-flash-latest"], model=ScriptedModel([])) == 2
+    assert capsys.readouterr().err == "error: --model does not go with the model main() was given\n"
 
 
 def test_a_usage_error_is_one_line_pointing_to_help(capsys):

@@ -17,15 +17,13 @@ from models.prices import price_of
 from models.scripted import ScriptedModel
 from policies import make_policy
 from views.reports import svg_plot
-from servers import FakeGemini, FakeOpenMeteo, FakeWikipedia
-from test_cli import world  # noqa: F401,F811  (a fixture: loopback Gemini, Wikipedia and Open-Meteo)
+from servers import FakeOpenMeteo, FakeWikipedia
 from tokens import count_tokens
 from traces import Trace, read_trace_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG = os.path.join(ROOT, "conversations", "long.jsonl")
 SUPER_BOWL = os.path.join(ROOT, "conversations", "superbowl.jsonl")
-KEY = "test-key"
 
 
 @pytest.fixture(scope="module")
@@ -299,15 +297,8 @@ def test_svg_plot_is_well_formed_whatever_the_file_is_called(long_replay):
             and "\x1b" not in svg and "\x07" not in svg)
 
 
-def cli(*args, env=None):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    environment.update(env or {})
-    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True, text=True,
-                          env=environment, timeout=120, stdin=subprocess.DEVNULL)
-
-
-def test_replay_command_line_outputs(tmp_path):
-    done = cli("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
+def test_replay_command_line_outputs(tmp_path, agent_py):
+    done = agent_py("--replay", LONG, "--policies", "full,window:2,user-only:4", "--plot", str(tmp_path / "p.svg"),
                "--csv", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
     assert "Replay of" in done.stdout and "26%" in done.stdout and "KX-4471-B" in done.stdout
@@ -326,7 +317,7 @@ def test_replay_command_line_outputs(tmp_path):
     assert setup["trace"] == {"path": LONG, "sha256": digest} and setup["observation_cut"] == 2000
     assert setup["caching_rule"]["min_cache_tokens"] == 4096 and setup["tinyreact"] and setup["probe"] is None
     assert f"trace sha256 {digest[:16]}" in " ".join(done.stdout.split())
-    report = json.loads(cli("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
+    report = json.loads(agent_py("--replay", SUPER_BOWL, "--policies", "full", "--json").stdout)
     assert report["calls"] == 7 and report["policies"][0]["violations"] == 0
     assert report["setup"]["facts"] == {"path": None, "from": "the trace's header"}
 
@@ -338,27 +329,25 @@ def test_replay_command_line_outputs(tmp_path):
     (["--replay", SUPER_BOWL, "--probe", "--model", "gemini-flash-latest"], "no Gemini API key"),
     (["--compare", "full,window:2"], "--compare needs a question"),
 ])
-def test_replay_and_compare_errors_are_one_line(args, message, tmp_path):
-    done = cli(*args)
+def test_replay_and_compare_errors_are_one_line(args, message, agent_py):
+    done = agent_py(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
 
 
-def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
-    gemini = FakeGemini([
+def test_live_compare_replays_tool_results_to_every_policy(gemini, monkeypatch, capsys):
+    gemini([
         'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
         "Answer: 15.5 °C",
         'Action: wikipedia_coordinates("Caesars Superdome")', "Action: get_temperature(29.9508, -90.0811)",
         "Answer: 15.5",
         'Action: wikipedia_coordinates("Superdome")', "Answer: I think 20 °C",
-    ], key=KEY)
+    ])
     wiki = FakeWikipedia({"Caesars Superdome": {"extract": "A stadium.", "coordinates": (29.950833, -90.081111)}},
                          redirects={"Superdome": "Caesars Superdome"})
-    with gemini, wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
-        for name, value in [("GEMINI_API_KEY", KEY), ("GOOGLE_GEMINI_BASE_URL", gemini.url),
-                            ("WIKIPEDIA_API_URL", wiki.url + "/w/api.php"),
-                            ("OPEN_METEO_URL", meteo.url + "/v1/forecast")]:
-            monkeypatch.setenv(name, value)
+    with wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
+        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
+        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
         code = command_line.main(["How warm is the Superdome?", "--compare", "full,window:1,elide:1",
                                   "--expect", "15.5", "--json"])
         assert len(meteo.requests) == 1  # the temperature was fetched once and replayed to the second policy
@@ -373,14 +362,10 @@ def test_live_compare_replays_tool_results_to_every_policy(monkeypatch, capsys):
     assert rows["full"]["cost"]["median"] == pytest.approx((300 * 0.75 + 30 * 3.75) / 1e6)
 
 
-def test_live_compare_table_and_repeat(monkeypatch, capsys):
-    gemini = FakeGemini(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"], key=KEY)
-    with gemini:
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
-        monkeypatch.setenv("COLUMNS", "160")
-        code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2",
-                                  "--expect", "47"])
+def test_live_compare_table_and_repeat(gemini, monkeypatch, capsys):
+    gemini(["Answer: 47", "Answer: 47", "Answer: 46", "Answer: 47"])
+    monkeypatch.setenv("COLUMNS", "160")
+    code = command_line.main(["What is 7 * 6 + 5?", "--compare", "full,window:2", "--repeat", "2", "--expect", "47"])
     out = capsys.readouterr().out
     assert code == 0 and "Policies compared · model gemini-flash-latest" in out
     assert "2/2" in out and "1/2" in out and "46 | 47" in out

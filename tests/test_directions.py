@@ -4,7 +4,6 @@ model, a tool, a server or the environment shows each as its code point; the tra
 import sys
 
 import cli
-from test_cli import world  # noqa: F401  (a fixture)
 from traces import read_trace
 from views.terminal import clean
 

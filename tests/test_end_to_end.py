@@ -3,27 +3,16 @@
 Open-Meteo. Streamed and whole replies must leave the same trace."""
 import json
 
-import pytest
-
 import cli
 from agent import TinyReAct
 from models import load_model
 from model_servers import OpenAIStandIn
-from servers import FakeOpenMeteo, FakeWikipedia
-from test_cli import PAGES, SUPER_BOWL_QUESTION, SUPER_BOWL_REPLIES
+from test_cli import SUPER_BOWL_QUESTION, SUPER_BOWL_REPLIES
 
 ANSWER = "It is 59.9 °F (15.5 °C) at the Caesars Superdome in New Orleans."
 
 
-@pytest.fixture
-def tools(monkeypatch):
-    with FakeWikipedia(PAGES) as wiki, FakeOpenMeteo({(29.95, -90.08): 15.5}) as meteo:
-        monkeypatch.setenv("WIKIPEDIA_API_URL", wiki.url + "/w/api.php")
-        monkeypatch.setenv("OPEN_METEO_URL", meteo.url + "/v1/forecast")
-        yield
-
-
-def test_openai_compatible_server_answers_the_super_bowl_question(tools, monkeypatch, capsys):
+def test_openai_compatible_server_answers_the_super_bowl_question(tool_services, monkeypatch, capsys):
     with OpenAIStandIn(SUPER_BOWL_REPLIES, key="sk-test", models=("gpt-test",)) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -35,7 +24,7 @@ def test_openai_compatible_server_answers_the_super_bowl_question(tools, monkeyp
     assert server.bodies[-1]["messages"][-1]["content"].endswith("Observation6: 59.9")
 
 
-def test_ollama_with_its_host_overridden_answers_without_a_key(tools, monkeypatch, capsys):
+def test_ollama_with_its_host_overridden_answers_without_a_key(tool_services, monkeypatch, capsys):
     with OpenAIStandIn(SUPER_BOWL_REPLIES, models=("qwen3:8b",)) as server:
         monkeypatch.setenv("OLLAMA_HOST", server.url)
         code = cli.main([SUPER_BOWL_QUESTION, "--model", "ollama:qwen3:8b", "--json"])
@@ -48,7 +37,7 @@ def without_times(events):
     return [{k: v for k, v in event.items() if k != "t"} for event in events]
 
 
-def test_streamed_and_whole_replies_leave_the_same_trace(tools, monkeypatch):
+def test_streamed_and_whole_replies_leave_the_same_trace(tool_services, monkeypatch):
     traces, shown = [], []
     for stream in (False, True):
         with OpenAIStandIn(SUPER_BOWL_REPLIES, key="sk-test", models=("gpt-test",)) as server:

@@ -15,22 +15,6 @@ STOP = ["\nObservation"]
 
 
 @pytest.fixture
-def gemini(monkeypatch):
-    """Start a stand-in and point the SDK at it, as a user would with GOOGLE_GEMINI_BASE_URL."""
-    started = []
-
-    def start(replies, **options):
-        server = GeminiStandIn(replies, **options).__enter__()
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        monkeypatch.setenv("GEMINI_API_KEY", options.get("key", "test-key"))
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
-
-
-@pytest.fixture
 def waits(monkeypatch):
     """The waits the retry policy asked for, without waiting them."""
     asked = []
@@ -295,17 +279,6 @@ def test_unknown_model_is_a_configuration_error(gemini):
     gemini([gemini_error(404, "NOT_FOUND", "models/gemini-nope is not found for API version v1beta")])
     with pytest.raises(ModelConfigError, match="no model 'gemini-nope'"):
         GeminiModel("gemini-nope").generate(MESSAGES, STOP)
-
-
-def test_the_shared_fake_gemini_streams_too(monkeypatch):
-    """tests/servers.py's FakeGemini, which the CLI tests use, answers streamed calls the same way."""
-    from servers import FakeGemini
-    with FakeGemini(["Thought: x\nAnswer: 4", "Thought: x\nAnswer: 4"]) as fake:
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
-        model = GeminiModel(api_key="test-key")
-        shown = []
-        assert model.generate(MESSAGES, STOP, on_text=shown.append) == model.generate(MESSAGES, STOP)
-        assert "".join(shown) == "Thought: x\nAnswer: 4" and len(shown) > 2
 
 
 def test_cached_tokens_are_counted_apart_and_priced_at_the_cached_rate(gemini, capsys):

@@ -11,8 +11,8 @@ import time
 import cli
 import pytest
 from cli.output import fail
-from servers import FakeGemini
-from test_cli import KEY, ROOT, world  # noqa: F401,F811  (world is a fixture)
+from model_servers import GeminiStandIn
+from test_cli import ROOT
 from traces import read_trace
 
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m"
@@ -20,7 +20,7 @@ ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m"
 
 def environment(gemini, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
-    env.update(GEMINI_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=gemini.url, **extra)
+    env.update(GEMINI_API_KEY=gemini.key, GOOGLE_GEMINI_BASE_URL=gemini.url, **extra)
     return env
 
 
@@ -83,7 +83,7 @@ def wait_for(condition, seconds=30):
     assert condition()
 
 
-class FirstCallThinks(FakeGemini):
+class FirstCallThinks(GeminiStandIn):
     """A Gemini whose first call "thinks" until the test ends; the later ones answer at once. (Setting `delay` back
     to 0 once the first request is seen would race its handler, which may not have read it yet.)"""
 
@@ -94,7 +94,7 @@ class FirstCallThinks(FakeGemini):
 
 
 def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path):
-    with FirstCallThinks(["Answer: 4", "Answer: 4"], key=KEY) as gemini:
+    with FirstCallThinks(["Answer: 4", "Answer: 4"]) as gemini:
         trace = tmp_path / "chat.jsonl"
         process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", "--trace", str(trace)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -126,7 +126,7 @@ def test_ctrl_c_in_compare_reports_the_runs_that_ended(world, tmp_path):
 
 def test_a_dotenv_in_a_parent_folder_is_never_read(tmp_path, world):
     gemini = world(["Answer: 47"])
-    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={KEY}\nGOOGLE_GEMINI_BASE_URL={gemini.url}\n")
+    (tmp_path / ".env").write_text(f"GEMINI_API_KEY={gemini.key}\nGOOGLE_GEMINI_BASE_URL={gemini.url}\n")
     below = tmp_path / "project" / "sub"
     below.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
@@ -255,19 +255,18 @@ def test_probing_a_trace_cut_before_its_first_call_is_one_line(tmp_path, capsys)
                                     "it was cut short before its first model call")
 
 
-def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path):
-    """Python keeps such a name's bytes as surrogates: a strict terminal, an HTML page or an SVG cannot hold them."""
+def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(tmp_path, agent_py):
+    """Python keeps such a name's bytes as surrogates: a strict terminal, an HTML page or an SVG cannot hold them.
+    (agent_py's stdout and stderr are strict UTF-8, as on an en_US.UTF-8 desktop: a surrogate written there raises.)"""
     name = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.jsonl")
     with open(os.path.join(ROOT, "conversations", "superbowl.jsonl"), "rb") as source, open(name, "wb") as copy:
         copy.write(source.read())
     page = tmp_path / "page.html"
     page.write_text("an older page")
-    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as on an en_US.UTF-8 desktop
     for args in (["--html", str(page), "--from", name],
                  ["--replay", name, "--policies", "full", "--plot", str(tmp_path / "p.svg")]):
-        done = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], capture_output=True,
-                              env=environment)
-        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-300:]
+        done = agent_py(*args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-300:]
     assert "caf\ufffd.jsonl" in page.read_text(encoding="utf-8")
     assert "caf\ufffd.jsonl" in (tmp_path / "p.svg").read_text(encoding="utf-8")
 

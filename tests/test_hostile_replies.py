@@ -8,8 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import cli
 from agent import StopReason, TinyReAct
-from model_servers import Answer, OpenAIStandIn, completion, gemini_response
-from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
+from model_servers import Answer, completion, gemini_response
 from models import ModelReply
 from models.scripted import ScriptedModel
 
@@ -26,21 +25,6 @@ def run_cli(capsys, argv, terminal: bool = False) -> tuple[int, str, str]:
     if terminal:  # the styles and the spinner, out
         out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
     return code, out, " ".join(err.split())
-
-
-@pytest.fixture
-def openai(monkeypatch):
-    started = []
-
-    def start(replies):
-        server = OpenAIStandIn(replies, models=("m",)).__enter__()
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
 
 
 # Gemini's finishReason (https://ai.google.dev/api/generate-content#FinishReason): MAX_TOKENS "the maximum number

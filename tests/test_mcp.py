@@ -191,9 +191,9 @@ def test_a_server_over_streamable_http_on_loopback():
 def test_the_command_line_offers_a_servers_tools_lists_them_and_ends_the_server(monkeypatch, capsys, tmp_path):
     tag = uuid.uuid4().hex
     model = ScriptedModel(['Thought: the note\nAction: read_note("groceries")', "Answer: eggs, flour, 2 lemons"])
-    monkeypatch.setattr(sys.modules["cli.ask"], "model_for_a_run", lambda args: model)
     trace = tmp_path / "run.jsonl"
-    assert cli.main(["What is on my grocery list?", "--mcp", f"{SERVER} --tag {tag}", "--trace", str(trace)]) == 0
+    assert cli.main(["What is on my grocery list?", "--mcp", f"{SERVER} --tag {tag}", "--trace", str(trace)],
+                    model=model) == 0
     assert "eggs, flour, 2 lemons" in capsys.readouterr().out and not alive(tag)
     monkeypatch.setenv("TINYREACT_MCP", SERVER)
     assert cli.main(["--tools"]) == 0

@@ -15,7 +15,6 @@ from tools.calculator import calculate
 from tools.schema import tool_schema
 from model_servers import (Answer, OpenAIStandIn, completion, gemini_calls, gemini_response, ollama_answer, sse,
                            tool_completion)
-from test_gemini import gemini  # noqa: F401  (a fixture: the real SDK pointed at a stand-in)
 from test_openai_compatible import KEY, openai_model, server  # noqa: F401  (server: a fixture)
 
 TOOLS = [add_numbers, multiply_numbers, calculate]
@@ -23,7 +22,8 @@ TOOLS = [add_numbers, multiply_numbers, calculate]
 
 @pytest.fixture
 def openai(server, monkeypatch):
-    """Starts the OpenAI stand-in (test_openai_compatible's `server`); gives it and the model pointed at it."""
+    """Starts the OpenAI stand-in (test_openai_compatible's `server`); gives it and the model pointed at it. (In this
+    file it stands for conftest's `openai`, which gives the stand-in alone.)"""
     def start(replies, **options):
         stand_in = server(replies, key=KEY, **options)
         return stand_in, openai_model(monkeypatch, stand_in)
@@ -32,7 +32,7 @@ def openai(server, monkeypatch):
 
 @pytest.fixture
 def gemini3(gemini):
-    """Starts the Gemini stand-in (test_gemini's `gemini`); gives it and a Gemini 3 model (or `name`) pointed at it."""
+    """Starts the Gemini stand-in (conftest's `gemini`); gives it and a Gemini 3 model (or `name`) pointed at it."""
     def start(replies, name="gemini-3-flash-preview"):
         return gemini(replies), load_model(name)
     return start
@@ -107,7 +107,7 @@ def test_the_stand_in_refuses_a_split_pair_as_the_service_does(openai):
 
 
 def test_the_command_line_runs_native_records_a_trace_that_replays_and_refuses_a_model_that_cannot(
-        openai, monkeypatch, capsys, tmp_path):
+        openai, capsys, tmp_path):
     import cli
 
     stand_in, _ = openai([tool_completion(("calculate", '{"expression": "7 * 6 + 5"}')), "47"])
@@ -124,9 +124,7 @@ def test_the_command_line_runs_native_records_a_trace_that_replays_and_refuses_a
     class TextOnly:  # as the embedded Gemma: its chat template has no tools
         name, backend, usage_source, window, temperature = "gemma-3-270m", "local", "test", None, 0.0
 
-    import importlib
-    monkeypatch.setattr(importlib.import_module("cli.ask"), "model_for_a_run", lambda args: TextOnly())
-    assert cli.main(["hi", "--protocol", "native", "--trace", str(trace)]) == 2
+    assert cli.main(["hi", "--protocol", "native", "--trace", str(trace)], model=TextOnly()) == 2
     assert capsys.readouterr().err.startswith("error: gemma-3-270m cannot call tools natively here: use "
                                               "--protocol text with it")
     assert cli.main(["--replay", str(trace)]) == 0  # the trace of the run before is left whole
@@ -363,9 +361,7 @@ def test_gemini_is_never_sent_an_empty_text_part_after_an_empty_reply(gemini3):
     assert {"text": ""} not in sent and {"text": "(empty reply)"} in sent
 
 
-def test_a_comparison_refuses_a_model_that_cannot_speak_a_protocol_before_any_run(monkeypatch, capsys, tmp_path):
-    import importlib
-
+def test_a_comparison_refuses_a_model_that_cannot_speak_a_protocol_before_any_run(capsys, tmp_path):
     import cli
 
     class TextOnly:
@@ -373,8 +369,8 @@ def test_a_comparison_refuses_a_model_that_cannot_speak_a_protocol_before_any_ru
 
         def generate(self, *args, **kwargs):
             raise AssertionError("no run is made")
-    monkeypatch.setattr(importlib.import_module("cli.compare"), "model_for_a_run", lambda args: TextOnly())
-    assert cli.main(["2 + 3?", "--protocol", "text,native", "--trace", str(tmp_path / "t.jsonl")]) == 2
+    assert cli.main(["2 + 3?", "--protocol", "text,native", "--trace", str(tmp_path / "t.jsonl")],
+                    model=TextOnly()) == 2
     assert "gemma-3-270m cannot call tools natively here" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -393,16 +389,13 @@ def test_a_replay_of_a_native_trace_counts_the_schemas_as_the_run_did(openai, tm
     assert report.calls == [event["tokens"] for event in events if event["type"] == "context"]
 
 
-def test_native_with_the_embedded_half_billion_model_says_first_what_works_instead(monkeypatch, capsys):
-    import importlib
-
+def test_native_with_the_embedded_half_billion_model_says_first_what_works_instead(capsys):
     import cli
     from models.scripted import ScriptedModel
 
     class Small(ScriptedModel):
         name = "qwen2.5-coder-0.5b"
-    monkeypatch.setattr(importlib.import_module("cli.ask"), "model_for_a_run", lambda args: Small(["4"]))
-    assert cli.main(["2 + 2?", "--protocol", "native", "--no-stream"]) == 0
+    assert cli.main(["2 + 2?", "--protocol", "native", "--no-stream"], model=Small(["4"])) == 0
     assert "note: the embedded 0.5B repeats its tool calls in the native protocol" in capsys.readouterr().err
 
 

@@ -16,7 +16,8 @@ import time
 import pytest
 
 import cli as agent
-from servers import Answer, FakeGemini, FakeOtlp, gemini_text
+from model_servers import GeminiStandIn, gemini_response
+from servers import Answer, FakeOtlp
 from tokens import TokenCounter
 from traces import load_trace
 from views.telemetry import CONVENTIONS, question_spans, started
@@ -30,9 +31,7 @@ QUESTION = "What is (2 + 3) * 4?"
 
 def cached(text: str, tokens: int) -> dict:
     """A generateContent response of 120 prompt tokens, `tokens` of them served from the service's cache."""
-    reply = gemini_text(text, prompt_tokens=120)
-    reply["usageMetadata"]["cachedContentTokenCount"] = tokens
-    return reply
+    return gemini_response(text, prompt_tokens=120, cached_tokens=tokens)
 
 
 REPLIES = ["Thought: 2 + 3 first.\nAction: add_numbers(2, 3)",
@@ -40,23 +39,21 @@ REPLIES = ["Thought: 2 + 3 first.\nAction: add_numbers(2, 3)",
 
 
 @pytest.fixture
-def endpoint(monkeypatch, tmp_path):
-    """start(replies): a loopback Gemini for the model and a loopback OTLP receiver for the spans, named through the
+def endpoint(gemini, monkeypatch, tmp_path):
+    """start(replies): the loopback Gemini for the model and a loopback OTLP receiver for the spans, named through the
     environment as a user names them, with a key and an Authorization header that must never be sent as data."""
-    servers = []
+    receivers = []
     monkeypatch.setattr("cli.loading.ENV_BESIDE_AGENT", tmp_path / ".env")  # no developer's .env
 
-    def start(replies: list) -> tuple[FakeGemini, FakeOtlp]:
-        gemini, otlp = FakeGemini(replies, key=KEY).__enter__(), FakeOtlp().__enter__()
-        servers.extend([gemini, otlp])
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini.url)
+    def start(replies: list) -> tuple[GeminiStandIn, FakeOtlp]:
+        otlp = FakeOtlp().__enter__()
+        receivers.append(otlp)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.url)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{TOKEN}")
-        return gemini, otlp
+        return gemini(replies, key=KEY), otlp
     yield start
-    for server in servers:
-        server.__exit__(None, None, None)
+    for otlp in receivers:
+        otlp.__exit__(None, None, None)
 
 
 def by_operation(spans: list[dict], operation: str) -> list[dict]:
