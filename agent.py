@@ -1,11 +1,11 @@
 """TinyReAct: a ReAct agent you can read in one sitting.
 
-The model writes `Thought:` and `Action: tool(args)` as plain text; the program runs the tool and feeds
-the result back as `Observation:`, until the model writes `Answer:` or the TTL (a budget of model calls)
-runs out. That is the text protocol; with the native one the service's own function calling carries the same
-calls and results (protocols.py), and the loop is the same. Everything that happens is appended to a trace; a
-context policy decides what part of the trace the model is shown on each call, and every count in a Result is read
-back from that trace.
+The model writes `Thought:` and `Action: tool(args)` as plain text; the program runs the tool and
+feeds the result back as `Observation:`, until the model writes `Answer:` or the TTL (a budget of
+model calls) runs out. That is the text protocol; in the native one the service's function calling
+carries the same calls and results (protocols.py) through the same loop. Everything that happens is
+appended to a trace; a context policy decides what of it the model is shown on each call, and every
+count in a Result is read back from it.
 
 This module is the loop and nothing else; the command line is the package cli/.
 
@@ -15,15 +15,15 @@ import json
 import time
 from typing import Callable, Sequence
 
-from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message, Model, ModelError,
-                    ModelReply, sent_digest)
+from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message,
+                    Model, ModelError, ModelReply, sent_digest)
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
 from prompts import tool_docs
 from protocols import Action, Protocol, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
-from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES: the text protocol's, re-exported)
+from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES re-exported)
 from tokens import TokenCounter, local_counter
 from tools import DEFAULT_TOOLS, Refused, call_text
 from tools.approval import Approval, guarded
@@ -31,24 +31,25 @@ from traces import Trace
 
 __version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
-RECORD_LIMIT = 100_000  # characters of a tool result kept in the trace; what the model is shown is the policy's cut
+RECORD_LIMIT = 100_000  # tool result characters the trace keeps; the model sees the policy's cut
 # characters of a reply kept: a runaway reply must not fill every later context and the trace
 REPLY_LIMIT = MAX_REPLY_CHARS
-# characters of a service's own parts of a reply kept to send back (Gemini's, with its thought signatures); past it
-# they are left out, and the reply is sent back as its text and calls
+# characters of a service's own parts of a reply kept to send back (Gemini's, with its thought
+# signatures); past it they are left out, and the reply goes back as its text and calls
 NATIVE_LIMIT = 4 * MAX_REPLY_CHARS
 
 
-# A reply's finish (ModelReply.finish, the same words for every backend) that says its text ended early.
-CUT_SHORT = {"length": (StopReason.CUT, "cut at the model's output limit", "the limit is the service's (for Gemini, "
-                        f"GEMINI_MAX_OUTPUT_TOKENS), {MAX_NEW_TOKENS} new tokens for an embedded model, and "
-                        f"{MAX_REPLY_CHARS:,} characters for any reply here"),
-             "content_filter": (StopReason.FILTERED, "withheld by the service's content filter", "rephrasing the "
-                                                                                                 "question may help")}
+# A reply's finish (ModelReply.finish, alike for every backend) saying its text ended early.
+CUT_SHORT = {
+    "length": (StopReason.CUT, "cut at the model's output limit", "the limit is the service's "
+               f"(for Gemini, GEMINI_MAX_OUTPUT_TOKENS), {MAX_NEW_TOKENS} new tokens for an "
+               f"embedded model, and {MAX_REPLY_CHARS:,} characters for any reply here"),
+    "content_filter": (StopReason.FILTERED, "withheld by the service's content filter",
+                       "rephrasing the question may help")}
 
 
 class Stop(Exception):
-    """Ends a query: why, and the answer if there is one. Raised from inside the loop, caught by query()."""
+    """Ends a query: why, and the answer if there is one. Raised in the loop, caught by query()."""
 
     def __init__(self, reason: StopReason, answer: str | None = None):
         super().__init__(reason.value)
@@ -57,13 +58,13 @@ class Stop(Exception):
 
 class TinyReAct:
     def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
-                 policy: Policy | None = None, trace: Trace | None = None, counter: TokenCounter | None = None,
-                 on_text: Callable[[str], None] | None = None, protocol: Protocol | None = None,
-                 approval: Approval | None = None):
-        """`on_text`, when given, receives each reply's text as the model writes it (streaming); `protocol` is
-        TextProtocol() (the default) or NativeProtocol() (protocols.py); `approval` says which calls need a person's
-        yes and asks for it at the tool's boundary (tools/approval.py; by default, an MCP tool that may be
-        destructive is declined)."""
+                 policy: Policy | None = None, trace: Trace | None = None,
+                 counter: TokenCounter | None = None, on_text: Callable[[str], None] | None = None,
+                 protocol: Protocol | None = None, approval: Approval | None = None):
+        """`on_text`, if given, receives each reply's text as the model writes it (streaming);
+        `protocol` is TextProtocol() (the default) or NativeProtocol() (protocols.py); `approval`
+        says which calls need a person's yes and asks at the tool's boundary (tools/approval.py; by
+        default, an MCP tool that may be destructive is declined)."""
         if ttl < 1:
             raise ValueError("ttl must be at least 1 model call")
         self.protocol = protocol or TextProtocol()
@@ -77,20 +78,20 @@ class TinyReAct:
         self.use_policy(policy or FullHistory())
 
     def use_policy(self, policy: Policy) -> None:
-        """Choose what the model is shown from now on; a policy's own tools (pinned notes) come and go with it."""
+        """Choose what the model is shown; a policy's tools (pinned notes) come and go with it."""
         self.policy = policy
         self.tools = {tool.__name__: guarded(tool, self.approval, self.trace)
                       for tool in self.base_tools + policy.tools(self.trace)}
         self._instruct()
 
     def reset(self) -> None:
-        """Start a new conversation; the trace keeps the old one, and policies look only past the reset."""
+        """Start anew: the trace keeps the old conversation; policies look only past the reset."""
         self.trace.add("reset")
         self._offer = None
         self._instruct()
 
     def query(self, question: str, finish: bool = False) -> Result:
-        """Reason, act and observe until an answer, the TTL, or three unreadable replies in a row."""
+        """Reason, act, observe until an answer, the TTL, or three unreadable replies in a row."""
         first, started, error = len(self.trace), time.monotonic(), None
         self.trace.add("question", text=question)
         self._over_window = False
@@ -98,84 +99,91 @@ class TinyReAct:
             for step in range(1, self.ttl + 1):
                 messages = self._context()  # the policy renders what the model sees from the trace
                 reply = self._generate(messages)  # <- the model is called here
-                parsed = self._read(step, reply, messages)  # recorded in the trace, then read by the protocol
-                if parsed.answer is not None:
-                    raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))  # unless the service cut it
-                for action in parsed.actions or (None,):  # one in the text protocol; native calls run in order
-                    try:
-                        tool, args, kwargs, call = self._prepare(action, reply)  # the tool named, its arguments checked
-                        observation = str(tool(*args, **kwargs))  # <- the tool runs here (asking first, if it must)
-                    except Refused as refusal:  # no action, unknown tool, bad arguments, a repeat, a no: told the model
+                parsed = self._read(step, reply, messages)  # recorded, then read by the protocol
+                if parsed.answer is not None:  # taken unless the service cut it short
+                    raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))
+                for action in parsed.actions or (None,):  # one if text; native calls run in order
+                    try:  # the tool named, arguments checked, then run (asking first if it must)
+                        tool, args, kwargs, call = self._prepare(action, reply)
+                        observation = str(tool(*args, **kwargs))  # <- the tool runs here
+                    except Refused as refusal:  # no action, bad tool or arguments, a repeat, a no
                         observation, call = str(refusal), refusal.call
-                    except Exception as failure:  # a tool's failure is news for the model, not a crash
-                        observation = f"Error: {tool.__name__} failed: {type(failure).__name__}: {failure}"
-                        observation = observation.replace("\n", " ")
+                    except Exception as failure:  # news for the model, not a crash
+                        why = f"{type(failure).__name__}: {failure}"
+                        observation = f"Error: {tool.__name__} failed: {why}".replace("\n", " ")
                     self._observe(step, observation, call, action)
             raise Stop(StopReason.TTL, self._finish() if finish else None)
         except Stop as stop:
             answer, reason = stop.answer, stop.reason
-        except ModelError as failure:  # the model could not be reached, or (a local one) the context is too long
+        except ModelError as failure:  # the model failed, or (a local one) the context is too long
             self.trace.add("error", message=str(failure))
             overflow = isinstance(failure, ContextOverflow)
-            answer, reason, error = None, StopReason.CONTEXT_OVERFLOW if overflow else StopReason.ERROR, failure
+            reason = StopReason.CONTEXT_OVERFLOW if overflow else StopReason.ERROR
+            answer, error = None, failure
         self.trace.add("stop", reason=reason.value, answer=answer)
-        return self._result(self.trace.events[first:], answer, reason, time.monotonic() - started, error)
+        seconds = time.monotonic() - started
+        return self._result(self.trace.events[first:], answer, reason, seconds, error)
 
-    def _result(self, events: Sequence[dict], answer: str | None, reason: StopReason, seconds: float,
-                error: Exception | None) -> Result:
+    def _result(self, events: Sequence[dict], answer: str | None, reason: StopReason,
+                seconds: float, error: Exception | None) -> Result:
         """The outcome of a query, every count read from its events."""
-        counts = summarise(events)
-        usage_source = COUNTED_LOCALLY if counts.pop("counted_locally") else self.model.usage_source
-        cost = priced(events, self.model.name, self.model.backend)
-        return Result(answer, reason, **counts, trace=list(events), seconds=seconds, model=self.model.name,
-                      backend=self.model.backend, usage_source=usage_source, cost=cost, error=error)
+        model, counts = self.model, summarise(events)
+        source = COUNTED_LOCALLY if counts.pop("counted_locally") else model.usage_source
+        cost = priced(events, model.name, model.backend)
+        return Result(answer, reason, **counts, trace=list(events), seconds=seconds, error=error,
+                      model=model.name, backend=model.backend, usage_source=source, cost=cost)
 
     def _context(self):
-        """Fold old steps into a summary if the policy asks, then render and measure what the model will see, and
-        keep it with the trace (in memory, by its digest) for the run's readers: what was sent is recorded once."""
+        """Fold old steps into a summary if the policy asks, render and measure what the model will
+        see, and keep it with the trace (in memory, by digest): what was sent is recorded once."""
         self._summarise_if_asked()
         messages = self.policy.render(self.trace.events)
         tokens = self._measure(messages, self._tool_docs, self._offered)
         sent = sent_digest(messages, self._offered)
         self.trace.sent[sent] = messages
-        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name, sent=sent)
-        window, total = self.model.window if self.model.backend != "local" else None, sum(tokens.values())
-        if window and total > window and not self._over_window:  # said once a query; a local model refuses on its own
+        self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name,
+                       sent=sent)
+        # said once a query; a local model refuses a context too long on its own
+        window = self.model.window if self.model.backend != "local" else None
+        total = sum(tokens.values())
+        if window and total > window and not self._over_window:
             self._over_window = True
-            self.trace.add("warning", message=f"the context is about {total:,} tokens ({self.counter.name}), "
-                                              f"more than {self.model.name}'s window of {window:,}: the model may "
-                                              "refuse it or lose its start; a policy that keeps less would fit")
+            message = (f"the context is about {total:,} tokens ({self.counter.name}), more than "
+                       f"{self.model.name}'s window of {window:,}: the model may refuse it or lose "
+                       "its start; a policy that keeps less would fit")
+            self.trace.add("warning", message=message)
         return messages
 
     def _generate(self, messages: list[Message]) -> ModelReply:
-        """One call of the model, with the protocol's stop sequences and what it offers beside the messages."""
+        """One model call, with the protocol's stop sequences and any tool schemas it offers."""
         offered = {"tools": self._offer.schemas} if self._offer.schemas is not None else {}
-        return self.model.generate(messages, self._offer.stop, on_text=self.on_text, on_event=self._model_event,
-                                   **offered)
+        return self.model.generate(messages, self._offer.stop, on_text=self.on_text,
+                                   on_event=self._model_event, **offered)
 
     def _read(self, step: int, reply: ModelReply, messages: list[Message]):
-        """Record the reply (cut at any Observation the model wrote itself), then what the protocol reads in it."""
+        """Record the reply (cut at any Observation the model wrote) and what the protocol reads."""
         self._count(reply, "step", messages)
-        extra = self.protocol.recorded(reply)  # its text (cut at an Observation the model wrote) and calls
+        extra = self.protocol.recorded(reply)  # its text and calls
         text = cap(extra.pop("text"), REPLY_LIMIT)
         if reply.native and len(reply.native) <= NATIVE_LIMIT:
             extra["native"] = reply.native
-        if reply.finish:  # why the service says the reply ended: stop, length, content_filter, blocked
+        if reply.finish:  # why the service says it ended: stop, length, content_filter, blocked
             extra["finish"] = reply.finish
         recorded = self.trace.add("reply", step=step, text=text, raw=cap(reply.text, REPLY_LIMIT),
                                   blocked=reply.blocked, **extra)
-        parsed = self.protocol.read(recorded)  # read as recorded: the trace makes each lone surrogate U+FFFD
+        parsed = self.protocol.read(recorded)  # as recorded, lone surrogates made U+FFFD
         if parsed.thought is not None:
             self.trace.add("thought", step=step, text=parsed.thought)
         for action in parsed.actions:
             self.trace.add("action", step=step, text=action.text, **action.recorded())
-        if parsed.answer is not None and reply.finish not in CUT_SHORT:  # an Answer the service cut is no answer
+        if parsed.answer is not None and reply.finish not in CUT_SHORT:  # if cut, it is no answer
             self.trace.add("answer", step=step, text=parsed.answer)
         return parsed
 
-    def _prepare(self, action: Action | None, reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
-        """The tool an action names, its checked arguments (positional and named), and the call as the trace records
-        it (to see repeats); raises Refused with a message for the model."""
+    def _prepare(self, action: Action | None,
+                 reply: ModelReply) -> tuple[Callable, tuple, dict, str]:
+        """The tool an action names, its checked arguments (positional, named), and the call as the
+        trace records it (to see repeats); raises Refused with a message for the model."""
         if action is None or action.refused:
             raise Refused(action.refused if action else self.protocol.unreadable(reply))
         try:
@@ -184,17 +192,20 @@ class TinyReAct:
             raise Refused(f"Error: {problem}.") from None
         call = call_text(tool, args, kwargs)
         if self._repeats(call) >= MAX_REPEATS:
-            raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a row; it was not run "
-                          "again. Use the earlier Observation, try something different, or give your Answer.", call)
+            raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a "
+                          "row; it was not run again. Use the earlier Observation, try something "
+                          "different, or give your Answer.", call)
         return tool, args, kwargs, call
 
-    def _observe(self, step: int, text: str, call: str | None = None, action: Action | None = None) -> None:
-        """Record an observation whole (with the tool call that made it, and a native call's id; past the safety
-        cap, cut and marked with its original length); three unreadable replies in a row end the run."""
-        extra = ({"call": call} if call else {}) | ({"original_chars": len(text)} if len(text) > RECORD_LIMIT else {})
-        extra |= action.recorded() if action else {}
-        # blanked of secrets before it is cut, so that a cut through a key cannot leave the rest of it
-        self.trace.add("observation", step=step, text=cap(self.trace.blanked(text), RECORD_LIMIT), **extra)
+    def _observe(self, step: int, text: str, call: str | None = None,
+                 action: Action | None = None) -> None:
+        """Record an observation whole, with the call that made it and a native call's id (past the
+        safety cap: cut, marked with its length); three unreadable replies in a row end the run."""
+        cut = {"original_chars": len(text)} if len(text) > RECORD_LIMIT else {}
+        extra = ({"call": call} if call else {}) | cut | (action.recorded() if action else {})
+        # blanked of secrets before it is cut, so that a cut through a key cannot leave the rest
+        kept = cap(self.trace.blanked(text), RECORD_LIMIT)
+        self.trace.add("observation", step=step, text=kept, **extra)
         if self._unreadable_replies() >= MAX_FORMAT_ERRORS:
             raise Stop(StopReason.FORMAT_ERRORS)
 
@@ -207,18 +218,19 @@ class TinyReAct:
         return None if answer is None else self._taken(answer, reply)
 
     def _taken(self, answer: str, reply: ModelReply) -> str:
-        """The answer, unless the service says the reply's text ended early (cut at the output limit, or withheld
-        by a filter): then the query stops, typed, and the partial answer is said once but never taken."""
+        """The answer, unless the service says the reply ended early (cut at the output limit, or
+        filtered): then the query stops, typed, and the partial answer is said once, never taken."""
         if reply.finish not in CUT_SHORT:
             return answer
         reason, how, hint = CUT_SHORT[reply.finish]
         shown = answer if len(answer) <= 60 else answer[:57] + "..."
-        self.trace.add("warning", message=f"the reply was {how} (finish reason {reply.finish}) inside its Answer, "
-                                          f"so {shown!r} is not taken as the answer; {hint}")
+        self.trace.add("warning", message=f"the reply was {how} (finish reason {reply.finish}) "
+                                          f"inside its Answer, so {shown!r} is not taken as the "
+                                          f"answer; {hint}")
         raise Stop(reason)
 
     def _summarise_if_asked(self) -> None:
-        """The compact policy asks for a model-written summary of older steps when the context is too big."""
+        """When the context is too big, the compact policy asks for a summary the model writes."""
         request = self.policy.summary_request(self.trace.events, self.counter.count)
         if request is None:
             return
@@ -228,21 +240,24 @@ class TinyReAct:
         self.trace.add("summary", upto=upto, text=summary.text.strip(), policy=self.policy.name)
 
     def _count(self, reply: ModelReply, purpose: str, messages: list[Message]) -> None:
-        """Record a call's usage: the model's own numbers, or, when the server gave none, the local counter's."""
+        """Record a call's usage: the model's own numbers, or, if none, the local counter's."""
+        other = reply.model and reply.model != self.model.name  # another model answered
         extra = ({"temperature": reply.temperature} if reply.temperature is not None else {}) \
             | ({"cached_tokens": reply.cached_tokens} if reply.cached_tokens else {}) \
-            | ({"answered_by": reply.model} if reply.model and reply.model != self.model.name else {})
+            | ({"answered_by": reply.model} if other else {})
         if reply.usage_source == COUNTED_LOCALLY:
-            sent = sum(self.counter.count(part.text) for message in messages for part in message.parts)
-            self.trace.add("usage", purpose=purpose, input_tokens=sent, output_tokens=self.counter.count(reply.text),
-                           thoughts_tokens=0, counted_locally=True, **extra)
-            return
-        self.trace.add("usage", purpose=purpose, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                       thoughts_tokens=reply.thoughts_tokens, **extra)
+            count = self.counter.count
+            sent = sum(count(part.text) for message in messages for part in message.parts)
+            tokens = dict(input_tokens=sent, output_tokens=count(reply.text), thoughts_tokens=0,
+                          counted_locally=True)
+        else:
+            tokens = dict(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                          thoughts_tokens=reply.thoughts_tokens)
+        self.trace.add("usage", purpose=purpose, **tokens, **extra)
 
     def _model_event(self, type: str, **fields) -> None:
-        """What a backend reports during a call: retries and dropped settings are recorded (and so shown as they
-        happen); reasoning text that some servers stream apart from the reply is not kept."""
+        """What a backend reports during a call: retries and dropped settings are recorded (so shown
+        as they happen); reasoning text some servers stream apart from the reply is not kept."""
         if type != "reasoning":
             self.trace.add(type, **fields)
 
@@ -250,16 +265,16 @@ class TinyReAct:
         """Record the instructions (and, native, the tool schemas offered) when they change."""
         offer = self.protocol.offer(self.tools.values(), self.model.name)
         if offer != self._offer:
-            schemas = offer.schemas is not None  # offered beside the messages: the native protocol's
+            schemas = offer.schemas is not None  # sent beside the messages: the native protocol's
             offered = {"protocol": self.protocol.name, "schemas": offer.schemas} if schemas else {}
             docs = tool_docs(self.tools.values())
-            self._tool_docs = "" if schemas else docs  # within the instructions: the text protocol's only
+            self._tool_docs = "" if schemas else docs  # in the instructions: the text protocol's
             self._offered = json.dumps(offer.schemas, ensure_ascii=False) if schemas else ""
             self.trace.add("instructions", text=offer.instructions, tools=docs, **offered)
         self._offer = offer
 
     def _repeats(self, call: str) -> int:
-        """How many of this query's latest observations, back to back, came from exactly this tool call."""
+        """How many of this query's latest observations, back to back, came from this very call."""
         count = 0
         for event in reversed(self.trace):
             if event["type"] == "question":
@@ -271,7 +286,7 @@ class TinyReAct:
         return count
 
     def _unreadable_replies(self) -> int:
-        """How many of this query's latest replies, back to back, had neither an Action nor an Answer."""
+        """How many of this query's latest replies, back to back, had no Action and no Answer."""
         count, acted = 0, False
         for event in reversed(self.trace):
             if event["type"] == "question":
@@ -286,6 +301,6 @@ class TinyReAct:
 
 
 if __name__ == "__main__":
-    from cli import script  # the command line sits above the loop; it is imported only when run as a script
+    from cli import script  # the command line sits above the loop: imported only when run as a script
 
     script()

@@ -1,18 +1,18 @@
-"""How the tools are offered to the model and how its reply is read: the two protocols, side by side.
+"""How the tools are offered to the model and how its reply is read: two protocols, side by side.
 
-text (the default, the seed's): the tools' signatures and docstrings are written into the instructions; the model
-writes `Thought:`, then `Action: tool(args)` or `Answer:`, as plain text; the program reads those lines
-(replies.py) and writes the result back as `ObservationN:`. One action per reply.
+text (the default, the seed's): the tools' signatures and docstrings are written into the
+instructions; the model writes `Thought:`, then `Action: tool(args)` or `Answer:`, as text; the
+program reads them (replies.py) and writes the result back as `ObservationN:`. One action per reply.
 
-native: the tools are sent beside the messages as the service's tool schemas (tools/schema.py, from the same
-signatures and docstrings); the model answers with structured tool calls (a name, JSON arguments, an id) that the
-service has already told apart from its text; each result goes back answering its call's id. A reply may make
-several calls (they run in order); a reply with text and no call is the answer.
+native: the tools are sent beside the messages as the service's tool schemas (tools/schema.py, from
+the same signatures and docstrings); the model answers with structured tool calls (a name, JSON
+arguments, an id) the service tells apart from its text; each result goes back answering its call's
+id. A reply may make several calls, run in order; text with no call is the answer.
 
-Both are read into the same `Reading` (a thought, the actions, an answer) and recorded as the same events (reply,
-thought, action, answer, observation); a native action and its observation carry the call's id. Both check a call
-against the tool's signature the same way (tools.bind_arguments): what a protocol reads is only the name and the
-arguments, and whatever is wrong with them becomes a message the model reads as the call's result.
+Both are read into the same `Reading` (a thought, the actions, an answer) and recorded as the same
+events (reply, thought, action, answer, observation); a native action and its observation carry the
+call's id. Both check a call against the tool's signature alike (tools.bind_arguments): a protocol
+reads only the name and arguments, and what is wrong with them is told the model as the result.
 
 `Protocol` is the whole seam: the loop (agent.py) uses these members and no others.
 """
@@ -27,20 +27,21 @@ from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_actio
 from tools import bind_arguments
 from tools.schema import tool_schema
 
-MAX_CALLS = 8  # tool calls run from one native reply; each one past it is answered with an error, not run
-MAX_ARGUMENTS_CHARS = MAX_CALL_CHARS - 1  # of one call's JSON arguments (the reader keeps one more, to say it is over)
+MAX_CALLS = 8  # tool calls run from one native reply; each past it gets an error, and is not run
+# of one call's JSON arguments (the reader keeps one more, to say it is over)
+MAX_ARGUMENTS_CHARS = MAX_CALL_CHARS - 1
 MAX_DEPTH = 20  # brackets nested in one call's arguments: no tool takes more than a few
 NATIVE_PROMPT = Path(__file__).parent / "prompts" / "native.txt"
 
 
 class Action(NamedTuple):
-    """One tool call a reply asks for, as the trace records it: `add_numbers(2, 3)` in the text protocol,
-    `add_numbers({"x": 2, "y": 3})` in the native one, with its id and the refusal it gets unread, if any."""
+    """One tool call a reply asks for, as recorded: `add_numbers(2, 3)` in the text protocol,
+    `add_numbers({"x": 2, "y": 3})` in the native one, with its id and any refusal when unread."""
     text: str
     id: str | None = None
-    name: str | None = None  # a native call's tool name and JSON arguments, as the service sent them
+    name: str | None = None  # a native call's tool name and JSON arguments, as sent
     arguments: str | None = None
-    refused: str | None = None  # the whole observation when the call is not even read (one call too many)
+    refused: str | None = None  # the whole observation if the call is not even read (one too many)
 
     def recorded(self) -> dict:
         return {"id": self.id} if self.id else {}
@@ -53,8 +54,8 @@ class Reading(NamedTuple):
 
 
 class Offer(NamedTuple):
-    """How the tools are offered: the instructions, the stop sequences a call is made with, and the tool schemas sent
-    beside the messages (None: the tools are in the instructions)."""
+    """How the tools are offered: the instructions, the stop sequences a call is made with, and the
+    tool schemas sent beside the messages (None: the tools are in the instructions)."""
     instructions: str
     stop: list[str]
     schemas: list[dict] | None = None
@@ -69,17 +70,17 @@ class Protocol(Seam):
         """ModelConfigError for a model that cannot speak this protocol."""
 
     def offer(self, tools: Iterable[Callable], model: str) -> Offer:
-        """The instructions for these tools and this model, and what a call sends beside the messages."""
+        """The instructions for these tools and model, and what a call sends beside the messages."""
 
     def recorded(self, reply: ModelReply) -> dict:
-        """The reply's text and calls as the trace records them (with `text` cut where it must be)."""
+        """The reply's text and calls as the trace records them (`text` cut where it must be)."""
 
     def read(self, reply: dict) -> Reading:
         """The thought, actions and answer of a reply as the trace recorded it."""
 
     def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
-        """The tool an action names and its arguments checked against the tool's signature; ActionError saying what is
-        wrong, for the model."""
+        """The tool an action names and its arguments checked against the tool's signature;
+        ActionError saying what is wrong, for the model."""
 
     def unreadable(self, reply: ModelReply) -> str:
         """What the model is told of a reply with neither an action nor an answer."""
@@ -88,8 +89,8 @@ class Protocol(Seam):
 class TextProtocol:
     """Thought / Action / Answer, written by the model as text."""
     name = "text"
-    finish_request = ("You have no steps left. Using only the Observations above, write your best final Answer now, "
-                      "as: Answer: <answer>")
+    finish_request = ("You have no steps left. Using only the Observations above, write your best "
+                      "final Answer now, as: Answer: <answer>")
 
     def check(self, model) -> None:
         """Every model speaks the text protocol."""
@@ -104,7 +105,8 @@ class TextProtocol:
 
     def read(self, reply: dict) -> Reading:
         parsed = parse_reply(reply["text"])
-        return Reading(parsed.thought, (Action(parsed.action),) if parsed.action is not None else (), parsed.answer)
+        actions = (Action(parsed.action),) if parsed.action is not None else ()
+        return Reading(parsed.thought, actions, parsed.answer)
 
     def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
         """The call's literal arguments, by position or by name as written, bound as written."""
@@ -114,72 +116,81 @@ class TextProtocol:
     def unreadable(self, reply: ModelReply) -> str:
         """The observation for a reply that has neither an action nor an answer."""
         if reply.finish == "length":
-            thinking = f", {reply.thoughts_tokens:,} of them thinking" if reply.thoughts_tokens else ""
-            return (f"Error: your reply was cut at the output limit ({reply.output_tokens:,} tokens{thinking}) before "
-                    "an Action or Answer. Think less; write a short Thought, then an Action or an Answer.")
+            thoughts = reply.thoughts_tokens
+            thinking = f", {thoughts:,} of them thinking" if thoughts else ""
+            return (f"Error: your reply was cut at the output limit ({reply.output_tokens:,} tokens"
+                    f"{thinking}) before an Action or Answer. Think less; write a short Thought, "
+                    "then an Action or an Answer.")
         if reply.blocked:
-            return (f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a Thought and an Action or "
-                    "an Answer.")
+            return (f"Error: your reply was blocked ({reply.blocked}). Rephrase, then write a "
+                    "Thought and an Action or an Answer.")
         if not reply.text.strip():
-            return "Error: your reply was empty. Write a Thought, then an Action like add_numbers(2, 3) or an Answer."
-        return ("Error: your reply had no Action or Answer line. Write a Thought, then either Action: tool(args) or "
-                "Answer: <answer>.")
+            return ("Error: your reply was empty. Write a Thought, then an Action like "
+                    "add_numbers(2, 3) or an Answer.")
+        return ("Error: your reply had no Action or Answer line. Write a Thought, then either "
+                "Action: tool(args) or Answer: <answer>.")
 
 
 class NativeProtocol:
     """The service's own function calling: tool schemas out, structured calls back."""
     name = "native"
-    finish_request = ("You have no steps left. Using only the tool results above, reply now with your best final "
-                      "answer as plain text, and call no tool.")
+    finish_request = ("You have no steps left. Using only the tool results above, reply now with "
+                      "your best final answer as plain text, and call no tool.")
 
     def __init__(self, prompt: str | Path = NATIVE_PROMPT):
         self.prompt = Path(prompt)  # the instructions' template: its $tools are the tools' names
 
     def offer(self, tools: Iterable[Callable], model: str) -> Offer:
-        """The tools' names in the instructions, their schemas beside the messages, and no stop sequence: the model
-        does not write the protocol as text."""
+        """The tools' names in the instructions, their schemas beside the messages, and no stop
+        sequence: the model does not write the protocol as text."""
         tools = list(tools)
         names = ", ".join(tool.__name__ for tool in tools)
-        instructions = Template(self.prompt.read_text(encoding="utf-8")).substitute(tools=names).strip()
+        template = Template(self.prompt.read_text(encoding="utf-8"))
+        instructions = template.substitute(tools=names).strip()
         return Offer(instructions, [], [tool_schema(tool) for tool in tools])
 
     def check(self, model) -> None:
         """ModelConfigError for a model whose backend cannot send tool schemas."""
         if not getattr(model, "native_tools", False):
-            raise ModelConfigError(f"{model.name} cannot call tools natively here: use --protocol text with it "
-                                   "(native calling works with Gemini, the openai, ollama and llamacpp backends "
-                                   "and the embedded Qwen models; Gemma 3's chat template has no tools)")
+            raise ModelConfigError(f"{model.name} cannot call tools natively here: use --protocol "
+                                   "text with it (native calling works with Gemini, the openai, "
+                                   "ollama and llamacpp backends and the embedded Qwen models; "
+                                   "Gemma 3's chat template has no tools)")
 
     def recorded(self, reply: ModelReply) -> dict:
-        """The text, and the calls whatever a backend put in them (models.native_calls): text names and arguments,
-        bounded, each with an id no other call of the reply has."""
+        """The text, and the calls whatever a backend put in them (models.native_calls): text names
+        and arguments, bounded, each with an id no other call of the reply has."""
         calls = native_calls((call.id, call.name, call.arguments) for call in reply.calls)
-        return {"text": reply.text} | ({"calls": [call._asdict() for call in calls]} if calls else {})
+        listed = [call._asdict() for call in calls]
+        return {"text": reply.text} | ({"calls": listed} if calls else {})
 
     def read(self, reply: dict) -> Reading:
-        """Calls become actions, the first MAX_CALLS run, the rest refused; text with no call is the answer, text
-        beside calls the thought."""
+        """Calls become actions, the first MAX_CALLS run, the rest refused; text with no call is the
+        answer, text beside calls the thought."""
         said = reply["text"].strip() or None
-        calls = [ToolCall(call["id"], call["name"], call["arguments"]) for call in reply.get("calls") or ()]
+        recorded = reply.get("calls") or ()
+        calls = [ToolCall(call["id"], call["name"], call["arguments"]) for call in recorded]
         if not calls:
             return Reading(None, (), said)
         actions = tuple(Action(f"{call.name}({call.arguments})", call.id, call.name, call.arguments,
                                None if number <= MAX_CALLS else
-                               f"Error: one reply may make at most {MAX_CALLS} tool calls; this one, number {number}, "
-                               "was not run. Make it again in your next reply if you still need it.")
+                               f"Error: one reply may make at most {MAX_CALLS} tool calls; this "
+                               f"one, number {number}, was not run. Make it again in your next "
+                               "reply if you still need it.")
                         for number, call in enumerate(calls, 1))
         return Reading(said, actions, None)
 
     def call(self, action: Action, tools: Mapping[str, Callable]) -> tuple[Callable, tuple, dict]:
-        """The call's JSON arguments, all by name: those a tool takes only by position are put in their places."""
+        """The call's JSON arguments, all by name; those taken only by position are put in place."""
         return bound(tools, action.name, (), arguments_of(action.arguments), by_name=True)
 
     def unreadable(self, reply: ModelReply) -> str:
         if reply.finish == "length":
-            return ("Error: your reply was cut at the output limit before it said anything. Answer in a few words, or "
-                    "call a tool.")
+            return ("Error: your reply was cut at the output limit before it said anything. Answer "
+                    "in a few words, or call a tool.")
         if reply.blocked:
-            return f"Error: your reply was blocked ({reply.blocked}). Rephrase your answer, or call a tool."
+            return (f"Error: your reply was blocked ({reply.blocked}). Rephrase your answer, or "
+                    "call a tool.")
         return "Error: your reply was empty. Call a tool, or reply with your answer as text."
 
 
@@ -195,8 +206,8 @@ def make_protocol(name: str):
 
 def bound(tools: Mapping[str, Callable], name: str, args: tuple, kwargs: dict,
           by_name: bool) -> tuple[Callable, tuple, dict]:
-    """The tool named and the call's arguments bound to its signature (tools.bind_arguments); ActionError saying
-    what is wrong: no such tool, or arguments it cannot take."""
+    """The tool named and the call's arguments bound to its signature (tools.bind_arguments);
+    ActionError saying what is wrong: no such tool, or arguments it cannot take."""
     tool = tools.get(name)
     if tool is None:
         raise ActionError(f"there is no tool named {name!r}. Available tools: {', '.join(tools)}")
@@ -207,10 +218,11 @@ def bound(tools: Mapping[str, Callable], name: str, args: tuple, kwargs: dict,
 
 
 def arguments_of(text: str) -> dict:
-    """A native call's arguments: a JSON object, read within bounds (its size, its nesting). A service that sends the
-    object as a JSON string inside the JSON (arguments encoded twice) is read too. ActionError otherwise."""
+    """A native call's arguments: a JSON object, read within bounds (size, nesting); one sent as a
+    JSON string inside the JSON (encoded twice) is read too. ActionError otherwise."""
     if len(text) > MAX_ARGUMENTS_CHARS:
-        raise ActionError(f"the arguments are longer than {MAX_ARGUMENTS_CHARS:,} characters, the limit")
+        chars = f"{MAX_ARGUMENTS_CHARS:,} characters"
+        raise ActionError(f"the arguments are longer than {chars}, the limit")
     value = text
     for _ in range(2):  # once, and once more for arguments encoded twice
         if not isinstance(value, str):
@@ -218,19 +230,19 @@ def arguments_of(text: str) -> dict:
         if _depth(value) > MAX_DEPTH:
             raise ActionError(f"the arguments nest deeper than {MAX_DEPTH} levels")
         try:
-            value = json.loads(value) if value.strip() else {}  # no arguments at all: a call of a tool that takes none
+            value = json.loads(value) if value.strip() else {}  # blank: a call taking no arguments
         except ValueError as problem:
-            raise ActionError(f"the arguments are not JSON ({problem}): write them as a JSON object, as in "
-                              '{"x": 2, "y": 3}') from None
+            raise ActionError(f"the arguments are not JSON ({problem}): write them as a JSON "
+                              'object, as in {"x": 2, "y": 3}') from None
     if not isinstance(value, dict):
-        raise ActionError(f"the arguments must be a JSON object of named values, as in {{\"x\": 2}}; got "
-                          f"{type(value).__name__} {json.dumps(value)[:60]}")
+        raise ActionError(f"the arguments must be a JSON object of named values, as in "
+                          f"{{\"x\": 2}}; got {type(value).__name__} {json.dumps(value)[:60]}")
     return value
 
 
 def _depth(text: str) -> int:
-    """How deeply brackets nest in JSON text, strings skipped: checked before the JSON is read, so no nesting can
-    exhaust the reader's recursion."""
+    """How deeply brackets nest in JSON text, strings skipped: checked before the JSON is read, so
+    no nesting can exhaust the reader's recursion."""
     depth = deepest = 0
     inside = escaped = False
     for character in text:

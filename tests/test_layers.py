@@ -175,3 +175,18 @@ def test_the_readme_quotes_the_loop_as_it_is():
     query = source[source.index("    def query(self"):
                    source.index("\n    def ", source.index("    def query(self") + 1)]
     assert query.rstrip() + "\n```" in readme
+
+
+# The files a learner projects to follow one step of the loop (the loop, the trace, the model, tool and protocol
+# seams, the policy base): held to 100 columns, so that a projected screen shows each line whole.
+ONE_STEP = ("agent.py", "traces.py", "models/__init__.py", "tools/__init__.py", "protocols.py", "policies/base.py")
+
+
+def test_the_files_of_one_step_fit_in_100_columns():
+    """No line of ONE_STEP is wider than 100 characters."""
+    wide = []
+    for path in ONE_STEP:
+        with open(os.path.join(ROOT, path), encoding="utf-8") as file:
+            lines = file.read().splitlines()
+        wide += [f"{path}:{number} ({len(line)})" for number, line in enumerate(lines, 1) if len(line) > 100]
+    assert wide == []
