@@ -301,6 +301,6 @@ class TinyReAct:
 
 
 if __name__ == "__main__":
-    from cli import script  # the command line sits above the loop: imported only when run as a script
+    from cli import script  # the command line sits above the loop: imported only as a script
 
     script()
