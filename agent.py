@@ -16,7 +16,8 @@ import time
 from typing import Callable, Sequence
 
 from models import (COUNTED_LOCALLY, MAX_NEW_TOKENS, MAX_REPLY_CHARS, ContextOverflow, Message,
-                    Model, ModelError, ModelReply, sent_digest)
+                    Model, ModelError, ModelReply)
+from models.sent import Digests
 from policies import Meter, Policy
 from policies.full import FullHistory
 from policies.rendering import cap
@@ -73,7 +74,7 @@ class TinyReAct:
         self.approval = approval or Approval()
         self.trace = trace if trace is not None else Trace()
         self.counter = counter or local_counter()
-        self._measure = Meter(self.counter.count)
+        self._measure, self._digest = Meter(self.counter.count), Digests()
         self._offer = None
         self.use_policy(policy or FullHistory())
 
@@ -139,7 +140,7 @@ class TinyReAct:
         self._summarise_if_asked()
         messages = self.policy.render(self.trace.events)
         tokens = self._measure(messages, self._tool_docs, self._offered)
-        sent = sent_digest(messages, self._offered)
+        sent = self._digest(messages, self._offered)
         self.trace.sent[sent] = messages
         self.trace.add("context", policy=self.policy.name, tokens=tokens, counter=self.counter.name,
                        sent=sent)

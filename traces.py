@@ -38,7 +38,7 @@ HISTORY = {
        "protocol and schemas on instructions, calls and native on replies, id on actions and "
        "observations; approval events (a person's decision on a tool call); finish on replies (why "
        "the service says the reply ended); sent on contexts (the SHA-256 of the messages and tool "
-       "schemas the call sent, models.sent_digest)",
+       "schemas the call sent, models/sent.py)",
 }
 # version -> a function (record) -> record bringing one line of a file of that version up to the
 # next. It runs before the checks, so it must expect anything: use .get, leave the unknown alone.

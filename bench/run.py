@@ -134,7 +134,8 @@ def inlined_run(check: bool = False):  # noqa: C901
 
     from agent import REPLY_LIMIT, RECORD_LIMIT
     from results import summarise
-    from models import Message, ModelReply, Part, sent_digest
+    from models import Message, ModelReply, Part
+    from models.sent import Digests
     from prompts import render_instructions, tool_docs
     from replies import MAX_ACTION_CHARS, parse_reply
     from tokens import local_counter
@@ -161,7 +162,7 @@ def inlined_run(check: bool = False):  # noqa: C901
         tools_tokens = count(docs)
         instructions_tokens, user_tokens = count(instructions) - tools_tokens, count(messages[1].parts[0].text)
         model_tokens = observations_tokens = 0
-        model, sent = Instant(replies), {}
+        model, sent, sent_digest = Instant(replies), {}, Digests()
         for step in range(1, STEPS + 6):
             digest = sent_digest(messages)  # what is sent, kept by its digest, as the loop keeps it
             sent[digest] = messages[:]

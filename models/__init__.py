@@ -57,17 +57,6 @@ class Message:
         return cls(role, (Part(kind or role, text),))
 
 
-def sent_digest(messages: list[Message], schemas: str = "") -> str:
-    """The SHA-256 of what a call sent: its messages, part by part with all their fields, and the
-    tool schemas offered beside them (as JSON text, "" for none). The loop records it with each
-    context; a reader that rebuilds an older call's context checks the rebuilt one against it."""
-    import hashlib
-
-    said = [[message.role, message.parts] for message in messages]
-    text = json.dumps(said, ensure_ascii=False) + schemas
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True)
 class ModelReply:
     text: str

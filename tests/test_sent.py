@@ -8,7 +8,8 @@ import pytest
 
 import views.reading
 from agent import TinyReAct
-from models import Message, ModelReply, ToolCall, sent_digest
+from models import Message, ModelReply, ToolCall
+from models.sent import sent_digest
 from models.scripted import ScriptedModel
 from policies import make_policy
 from protocols import NativeProtocol
@@ -20,9 +21,9 @@ from views.telemetry import question_spans
 REPLIES = ["Thought: add\nAction: add_numbers(2, 3)", "Thought: again\nAction: add_numbers(5, 5)", "Answer: 10"]
 
 
-def run(replies=REPLIES, **options):
+def run(replies=REPLIES, policy="window:1", **options):
     model = ScriptedModel(replies)
-    agent = TinyReAct(model, tools=[add_numbers], policy=make_policy("window:1"), **options)
+    agent = TinyReAct(model, tools=[add_numbers], policy=make_policy(policy), **options)
     agent.query("What is 2 + 3 + 5?")
     return agent, model
 
@@ -47,12 +48,16 @@ def contexts(events):
     return [event for event in events if event["type"] == "context"]
 
 
-def test_each_context_event_records_the_digest_of_exactly_what_the_model_was_sent():
-    agent, model = run()
+@pytest.mark.parametrize("policy", ["window:1", "full", "elide:1", "user-only:1", "window:1+facts"])
+def test_each_context_event_records_the_digest_of_exactly_what_the_model_was_sent(policy):
+    """The loop's digests, made call after call from where the context before left off (models.sent.Digests),
+    equal each context's digest made whole, under policies that keep, drop and rewrite what came before."""
+    agent, model = run(REPLIES * 2 + ["Answer: 10"], policy)
+    agent.query("And again?")
     recorded = contexts(agent.trace.events)
     assert [event["sent"] for event in recorded] == [sent_digest(messages) for messages in model.calls]
     assert [agent.trace.sent[event["sent"]] for event in recorded] == model.calls
-    assert len(set(event["sent"] for event in recorded)) == 3  # window:1 shows each call something new
+    assert len(set(event["sent"] for event in recorded)) == len(recorded)  # each call is shown something new
 
 
 def test_a_native_call_s_digest_covers_the_tool_schemas_sent_beside_the_messages():

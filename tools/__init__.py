@@ -12,6 +12,7 @@ import math
 import typing
 import re
 import sys
+import functools
 from functools import lru_cache
 from inspect import Parameter
 from typing import Annotated, Callable, Iterable
@@ -76,7 +77,18 @@ def call_text(tool: Callable, args: tuple, kwargs: dict) -> str:
     return f"{tool.__name__}({', '.join(written)})"
 
 
-@lru_cache(maxsize=1024)  # signatures do not change; reading one is most of a step's cost otherwise
+def per_tool(read: Callable) -> Callable:
+    """`read(tool)` kept for each tool, read once: a tool does not change. A guarded tool
+    (tools/approval.py) is read as the tool it guards, which every run's guard wraps anew."""
+    kept = lru_cache(maxsize=1024)(read)
+
+    @functools.wraps(read)
+    def reading(tool: Callable):
+        return kept(getattr(tool, "__wrapped__", tool))
+    return reading
+
+
+@per_tool  # signatures do not change; reading one is most of a step's cost otherwise
 def signature(tool: Callable) -> inspect.Signature:
     """The tool's signature, with annotations as types even where strings (a module with
     `from __future__ import annotations`): arguments are converted to them; prompts show them."""
@@ -86,7 +98,7 @@ def signature(tool: Callable) -> inspect.Signature:
         return inspect.signature(tool)
 
 
-@lru_cache(maxsize=1024)
+@per_tool
 def describe(tool: Callable) -> str:
     """`name(params) -> return` and the docstring indented below it, as the prompt shows it."""
     signature_text = str(signature(tool)).replace("'", "")
@@ -152,7 +164,7 @@ def bind_named(tool: Callable, named: dict) -> tuple[tuple, dict]:
     return bind_arguments(tool, (), named, by_name=True)
 
 
-@lru_cache(maxsize=1024)
+@per_tool
 def _parameters(tool: Callable) -> dict[str, tuple]:
     """Each parameter's (annotation, kind, default), an `Annotated[int, ...]` read as int."""
     parameters = signature(tool).parameters.items()
@@ -199,7 +211,7 @@ def _converted(tool: Callable, arguments: dict) -> dict:
     return arguments
 
 
-@lru_cache(maxsize=1024)
+@per_tool
 def plain_parameters(tool: Callable) -> tuple[tuple[str, object], ...] | None:
     """(name, default) of each parameter when all can be given by position or by name (most tools);
     None otherwise (*args, keyword-only, positional-only), and `inspect` binds the call."""

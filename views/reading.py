@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from models import Message, sent_digest
+from models import Message
+from models.sent import sent_digest
 from policies import make_policy
 from policies.elide import is_elided
 from tokens import TokenCounter
