@@ -37,6 +37,12 @@ def module(path: str) -> types.ModuleType:
     return loaded
 
 
+def set_by(changed: dict, registry: dict) -> dict:
+    """What an entry set in a copy of a registry: the names it added, or gave a value of its own (so that the
+    test holds in a copy of the project where the page's entries were already made)."""
+    return {name: value for name, value in changed.items() if registry.get(name) is not value}
+
+
 LAST_TURNS = module("policies/turns.py").LastTurns
 
 
@@ -100,7 +106,7 @@ def test_the_tool_added_with_its_entry_leaves_every_recording_and_its_checks_as_
 def test_the_policy_keeps_the_last_turns_whole_and_every_mode_takes_it(monkeypatch, capsys):
     kind = LAST_TURNS
     added = entry("POLICIES", POLICIES, {"LastTurns": kind})
-    assert {name: added[name] for name in set(added) - set(POLICIES)} == {"turns": kind}
+    assert set_by(added, POLICIES) == {"turns": kind}
     monkeypatch.setitem(POLICIES, "turns", kind)
     model = ScriptedModel(["Action: add_numbers(1, 1)", "Answer: 2", "Action: add_numbers(2, 2)", "Answer: 4",
                            "Answer: 8"])
@@ -146,7 +152,7 @@ def test_the_policy_keeps_every_invariant_the_property_tests_check(data, spec, q
 def test_the_backend_is_named_on_the_command_line_and_answers_from_stdin(monkeypatch, capsys):
     human = module("models/human.py")
     backends = entry("BACKENDS", models.BACKENDS, {"Backend": models.Backend}, "human")
-    assert set(backends) - set(models.BACKENDS) == {"human"} and backends["human"].module == "models.human"
+    assert set(set_by(backends, models.BACKENDS)) == {"human"} and backends["human"].module == "models.human"
     monkeypatch.setitem(models.BACKENDS, "human", backends["human"])
     monkeypatch.setattr(sys, "stdin", io.StringIO("Thought: add\nAction: add_numbers(2, 3)\n\nAnswer: 5\n\n"))
     assert cli.main(["What is 2 + 3?", "--model", "human:me", "-q"]) == 0
@@ -166,7 +172,7 @@ def test_an_openai_compatible_server_is_one_entry_and_its_errors_are_one_line(mo
     from models.services import retry
 
     backends = entry("BACKENDS", models.BACKENDS, {"Backend": models.Backend}, "vllm")
-    assert set(backends) - set(models.BACKENDS) == {"vllm"}
+    assert set(set_by(backends, models.BACKENDS)) == {"vllm"}
     monkeypatch.setitem(models.BACKENDS, "vllm", backends["vllm"])
     monkeypatch.setattr(retry, "sleep", lambda seconds: None)
     failed = [openai_error(500, "engine died", type="server_error")] * retry.ATTEMPTS
