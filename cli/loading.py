@@ -1,7 +1,9 @@
 """What a mode reads before it runs: the .env files, the model (a spinner on stderr while it loads) and a saved
 trace. What cannot be read is a UsageError: one line, exit 2."""
+import contextlib
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from models import Model, ModelConfigError, load_model
 from models.prices import prices
@@ -70,10 +72,12 @@ def open_trace(path: str) -> TraceFile:
     return recorded
 
 
-def mcp_servers(args, offered: list) -> McpServers:
+@contextlib.contextmanager
+def mcp_servers(args, offered: list) -> Iterator[McpServers]:
     """The MCP servers --mcp (else TINYREACT_MCP) names, none or several, started and their tools listed (as
     `.tools`), beside the tools `offered` already; a UsageError in one line when one cannot be used. What was cut or
-    left out of a server's tools is said on stderr, a line each. Used as a `with` block, which ends their processes."""
+    left out of a server's tools is said on stderr, a line each, and at the end what a server sent that could not be
+    read. A `with` block, which ends their processes."""
     try:
         servers = McpServers(args.mcp or specs_from_environment(),
                              {tool.__name__: f"the built-in tool {tool.__name__}" for tool in offered})
@@ -82,4 +86,9 @@ def mcp_servers(args, offered: list) -> McpServers:
         raise UsageError(str(problem)) from None
     for note in servers.notes:
         print(f"warning: {note}", file=sys.stderr)
-    return servers
+    try:
+        with servers:
+            yield servers
+    finally:
+        if servers.unread:
+            print(f"warning: {servers.unread}", file=sys.stderr)

@@ -22,6 +22,7 @@ import concurrent.futures
 import inspect
 import json
 import keyword
+import logging
 import os
 import re
 import select
@@ -412,6 +413,22 @@ def python_name(name: str) -> str:
     return "_" + spelled if spelled[0].isdigit() or keyword.iskeyword(spelled) else spelled
 
 
+class SdkLog(logging.Handler):
+    """What the MCP SDK logs while the servers run (a message a server sent that it could not read, with a pydantic
+    traceback), kept from the terminal: counted, and the first said in the run's own words (McpServers.unread)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count, self.first = 0, None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if self.first is None:
+            problem = record.exc_info[1] if record.exc_info else None
+            said = " ".join(str(problem).split()) if problem is not None else record.getMessage()
+            self.first = clean(said, 200)
+
+
 class McpServers:
     """The MCP servers of a run (none, or several): started together, their tools offered beside the built-in ones,
     closed together, as a `with` block ends, Ctrl-C included."""
@@ -423,6 +440,16 @@ class McpServers:
         self.taken = dict(taken or {})
         self.tools: list[Callable] = []
         self._loop = self._thread = None
+        self._log, self._logger = SdkLog(), logging.getLogger("mcp")
+        self._propagated = self._logger.propagate
+
+    @property
+    def unread(self) -> str | None:
+        """What the servers sent that the SDK could not read and skipped, in one line; None for nothing."""
+        if not self._log.count:
+            return None
+        count = f"{self._log.count:,} message{'s' * (self._log.count != 1)}"
+        return f"an MCP server sent {count} the MCP SDK could not read, skipped: {self._log.first}"
 
     @property
     def notes(self) -> list[str]:
@@ -440,6 +467,8 @@ class McpServers:
         except ImportError as missing:  # an environment made before requirements.txt named them
             raise McpError(f"--mcp needs the package {missing.name}, which is not installed here: "
                            "pip install -r requirements.txt") from None
+        self._logger.addHandler(self._log)  # the SDK's log, with its tracebacks, kept from the terminal
+        self._logger.propagate = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp servers", daemon=True)
         self._thread.start()
@@ -481,6 +510,8 @@ class McpServers:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=CLOSE_SECONDS)
         self._loop = None
+        self._logger.removeHandler(self._log)
+        self._logger.propagate = self._propagated
 
     def __enter__(self) -> "McpServers":
         return self
