@@ -87,6 +87,9 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     return EXIT_ANSWERED
 
 
+NAME_COLUMN = 40  # characters of a tool's name --tools shows: a server's 20,000-character name would pad every row
+
+
 def list_tools(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --tools [--mcp SERVER] [--policy NAME] [--confirm|--yes]`: every tool a run would offer, where it
     comes from, and which would ask for a person's yes before it runs."""
@@ -95,12 +98,14 @@ def list_tools(args, policy: Policy, specs: list[str]) -> int:
     with mcp_servers(args, DEFAULT_TOOLS) as servers:
         rows = [(tool, "built in") for tool in DEFAULT_TOOLS] + [(tool, _served(tool)) for tool in servers.tools]
         rows += [(tool, f"the policy {policy.name}") for tool in policy.tools(Trace())]
-    width = max(len(tool.__name__) for tool, _ in rows)
-    for tool, source in rows:
+    names = [name if len(name) <= NAME_COLUMN else name[:NAME_COLUMN - 1] + "…"
+             for name in (tool.__name__ for tool, _ in rows)]
+    width = max(map(len, names))
+    for name, (tool, source) in zip(names, rows):
         why = approval.why(tool)
         asks = ("" if not why else f"  · runs without asking (--yes): {why}" if approval.yes
                 else f"  · asks first: {why}")
-        print(clean(f"{tool.__name__:<{width}}  {source}{asks}"))
+        print(clean(f"{name:<{width}}  {source}{asks}"))
     return EXIT_ANSWERED
 
 

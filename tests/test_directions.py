@@ -45,3 +45,12 @@ def test_the_otel_endpoint_is_printed_clean(monkeypatch, capsys, world):
     assert cli.main(["2 + 2?", "-q", "--otel"]) == 0
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and OVERRIDE not in err and "--otel" in err
+
+
+def test_a_tool_name_of_twenty_thousand_characters_does_not_pad_every_row_of_tools(monkeypatch, capsys):
+    def long(): """A tool a server named at length."""
+    long.__name__ = "n" * 20_000
+    monkeypatch.setattr(sys.modules["cli.models"], "DEFAULT_TOOLS", [long, a_tool_named_oddly])
+    assert cli.main(["--tools"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 2 and all(len(row) < 80 for row in rows) and rows[0].startswith("n" * 39 + "…")
