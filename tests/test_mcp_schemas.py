@@ -1,10 +1,13 @@
 """An MCP server's input schema is checked against the model's arguments before the call is sent, in the loop's own
 thread: a pattern built to be slow (^(a|a)+$) against a long argument must not hold the run. The check gives up at
 the call's deadline and counts inside it."""
+import json
 import time
 
 from agent import TinyReAct
+from models import ModelReply, ToolCall
 from models.scripted import ScriptedModel
+from protocols import NativeProtocol
 from tools.approval import Approval
 from tools.mcp import mcp_tool
 
@@ -52,3 +55,20 @@ def test_a_name_checked_against_a_slow_pattern_is_bounded_too():
     else:
         raise AssertionError("the slow name was taken")
     assert time.monotonic() - started < 3 * Server.deadline
+
+
+def test_a_property_named_arguments_beside_one_python_cannot_spell_keeps_the_tool():
+    class Odd:
+        name, description, annotations = "odd", "Takes odd names.", None
+        input_schema = {"type": "object", "properties": {"arguments": {"type": "string"}, "a-b": {"type": "string"}},
+                        "required": ["arguments"]}
+    server = Server()
+    tool = mcp_tool(server, Odd(), "odd")
+    agent = TinyReAct(ScriptedModel(['Action: odd(arguments="x")', "Answer: ok"]), tools=[tool],
+                      approval=Approval(yes=True))
+    assert agent.query("Go").answer == "ok"
+    called = ModelReply("", calls=(ToolCall("c1", "odd", json.dumps({"arguments": "x", "a-b": "y"})),))
+    agent = TinyReAct(ScriptedModel([called, ModelReply("ok")]), tools=[tool], approval=Approval(yes=True),
+                      protocol=NativeProtocol())
+    assert agent.query("Go").answer == "ok"
+    assert [sent for sent, _ in server.sent] == [{"arguments": "x"}, {"arguments": "x", "a-b": "y"}]

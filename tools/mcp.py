@@ -312,8 +312,10 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         default = empty if key in required else None
         parameters.append(inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                             annotation=annotation))
-    if only_by_name:
-        parameters.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+    if only_by_name:  # named so as not to clash with a property (one named `arguments` left the tool out)
+        rest = next(word for word in ("arguments", "more_arguments", "other_arguments", "_arguments")
+                    if word not in properties)
+        parameters.append(inspect.Parameter(rest, inspect.Parameter.VAR_KEYWORD))
     validator = bounded(jsonschema.validators.validator_for(schema))(schema)
 
     def check(arguments: dict, seconds: float | None = None) -> dict:
@@ -328,7 +330,11 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
                              f"{clean(problem.message, 300)}")
         return arguments
 
-    def call(**arguments):
+    named = [parameter.name for parameter in parameters if parameter.kind is not parameter.VAR_KEYWORD]
+
+    def call(*args, **arguments):
+        # bound to the signature, a value can come by position (inspect passes those before **more that way)
+        arguments |= dict(zip(named, args))
         started = time.monotonic()  # the check counts inside the call's deadline
         checked = check(arguments)
         return server.call(tool.name, checked, server.deadline - (time.monotonic() - started))
