@@ -177,6 +177,18 @@ def test_a_saved_trace_is_sent_at_the_times_it_recorded(endpoint, capsys):
     assert all(root["start"] <= span["start"] <= span["end"] <= root["end"] for span in otlp.spans)
 
 
+def test_every_question_of_a_saved_chat_is_sent(endpoint, capsys):
+    """A saved trace of several questions: each is its own trace (the first alone was sent, the others lost to an
+    error said as spans that could not be made)."""
+    gemini, otlp = endpoint([])
+    path = os.path.join(ROOT, "conversations", "short.jsonl")
+    asked = sum(event["type"] == "question" for event in load_trace(path).events)
+    assert agent.main(["--from", path, "--otel"]) == 0
+    err = capsys.readouterr().err
+    assert "could not be made" not in err and f" of {asked} questions to " in err
+    assert len([span for span in otlp.spans if span["parent"] is None]) == asked > 1
+
+
 def test_an_odd_saved_trace_is_sent_without_what_it_holds_oddly_and_a_damaged_one_is_one_line(endpoint, monkeypatch,
                                                                                                 tmp_path, capsys):
     gemini, otlp = endpoint([])

@@ -97,16 +97,16 @@ class OtlpExport:
             origin = time.time() - last
         found = secrets()  # blanked before any text is cut, so that a cut through a secret cannot keep its rest
         events = [redacted_fields(dict(event), found) for event in events]  # a copy: nested values are rebuilt
-        conversation, sent, waiting = uuid.uuid4().hex, 0, 0
+        conversation, questions, waiting = uuid.uuid4().hex, 0, 0
         for first, event in enumerate(events):
             if event["type"] != "question":
                 continue
             made = self.question(header, events, first, conversation, origin, sent)
-            sent, waiting = sent + (made > 0), waiting + made
+            questions, waiting = questions + (made > 0), waiting + made
             if waiting >= QUEUE_SPANS and not self._exporter.failed:  # the SDK's queue would drop the rest
                 self._processor.force_flush(int(SENDING_SECONDS * 1000))
                 waiting = 0
-        return sent
+        return questions
 
     def question(self, header: dict, events: Sequence[dict], first: int, conversation: str, origin: float,
                  sent: Mapping | None = None) -> int:
