@@ -104,10 +104,14 @@ class TinyReAct:
                 if parsed.answer is not None:  # taken unless the service cut it short
                     raise Stop(StopReason.ANSWER, self._taken(parsed.answer, reply))
                 for action in parsed.actions or (None,):  # one if text; native calls run in order
-                    try:  # the tool named, arguments checked, then run (asking first if it must)
+                    try:  # the tool named, its arguments checked
                         tool, args, kwargs, call = self._prepare(action, reply)
+                    except Refused as refusal:  # no action, bad tool or arguments, a repeat: said
+                        self._observe(step, str(refusal), refusal.call, action)
+                        continue
+                    try:
                         observation = str(tool(*args, **kwargs))  # <- the tool runs here
-                    except Refused as refusal:  # no action, bad tool or arguments, a repeat, a no
+                    except Refused as refusal:  # its guard asked a person, who said no
                         observation, call = str(refusal), refusal.call
                     except Exception as failure:  # news for the model, not a crash
                         why = f"{type(failure).__name__}: {failure}"

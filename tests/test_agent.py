@@ -7,6 +7,7 @@ from agent import RECORD_LIMIT, REPLY_LIMIT, StopReason, TinyReAct
 from policies.rendering import OBSERVATION_LIMIT, cap
 from models import ModelError, ModelReply
 from models.scripted import ScriptedModel, ScriptExhausted
+from tools.arithmetic import add_numbers, subtract_numbers
 from traces import Trace, load_trace, read_trace
 
 
@@ -248,3 +249,21 @@ def test_a_lone_surrogate_is_recorded_as_a_replacement_character_and_the_trace_r
     texts = [value for event in result.trace for value in event.values() if isinstance(value, str)]
     assert not any("\ud800" in text for text in texts) and any("\ufffd" in text for text in texts)
     assert len(load_trace(str(path)).events) == len(agent.trace)
+
+
+def test_a_protocol_that_fails_while_reading_a_call_is_a_framework_bug_and_raises():
+    """Only a tool's own failure becomes an observation: a protocol's bug reading the second call of a reply is not
+    said to the model as the first call's tool failing (it was, with the first call's name and key)."""
+    from protocols import TextProtocol
+
+    class Broken(TextProtocol):
+        def call(self, action, tools):
+            if "subtract" in action.text:
+                raise KeyError("unit")
+            return super().call(action, tools)
+
+    agent = TinyReAct(ScriptedModel(["Action: add_numbers(2, 3)", "Action: subtract_numbers(5, 1)", "Answer: 4"]),
+                      tools=[add_numbers, subtract_numbers], protocol=Broken())
+    with pytest.raises(KeyError, match="unit"):
+        agent.query("Sums?")
+    assert [e["text"] for e in agent.trace.events if e["type"] == "observation"] == ["5"]
