@@ -1,6 +1,7 @@
-"""Direction characters (U+202A-U+202E, U+2066-U+2069, and the marks U+200E, U+200F, U+061C) reorder the text
-around them as a terminal shows it: a tool name or an argument can display reversed. Whatever is printed of a
-model, a tool, a server or the environment shows each as its code point; the trace keeps the text as it came."""
+"""Direction characters (the embeddings, overrides and isolates, U+202A-U+202E and U+2066-U+2069) reorder the text
+after them as a terminal shows it: a tool name or an argument can display reversed. Whatever is printed of a model,
+a tool, a server or the environment shows each as its code point; the trace keeps the text as it came. The marks
+that right-to-left text uses (U+200E, U+200F, U+061C) are left as they are."""
 import sys
 
 import cli
@@ -11,8 +12,8 @@ OVERRIDE, ISOLATE = "\u202e", "\u2066"
 
 
 def test_clean_shows_each_direction_character_as_its_code_point():
-    assert clean(f"rm {OVERRIDE}fdp.exe{ISOLATE}x\u200f") == "rm <U+202E>fdp.exe<U+2066>x<U+200F>"
-    assert clean("شكرا hello") == "شكرا hello"  # right-to-left text itself is shown as it is
+    assert clean(f"rm {OVERRIDE}fdp.exe{ISOLATE}x") == "rm <U+202E>fdp.exe<U+2066>x"
+    assert clean("العدد \u061c42 \u200fشكرا hello") == "العدد \u061c42 \u200fشكرا hello"  # right-to-left text, marks too
 
 
 def test_a_reply_s_direction_characters_are_shown_not_obeyed_and_the_trace_keeps_them(world, capsys, tmp_path):

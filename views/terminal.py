@@ -16,9 +16,10 @@ ESCAPES = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-# Direction embeddings, overrides, isolates and marks: they reorder the text around them as a terminal shows it, so
-# that a name or an argument can display reversed. Each is shown as its code point.
-DIRECTIONS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Direction embeddings, overrides and isolates: they reorder the text after them as a terminal shows it, so that a
+# name or an argument can display reversed. Each is shown as its code point. The marks (U+200E, U+200F, U+061C) are
+# left: right-to-left text uses them, and they reorder nothing but the neutral characters beside them.
+DIRECTIONS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def clean(text: object) -> str:
