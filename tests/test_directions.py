@@ -13,7 +13,8 @@ OVERRIDE, ISOLATE = "\u202e", "\u2066"
 
 def test_clean_shows_each_direction_character_as_its_code_point():
     assert clean(f"rm {OVERRIDE}fdp.exe{ISOLATE}x") == "rm <U+202E>fdp.exe<U+2066>x"
-    assert clean("العدد \u061c42 \u200fشكرا hello") == "العدد \u061c42 \u200fشكرا hello"  # right-to-left text, marks too
+    marked = "العدد \u061c42 \u200fشكرا hello"  # right-to-left text, its marks too, is shown as it is
+    assert clean(marked) == marked
 
 
 def test_a_reply_s_direction_characters_are_shown_not_obeyed_and_the_trace_keeps_them(world, capsys, tmp_path):
