@@ -72,3 +72,29 @@ def test_a_property_named_arguments_beside_one_python_cannot_spell_keeps_the_too
                       protocol=NativeProtocol())
     assert agent.query("Go").answer == "ok"
     assert [sent for sent, _ in server.sent] == [{"arguments": "x"}, {"arguments": "x", "a-b": "y"}]
+
+
+def test_additional_properties_read_through_slow_patterns_and_many_slow_items_share_one_deadline():
+    class Strict:
+        name, description, annotations = "strict", "Takes what its patterns name.", None
+        input_schema = {"type": "object", "properties": {"a-b": {"type": "string"},
+                                                         "items": {"type": "array",
+                                                                   "items": {"type": "string", "pattern": "^(a|a)+$"}}},
+                        "patternProperties": {"^(b|b)+$": {"type": "string"}}, "additionalProperties": False}
+    tool = mcp_tool(Server(), Strict(), "strict")
+    for arguments in ({"b" * 40 + "c": "x"}, {"items": ["a" * 40 + "b"] * 10}):
+        started = time.monotonic()
+        try:
+            tool.check(arguments)
+        except ValueError as problem:
+            assert "took longer than the call's deadline" in str(problem)
+        else:
+            raise AssertionError(f"{arguments} was taken")
+        assert time.monotonic() - started < 3 * Server.deadline  # one deadline for the whole check
+    assert tool.check({"a-b": "x", "bb": "y"}) == {"a-b": "x", "bb": "y"}
+    try:
+        tool.check({"other": "z"})
+    except ValueError as problem:
+        assert "'other' is not among the properties it takes" in str(problem)
+    else:
+        raise AssertionError("an extra property was taken")

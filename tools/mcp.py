@@ -322,7 +322,7 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         """The arguments as they are sent (a parameter left at None left out); ValueError when they do not fit the
         input schema, or when a pattern of it takes longer than `seconds` (the call's deadline) to check."""
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
-        _pattern_seconds.value = server.deadline if seconds is None else seconds
+        _pattern_ends.value = time.monotonic() + (server.deadline if seconds is None else seconds)
         problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
@@ -351,15 +351,19 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
 
 
 # A pattern of a server's schema is checked with the `regex` module, which can give up: Python's own re cannot, and
-# a pattern such as ^(a|a)+$ against a long argument would hold the run at 100% CPU with no end.
-_pattern_seconds = threading.local()
+# a pattern such as ^(a|a)+$ against a long argument would hold the run at 100% CPU with no end. Every pattern of one
+# check shares the call's deadline: when it ends, the check ends.
+_pattern_ends = threading.local()
 
 
 def _search(pattern: str, text: str) -> bool:
     import regex
 
+    left = getattr(_pattern_ends, "value", time.monotonic() + DEFAULT_CALL_SECONDS) - time.monotonic()
+    if left <= 0:
+        raise PatternTooSlow(pattern)
     try:
-        return regex.search(pattern, text, timeout=getattr(_pattern_seconds, "value", DEFAULT_CALL_SECONDS)) is not None
+        return regex.search(pattern, text, timeout=left) is not None
     except TimeoutError:
         raise PatternTooSlow(pattern) from None
     except regex.error:
@@ -371,33 +375,63 @@ class PatternTooSlow(Exception):
 
 
 def bounded(validator_class):
-    """A jsonschema validator class whose `pattern` and `patternProperties` give up at the call's deadline: a value
-    that cannot be checked in time does not fit."""
+    """A jsonschema validator class whose `pattern`, `patternProperties` and `additionalProperties` (which reads the
+    patterns too) give up at the call's deadline: a value that cannot be checked in time does not fit."""
     import jsonschema
 
-    def pattern(validator, wanted, instance, schema):
-        if validator.is_type(instance, "string"):
-            try:
-                if not _search(wanted, instance):
-                    yield jsonschema.ValidationError(f"{instance!r} does not match {wanted!r}")
-            except PatternTooSlow:
-                yield jsonschema.ValidationError(f"checking it against the pattern {wanted[:60]!r} took longer than "
-                                                 f"the call's deadline ({DEADLINE_VARIABLE}); it was not sent")
+    return jsonschema.validators.extend(validator_class, {"pattern": _pattern, "patternProperties": _named,
+                                                          "additionalProperties": _additional})
 
-    def pattern_properties(validator, patterns, instance, schema):
-        if validator.is_type(instance, "object"):
-            for wanted, subschema in patterns.items():
-                for key, value in instance.items():
-                    try:
-                        found = _search(wanted, key)
-                    except PatternTooSlow:
-                        yield jsonschema.ValidationError(f"checking the name {key[:60]!r} against the pattern "
-                                                         f"{wanted[:60]!r} took longer than the call's deadline")
-                        continue
-                    if found:
-                        yield from validator.descend(value, subschema, path=key, schema_path=wanted)
 
-    return jsonschema.validators.extend(validator_class, {"pattern": pattern, "patternProperties": pattern_properties})
+def _too_slow(what: str):
+    from jsonschema import ValidationError
+
+    return ValidationError(f"checking {what} took longer than the call's deadline ({DEADLINE_VARIABLE}); it was "
+                           "not sent")
+
+
+def _pattern(validator, wanted, instance, schema):
+    from jsonschema import ValidationError
+
+    if validator.is_type(instance, "string"):
+        try:
+            if not _search(wanted, instance):
+                yield ValidationError(f"{instance!r} does not match {wanted!r}")
+        except PatternTooSlow:
+            yield _too_slow(f"it against the pattern {wanted[:60]!r}")
+
+
+def _named(validator, patterns, instance, schema):
+    if validator.is_type(instance, "object"):
+        for wanted, subschema in patterns.items():
+            for key, value in instance.items():
+                try:
+                    found = _search(wanted, key)
+                except PatternTooSlow:
+                    yield _too_slow(f"the name {key[:60]!r} against the pattern {wanted[:60]!r}")
+                    continue
+                if found:
+                    yield from validator.descend(value, subschema, path=key, schema_path=wanted)
+
+
+def _additional(validator, allowed, instance, schema):
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    properties, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    try:
+        extras = sorted(key for key in instance if key not in properties
+                        and not any(_search(wanted, key) for wanted in patterns))
+    except PatternTooSlow:
+        yield _too_slow("its names against the schema's patterns")
+        return
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif allowed is False and extras:
+        yield ValidationError(f"{', '.join(map(repr, extras))} {'is' if len(extras) == 1 else 'are'} not among the "
+                              "properties it takes")
 
 
 def destructive(tool) -> str:
