@@ -48,6 +48,11 @@ class Approval:
             return "--confirm asks before every tool call"
         return getattr(tool, "mcp", {}).get("destructive") or None
 
+    def asks(self, tool: Callable) -> bool:
+        """Whether a call of `tool` will be put to a person (not allowed already, not declined for want of one)."""
+        return self.why(tool) is not None and not self.yes and tool.__name__ not in self.allowed and \
+            self.ask is not None
+
     def decide(self, tool: Callable, arguments: dict, check: Callable[[dict], object]) -> Decision | None:
         """Whether the call runs, and with which arguments; None when it needs no yes. `check` raises TypeError or
         ValueError, with a message for the person, for edited arguments the tool cannot take."""
@@ -90,7 +95,7 @@ def guarded(tool: Callable, approval: Approval, trace) -> Callable:
             return tool(*args, **kwargs)
         try:
             named = named_arguments(tool, args, kwargs)
-            if hasattr(tool, "check"):
+            if hasattr(tool, "check") and approval.asks(tool):  # no one is asked about a call that cannot run
                 tool.check(named)
         except (TypeError, ValueError) as problem:
             raise Refused(f"Error: {tool.__name__}(): {problem}.") from None
