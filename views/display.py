@@ -35,6 +35,9 @@ def plain(text: object, style: str = "") -> Text:
     """Data for rich: cleaned, and never read as markup."""
     return Text(clean(text), style=style)
 
+# Where a streamed reply's Answer line begins: held back until the reply has ended (see LiveDisplay._release).
+ANSWER_LINE = re.compile(r"(?:^|\n)Answer:")
+
 STYLES = {
     "question": ("Question", "bold"),
     "thought": ("Thought", "cyan"),
@@ -60,6 +63,7 @@ class LiveDisplay:
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
         self._streamed = ""  # the text of the reply being streamed, shown as it came
+        self._said, self._out = "", 0  # of it, what is shown or held back (an Answer, until the reply ends); shown
         self._redactor = StreamRedactor()
         self._replied = None  # the step whose reply was streamed: its parts are not printed again
 
@@ -81,8 +85,8 @@ class LiveDisplay:
             return
         if kind == "reply":
             self._replied = event["step"] if self._streamed else None  # streamed: its parts were shown as they came
-            if self._streamed:
-                self._end_stream()
+            if self._streamed:  # an Answer the service then withheld or cut is not shown as one
+                self._end_stream(withheld=event.get("finish") in ("content_filter", "length"))
         if kind in ("thought", "action", "answer") and self._replied == event.get("step"):
             return
         if kind in STYLES:
@@ -145,14 +149,28 @@ class LiveDisplay:
         whole stream: a secret split across pieces is held back until it can be blanked whole."""
         self._stop_spinner()
         self._streamed += piece
-        self.console.print(plain(self._redactor.feed(piece), "cyan"), end="")
+        self._release(self._redactor.feed(piece))
 
-    def _end_stream(self) -> None:
-        rest = self._redactor.end()
-        self.console.print(plain(rest, "cyan"), end="")
-        if not self._streamed.endswith("\n"):
+    def _release(self, text: str) -> None:
+        """Show streamed text, all but an Answer line (and a last line that may yet become one): it waits for the
+        reply's end, since the service may then withhold it or say it was cut, and then it is no answer."""
+        self._said += text
+        found = ANSWER_LINE.search(self._said)
+        last = self._said.rfind("\n") + 1
+        end = found.start() if found else last if "Answer:".startswith(self._said[last:]) else len(self._said)
+        if end > self._out:
+            self.console.print(plain(self._said[self._out:end], "cyan"), end="")
+            self._out = end
+
+    def _end_stream(self, withheld: bool = False) -> None:
+        self._release(self._redactor.end())
+        found = ANSWER_LINE.search(self._said)
+        shown = self._said[:max(found.start(), self._out)] if withheld and found else self._said
+        if len(shown) > self._out:
+            self.console.print(plain(shown[self._out:], "cyan"), end="")
+        if shown and not shown.endswith("\n"):
             self.console.print()
-        self._streamed = ""
+        self._streamed, self._said, self._out = "", "", 0
 
     def note(self, text: str) -> None:
         self._stop_spinner()
