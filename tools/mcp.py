@@ -32,6 +32,7 @@ import time
 from typing import Callable
 
 from redaction import shown_url
+from tools import schema_check
 from tools.schema import JSON_TYPES
 
 MAX_TOOLS = 128  # of one server: a server that lists more is cut here, in one line
@@ -316,13 +317,13 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         rest = next(word for word in ("arguments", "more_arguments", "other_arguments", "_arguments")
                     if word not in properties)
         parameters.append(inspect.Parameter(rest, inspect.Parameter.VAR_KEYWORD))
-    validator = bounded(jsonschema.validators.validator_for(schema))(schema)
+    validator = schema_check.bounded(jsonschema.validators.validator_for(schema), DEADLINE_VARIABLE)(schema)
 
-    def check(arguments: dict, seconds: float | None = None) -> dict:
+    def check(arguments: dict) -> dict:
         """The arguments as they are sent (a parameter left at None left out); ValueError when they do not fit the
-        input schema, or when a pattern of it takes longer than `seconds` (the call's deadline) to check."""
+        input schema, or when its patterns take longer than the call's deadline to check."""
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
-        _pattern_ends.value = time.monotonic() + (server.deadline if seconds is None else seconds)
+        schema_check.until(time.monotonic() + server.deadline)
         problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
@@ -348,90 +349,6 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
     call.check = check  # what an edit of its arguments (tools/approval.py) is checked against, besides its signature
     call.mcp = {"server": server.label, "name": tool.name, "schema": schema, "destructive": destructive(tool)}
     return call
-
-
-# A pattern of a server's schema is checked with the `regex` module, which can give up: Python's own re cannot, and
-# a pattern such as ^(a|a)+$ against a long argument would hold the run at 100% CPU with no end. Every pattern of one
-# check shares the call's deadline: when it ends, the check ends.
-_pattern_ends = threading.local()
-
-
-def _search(pattern: str, text: str) -> bool:
-    import regex
-
-    left = getattr(_pattern_ends, "value", time.monotonic() + DEFAULT_CALL_SECONDS) - time.monotonic()
-    if left <= 0:
-        raise PatternTooSlow(pattern)
-    try:
-        return regex.search(pattern, text, timeout=left) is not None
-    except TimeoutError:
-        raise PatternTooSlow(pattern) from None
-    except regex.error:
-        return bool(re.search(pattern, text))  # a pattern only Python's re reads: as jsonschema would
-
-
-class PatternTooSlow(Exception):
-    """A schema's pattern that did not finish checking within the call's deadline."""
-
-
-def bounded(validator_class):
-    """A jsonschema validator class whose `pattern`, `patternProperties` and `additionalProperties` (which reads the
-    patterns too) give up at the call's deadline: a value that cannot be checked in time does not fit."""
-    import jsonschema
-
-    return jsonschema.validators.extend(validator_class, {"pattern": _pattern, "patternProperties": _named,
-                                                          "additionalProperties": _additional})
-
-
-def _too_slow(what: str):
-    from jsonschema import ValidationError
-
-    return ValidationError(f"checking {what} took longer than the call's deadline ({DEADLINE_VARIABLE}); it was "
-                           "not sent")
-
-
-def _pattern(validator, wanted, instance, schema):
-    from jsonschema import ValidationError
-
-    if validator.is_type(instance, "string"):
-        try:
-            if not _search(wanted, instance):
-                yield ValidationError(f"{instance!r} does not match {wanted!r}")
-        except PatternTooSlow:
-            yield _too_slow(f"it against the pattern {wanted[:60]!r}")
-
-
-def _named(validator, patterns, instance, schema):
-    if validator.is_type(instance, "object"):
-        for wanted, subschema in patterns.items():
-            for key, value in instance.items():
-                try:
-                    found = _search(wanted, key)
-                except PatternTooSlow:
-                    yield _too_slow(f"the name {key[:60]!r} against the pattern {wanted[:60]!r}")
-                    continue
-                if found:
-                    yield from validator.descend(value, subschema, path=key, schema_path=wanted)
-
-
-def _additional(validator, allowed, instance, schema):
-    from jsonschema import ValidationError
-
-    if not validator.is_type(instance, "object"):
-        return
-    properties, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
-    try:
-        extras = sorted(key for key in instance if key not in properties
-                        and not any(_search(wanted, key) for wanted in patterns))
-    except PatternTooSlow:
-        yield _too_slow("its names against the schema's patterns")
-        return
-    if validator.is_type(allowed, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], allowed, path=extra)
-    elif allowed is False and extras:
-        yield ValidationError(f"{', '.join(map(repr, extras))} {'is' if len(extras) == 1 else 'are'} not among the "
-                              "properties it takes")
 
 
 def destructive(tool) -> str:
