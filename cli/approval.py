@@ -35,10 +35,9 @@ def terminal_asker(display):
     why it asks and the arguments, then one letter; `e` offers the arguments as JSON to edit."""
     def ask(tool, arguments: dict, why: str, problem: str | None) -> tuple[str, str | None]:
         display.close()  # the spinner stops and a streamed reply ends before the question is printed
-        if problem is None:
-            discard_typed_ahead()
         current = shown(arguments)
         if problem is None:
+            discard_typed_ahead()
             where = f"from the MCP server {tool.mcp['server']}" if hasattr(tool, "mcp") else "built in"
             say(f"Run {tool.__name__} ({where})? A yes is needed: {why}.")
             say(f"  arguments: {current}")

@@ -110,10 +110,10 @@ def guarded(tool: Callable, approval: Approval, trace) -> Callable:
         trace.add("approval", tool=tool.__name__, decision=decision.word, by=decision.by, why=decision.why,
                   arguments=asked, **ran)
         if not decision.run:
-            asked = "the person declined it" if decision.by == "the person" else \
+            because = "the person declined it" if decision.by == "the person" else \
                 f"it needs a person's yes and got none: {decision.by}"
-            raise Refused(f"Declined: {call} was not run, because {asked}. Do not ask for it again; go on without "
-                          "it, or give your Answer and say what was not done.")
+            raise Refused(f"Declined: {call} was not run, because {because}. Do not ask for it again; go on "
+                          "without it, or give your Answer and say what was not done.")
         return tool(*args, **kwargs)
     return guard
 
