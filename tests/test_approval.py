@@ -51,15 +51,20 @@ def test_a_destructive_tool_never_runs_without_a_yes_and_the_model_is_told():
     assert events(agent, "approval")[0]["by"] == "--yes"
 
 
-def test_an_edit_is_checked_again_until_the_tool_can_take_it():
-    answers = iter([("e", "{not json"), ("e", '["/a"]'), ("e", '{"where": "/a"}'), ("e", '{"path": "/tmp/old"}')])
-    problems = []
+def answering(answers: list) -> tuple[Approval, list]:
+    """An Approval whose person gives `answers` in turn, and the problems each question said (None: the first)."""
+    problems, given = [], iter(answers)
 
     def ask(tool, arguments, why, problem):
         problems.append(problem)
-        return next(answers)
-    agent = TinyReAct(ScriptedModel(['Action: remove("/")', "Answer: done"]), tools=[remove],
-                      approval=Approval(ask=ask))
+        return next(given)
+    return Approval(ask=ask), problems
+
+
+def test_an_edit_is_checked_again_until_the_tool_can_take_it():
+    approval, problems = answering([("e", "{not json"), ("e", '["/a"]'), ("e", '{"where": "/a"}'),
+                                    ("e", '{"path": "/tmp/old"}')])
+    agent = TinyReAct(ScriptedModel(['Action: remove("/")', "Answer: done"]), tools=[remove], approval=approval)
     agent.query("Tidy up")
     assert problems[0] is None and problems[1].startswith("that is not JSON")
     assert problems[2] == 'the arguments are a JSON object, like {"name": "value"}'
@@ -279,14 +284,8 @@ def test_a_call_the_person_declined_is_not_asked_about_again_in_the_question():
 
 def test_an_edit_is_checked_as_written_and_the_trace_records_what_ran():
     server, write = write_tool()
-    edits = iter([("e", '{"text": 5}'), ("e", '{"text": "hello", "size": 3}')])
-    problems = []
-
-    def ask(tool, arguments, why, problem):
-        problems.append(problem)
-        return next(edits)
-    agent = TinyReAct(ScriptedModel(['Action: write("x")', "Answer: done"]), tools=[write],
-                      approval=Approval(ask=ask))
+    approval, problems = answering([("e", '{"text": 5}'), ("e", '{"text": "hello", "size": 3}')])
+    agent = TinyReAct(ScriptedModel(['Action: write("x")', "Answer: done"]), tools=[write], approval=approval)
     agent.query("Note it")
     assert "do not fit the tool's input schema at text: 5 is not of type 'string'" in problems[1]
     assert server.sent == [{"text": "hello", "size": 3.0}]  # the size as the signature converts it
