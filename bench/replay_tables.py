@@ -34,13 +34,12 @@ RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-sonnet-5", "claude-sonnet-5-
 def caching(reports) -> str:
     """Each policy's input cost at PRICED's list price, without and with a prefix cache (as --replay prints it)."""
     from models.prices import price_of
-    from views.reports import caching_cells
+    from views.reports import CACHING_COLUMNS, caching_cells
 
     price = price_of(PRICED)
     full = next(report for report in reports if report.policy == "full")
-    lines = ["| policy | input repeating the call before | no cache | with the cache | saved | "
-             "with the cache, vs full |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| " + " | ".join(CACHING_COLUMNS) + " | with the cache, vs full |",
+             "| --- |" + " ---: |" * len(CACHING_COLUMNS)]
     for report in reports:
         if not report.measured:
             continue

@@ -98,6 +98,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --replay: what each policy's input would cost at this model's list price, with and "
                             "without prompt caching, by its caching rule; several models, several rules, the first "
                             f"the one --json's input_cost follows (default: {PRICED_REPLAY}; see models/prices.json)")
+    group.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",
+                       help="with --replay: every prompt cache keeps a prefix SECONDS after its last use, whatever "
+                            "its price row says (none: caches never expire, the costs as counted before they did)")
+    group.add_argument("--pace", type=_pace, metavar="QUESTION[,STEP]",
+                       help="with --replay: price the calls as made by a person keeping this pace, QUESTION seconds "
+                            "before each question and STEP before each later call (default: the trace's own times)")
     group.add_argument("--observation-cut", type=_characters, metavar="N", dest="observation_cut",
                        help="with --replay: characters of each observation shown (default: 2000, as in a run); facts "
                             "lost to the cut are counted apart from those a policy loses")
@@ -154,6 +160,29 @@ def _protocols(text: str) -> list[str]:
 
 def _characters(text: str) -> int:
     return _whole_number(text, 100, 100_000, " characters", " (a recorded observation holds at most 100,000)")
+
+
+def _cache_ttl(text: str) -> float:
+    """--cache-ttl's value: seconds from 0 to a week, or none (math.inf: never expires)."""
+    from models.prices import MAX_CACHE_SECONDS, NEVER
+    if text.strip().lower() == "none":
+        return NEVER
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_CACHE_SECONDS:
+        raise argparse.ArgumentTypeError(f"takes seconds from 0 to {MAX_CACHE_SECONDS:,} (a week), or none, "
+                                         f"got {text!r}")
+    return seconds
+
+
+def _pace(text: str):
+    from experiments.replay import parse_pace
+    try:
+        return parse_pace(text)
+    except ValueError as problem:
+        raise argparse.ArgumentTypeError(str(problem).removeprefix("--pace ")) from None
 
 
 def _context_choice(text: str) -> str:

@@ -27,7 +27,7 @@ MODES = {
     "record": Mode("record", "trace policy no_stream otel"),
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
-                             "prices_of observation_cut"),
+                             "prices_of cache_ttl pace observation_cut"),
     "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
                          "otel"),
@@ -42,7 +42,7 @@ MODES = {
 EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
-           "observation_cut",
+           "cache_ttl", "pace", "observation_cut",
            "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "otel",
            "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",

@@ -50,7 +50,8 @@ def _replay_cut(args, specs: list[str], run: "Replaying") -> int:
     _replay_model(args, run)
     counter = local_counter()
     try:
-        run.reports = replay(run.header, run.events, specs, counter, run.facts, run.points, run.summaries, run.window)
+        run.reports = replay(run.header, run.events, specs, counter, run.facts, run.points, run.summaries, run.window,
+                             args.pace)
     except OSError as problem:
         return fail(f"cannot write the summaries: {problem.strerror or problem}: {run.summaries.path}")
     except ModelError as problem:  # writing a summary for compact:T
@@ -123,22 +124,28 @@ def _replay_model(args, run: Replaying) -> None:
     run.summaries = Summaries(run.model, stem + ".summaries.json")
     run.window_model = run.model.name if run.model else parse_spec(OFFLINE_MODEL)[1]
     run.window = context_window(run.window_model)
-    run.priced = _replay_price(args.prices_of)
+    run.priced = _replay_price(args.prices_of, args.cache_ttl)
 
 
-def _replay_price(asked: str | None) -> list | None:
+def _replay_price(asked: str | None, cache_ttl: float | None = None) -> list | None:
     """[(a model, its list price)] for a replay's input cost with and without prompt caching: --prices-of's, each
     of which must be listed, the first the one the tables follow; by default PRICED_REPLAY's (None if a price file
-    replaced the table without it)."""
+    replaced the table without it). `cache_ttl` (--cache-ttl): every cache keeps a prefix that long."""
     names = list(dict.fromkeys(name.strip() for name in (asked or PRICED_REPLAY).split(",")))
     try:
-        priced = [(name, price_of(name)) for name in names]
+        priced = [(name, _listed(name, cache_ttl)) for name in names]
     except ModelConfigError as problem:
         raise UsageError(str(problem)) from None
     unlisted = [name for name, price in priced if price is None]
     if unlisted and asked:
         raise UsageError(_unlisted(unlisted))
     return None if unlisted else priced
+
+
+def _listed(name: str, cache_ttl: float | None):
+    """A model's list price (None when not listed), its cache kept `cache_ttl` seconds when that is given."""
+    price = price_of(name)
+    return price and price.expiring(cache_ttl)
 
 
 def _unlisted(names: list[str]) -> str:
@@ -198,7 +205,7 @@ def _setup(args, run: Replaying, counter) -> dict:
 
     probed = {"model": run.model.name, "phrasings": args.phrasings or "all", "repeats": args.repeat or 1,
               "jobs": args.jobs or 1} if args.probe and run.model else None
-    return provenance(args.replay, args.facts, run.priced, probed, counter.name)
+    return provenance(args.replay, args.facts, run.priced, probed, counter.name, args.pace)
 
 
 def _replay_exit(run: Replaying, unwritten: list[str]) -> int:

@@ -13,9 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def provenance(trace: str, facts: str | None, priced: list | None, probe: dict | None = None,
-               counter: str = "") -> dict:
+               counter: str = "", pace=None) -> dict:
     """The setup of a replay: `priced` is a list of (a model's name, its Price), the first the one the tables' costs
-    follow; `probe` the probe's settings or None."""
+    follow; `probe` the probe's settings or None; `pace` the Pace the calls were priced at (None: the trace's own
+    times)."""
     rules = [caching_rule(name, price) for name, price in priced or []]
     return {
         "tinyreact": __version__, "commit": commit(), "date": datetime.datetime.now(datetime.timezone.utc).date()
@@ -23,12 +24,15 @@ def provenance(trace: str, facts: str | None, priced: list | None, probe: dict |
         "facts": {"path": facts, "sha256": digest(facts)} if facts else {"path": None, "from": "the trace's header"},
         "observation_cut": observation_cut(), "counter": counter,
         "caching_rule": rules[0] if rules else None, "caching_rules": rules,
+        "times": {"pace": pace.said()} if pace else "the trace's own",
         "probe": probe,
     }
 
 
 def caching_rule(name: str, price) -> dict:
+    forever = lambda seconds: None if seconds == float("inf") else seconds  # noqa: E731 (JSON has no infinity)
     return {"priced_as": name, "rule": price.rule(), "min_cache_tokens": price.minimum, "cache_write": price.write,
+            "cache_ttl": forever(price.lifetime), "cache_max_age": forever(price.longest),
             "prices_read": price.read, "source": price.source, "until": price.until or None}
 
 
@@ -42,7 +46,17 @@ def said(setup: dict) -> str:
         f"observations cut at {setup['observation_cut']:,} characters",
         *(f"costs at {rule['priced_as']}: {rule['rule']}" for rule in setup.get("caching_rules") or
           filter(None, [setup.get("caching_rule")])),
+        _times(setup.get("times")),
         ("probe: " + ", ".join(f"{key} {value}" for key, value in setup["probe"].items())) if setup["probe"] else ""]))
+
+
+def _times(times) -> str:
+    """When the calls are taken to be made, in words."""
+    if isinstance(times, dict):
+        pace = times["pace"]
+        return f"calls priced at a pace of {pace['question']:g} s before each question, {pace['step']:g} s before " \
+               "each later call"
+    return "calls priced at the trace's own times" if times else ""
 
 
 def digest(path: str) -> str | None:

@@ -52,6 +52,7 @@ class PolicyReplay:
     summary_output: int = 0
     over_window: int = 0  # calls whose context is larger than the model's window
     repeated: list[int] = field(default_factory=list)  # at each call, tokens that repeat the previous call's prefix
+    times: list[float] = field(default_factory=list)  # when each call was made, in seconds (call_times)
     not_to_keep: list[str] = field(default_factory=list)  # facts tracked but not to be kept (Fact.keep False)
 
     @property
@@ -65,27 +66,91 @@ class PolicyReplay:
 
     def cacheable(self, price) -> int:
         """Input tokens over the session that a prefix cache could serve under `price`'s rule: at each call, what
-        repeats the previous call's start, when that is at least the rule's minimum."""
-        return sum(tokens for tokens in self.repeated if tokens >= price.minimum)
+        repeats the previous call's start, when that is at least the rule's minimum and the cache still holds it."""
+        return sum(hit for hit, _ in self._cached(price))
 
     def input_cost(self, price, cached: bool) -> float:
         """The session's input tokens (summary calls included) at a model's list price, in dollars. With `cached`, by
-        the price's caching rule, call by call: what repeats the previous call's start is read at the cached price
-        when it is at least the minimum; the rest of a call that is at least the minimum is written to the cache,
-        at the write price where the provider bills writes; a shorter call is not cached and costs the input price.
-        Summary calls are priced as uncached."""
+        the price's caching rule, call by call, at the time each call was made: what repeats the previous call's start
+        is read at the cached price when it is at least the minimum and the cache still holds it; the rest of a call
+        that is at least the minimum is written to the cache, at the write price where the provider bills writes; a
+        shorter call is not cached and costs the input price. Summary calls are priced as uncached."""
         if not cached:
             return self.total * price.input / 1_000_000
         plain, served, written = self.summary_input, 0, 0  # tokens at the input, cached and write prices
-        for size, repeated in zip(self.sizes, self.repeated):
+        for size, (hit, _) in zip(self.sizes, self._cached(price)):
             if size < price.minimum:
                 plain += size
-                continue
-            hit = repeated if repeated >= price.minimum else 0
-            served, written = served + hit, written + size - hit
+            else:
+                served, written = served + hit, written + size - hit
         if price.write == price.input:  # no write billed: summed with the rest, so a cache never used costs the same
             plain, written = plain + written, 0
         return (plain * price.input + served * price.cached_input + written * price.write) / 1_000_000
+
+    def expired(self, price) -> int:
+        """Calls whose repeated start the cache had already let go of when they were made."""
+        return sum(cold for _, cold in self._cached(price))
+
+    def _cached(self, price) -> list[tuple[int, bool]]:
+        """At each call: the tokens read from the cache, and whether a repeated start long enough to be read had
+        expired. A call at least the minimum long writes (or refreshes) its whole prompt in the cache; the prefix
+        the next call repeats lives `price.lifetime` seconds after this call, and `price.longest` seconds after the
+        call that first wrote it."""
+        out, last, first = [], None, None  # when the previous call was made; when its prefix was first written
+        times = self.times or [0.0] * len(self.sizes)  # a replay made before times were kept: no call is late
+        for size, repeated, at in zip(self.sizes, self.repeated, times):
+            long_enough = repeated >= price.minimum and last is not None
+            warm = long_enough and at - last <= price.lifetime and at - first <= price.longest
+            out.append((repeated if warm else 0, long_enough and not warm))
+            if not warm:
+                first = at
+            last = at if size >= price.minimum else None
+        return out
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Times for a session whose own are not a person's (a recording made in half a second): `question` seconds
+    before each question's first call, `step` seconds before each call after it (--pace)."""
+    question: float
+    step: float = 0.0
+
+    def said(self) -> dict:
+        return {"question": self.question, "step": self.step}
+
+
+MAX_PACE = 366 * 24 * 3600  # a year between two calls: past it, a pace is a typo
+
+
+def parse_pace(text: str) -> Pace:
+    """`--pace QUESTION[,STEP]` in seconds: 300 (five minutes before each question), 7200,2; ValueError says why not."""
+    parts = text.split(",")
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        numbers = []
+    if not 1 <= len(parts) <= 2 or len(numbers) != len(parts) or not all(0 <= n <= MAX_PACE for n in numbers):
+        raise ValueError(f"--pace takes seconds before each question and, after a comma, before each later call "
+                         f"(numbers from 0 to {MAX_PACE:,}, a year), as in 300 or 7200,2; got {text!r}")
+    return Pace(*numbers)
+
+
+def call_times(events: Sequence[dict], pace: Pace | None = None) -> list[float]:
+    """When each reasoning call of `events` was made, in seconds: its context event's `t` (the trace's own clock;
+    a call recorded with no time is taken as made with the one before), or with `pace` the times a person keeping
+    that pace would have made them, from 0."""
+    times, previous = [], 0
+    for index in call_points(events):
+        between = events[previous:index]
+        if pace is not None:
+            gap = pace.question if any(e["type"] == "question" for e in between) else pace.step
+            times.append(times[-1] + gap if times else 0.0)
+        else:
+            made = next((e.get("t") for e in reversed(between) if e["type"] == "context"), events[index].get("t"))
+            known = type(made) in (int, float) and made == made and made not in (float("inf"), float("-inf"))
+            times.append(float(made) if known else times[-1] if times else 0.0)
+        previous = index + 1
+    return times
 
 
 def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:
@@ -220,9 +285,11 @@ def repeated_prefix(before: list[Message], messages: list[Message], count: Calla
 
 def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: TokenCounter | None = None,
            facts: list[Fact] | None = None, points: list[ProbePoint] | None = None,
-           summaries: Summaries | None = None, window: int | None = None) -> list[PolicyReplay]:
+           summaries: Summaries | None = None, window: int | None = None,
+           pace: Pace | None = None) -> list[PolicyReplay]:
     """Static replay: what each policy would have sent at every call of the recorded session, and the state of each
-    fact at each probe point. `facts` and `points` default to the trace header's."""
+    fact at each probe point. `facts` and `points` default to the trace header's; the calls are made at the trace's
+    own times, or at `pace`."""
     counter = counter or local_counter()
     if facts is None:
         facts, declared = load_facts(header)
@@ -249,6 +316,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             sources = sorted({source for _, _, source in made.calls})
             report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
         measure, check, previous, docs, read = Meter(counter.count), Checker(), [], ("", ""), 0
+        report.times = call_times(session, pace)
         for index in call_points(session):
             prefix = session[:index]
             messages = policy.render(prefix)

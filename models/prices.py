@@ -9,7 +9,7 @@ that changed or models the table lacks.
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -23,8 +23,16 @@ FIELDS = ("input", "cached_input", "output")
 # The caching rule's fields a row may give: the price of a token written to the cache (absent: the input price, as
 # for Gemini's and the older OpenAI models' implicit caches, which bill no write), and the shortest prefix the service
 # caches (absent: DEFAULT_MIN_CACHE_TOKENS, said as assumed wherever a table names the rule).
-CACHE_FIELDS = ("cache_write", "min_cache_tokens")
+CACHE_FIELDS = ("cache_write", "min_cache_tokens", "cache_ttl", "cache_max_age")
 DEFAULT_MIN_CACHE_TOKENS = 1024
+# How long a cached prefix lives: cache_ttl seconds after its last use (each read refreshes it), and at most
+# cache_max_age seconds after it was written, whatever reads it (absent: no cap but cache_ttl). A row that gives no
+# lifetime is assumed to keep its cache DEFAULT_CACHE_TTL seconds, the shortest any provider documents (Anthropic's
+# default), and every table that names the rule says so. NEVER (--cache-ttl none) keeps every prefix for ever: the
+# costs as they were counted before caches expired.
+DEFAULT_CACHE_TTL = 300
+NEVER = math.inf
+MAX_CACHE_SECONDS = 7 * 24 * 3600  # a week: the longest documented lifetime is a day (OpenAI's extended retention)
 MAX_FILE_BYTES = 1_000_000  # a price table of thousands of models is a few hundred kilobytes
 # Dollars per million tokens: the dearest listed price is some hundreds; past this a figure is a typo, and a run's
 # cost (tokens times price) could overflow to infinity.
@@ -44,6 +52,23 @@ class Price:
     cache_write: float | None = None  # None: the input price (no write is billed)
     min_cache_tokens: int | None = None  # None: not given by the row, DEFAULT_MIN_CACHE_TOKENS assumed
     until: str = ""  # the last day of a price the source says will change
+    cache_ttl: float | None = None  # None: not given by the row, DEFAULT_CACHE_TTL assumed; NEVER: never expires
+    cache_max_age: float | None = None  # None: no cap but cache_ttl
+
+    @property
+    def lifetime(self) -> float:
+        """Seconds a cached prefix lives after its last use."""
+        return DEFAULT_CACHE_TTL if self.cache_ttl is None else self.cache_ttl
+
+    @property
+    def longest(self) -> float:
+        """Seconds a cached prefix lives after it was written, however often it is read."""
+        return NEVER if self.cache_max_age is None else self.cache_max_age
+
+    def expiring(self, seconds: float | None) -> "Price":
+        """The same price with its cache kept `seconds` after its last use and no other cap (--cache-ttl); with
+        None, as its row has it."""
+        return self if seconds is None else replace(self, cache_ttl=seconds, cache_max_age=None)
 
     @property
     def write(self) -> float:
@@ -61,7 +86,27 @@ class Price:
                 else f"at the input price, ${self.input:g} (no write is billed)")
         until = f"; the price holds until {self.until}" if self.until else ""
         return (f"a repeated prefix of {minimum} tokens or more is read at ${self.cached_input:g} a million tokens, "
-                f"the rest {rest}{until}")
+                f"the rest {rest}; {self.kept()}{until}")
+
+    def kept(self) -> str:
+        """How long the cache keeps a prefix, in words."""
+        if self.lifetime == NEVER:
+            return "the cache never expires"
+        assumed = " (assumed: the price row gives no lifetime)" if self.cache_ttl is None else ""
+        capped = (f", {duration(self.longest)} after it was written at most" if self.longest < NEVER and
+                  self.longest != self.lifetime else "")
+        if self.longest == self.lifetime:
+            return f"the cache keeps a prefix {duration(self.lifetime)} after it was written{assumed}"
+        return f"the cache keeps a prefix {duration(self.lifetime)} after its last use{capped}{assumed}"
+
+
+def duration(seconds: float) -> str:
+    """90 seconds, 5 minutes, 1 hour, 1.5 hours, 24 hours."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            amount = seconds / size
+            return f"{amount:g} {unit}" + ("" if amount == 1 else "s")
+    return f"{seconds:g} second" + ("" if seconds == 1 else "s")
 
 
 @dataclass(frozen=True)
@@ -173,13 +218,24 @@ def _rows(path: Path) -> dict[str, Price]:
         if minimum is not None and not (type(minimum) is int and 0 <= minimum <= MAX_MIN_CACHE_TOKENS):
             raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a min_cache_tokens that is not a whole "
                                    f"number of tokens from 0 to {MAX_MIN_CACHE_TOKENS:,}")
+        lifetimes = [row.get(field) for field in ("cache_ttl", "cache_max_age")]
+        for field, seconds in zip(("cache_ttl", "cache_max_age"), lifetimes):
+            if seconds is not None and not _seconds(seconds):
+                raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a {field} that is not a number of "
+                                       f"seconds from 0 to {MAX_CACHE_SECONDS:,} (a week)")
         if "until" in row and not _day(row["until"]):
             raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has an until that is not a day written "
                                    "YYYY-MM-DD (the last day the source gives the price for)")
         rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
                            str(row.get("source", "")), None if write is None else float(write), minimum,
-                           str(row.get("until", "")))
+                           str(row.get("until", "")), *(None if seconds is None else float(seconds)
+                                                        for seconds in lifetimes))
     return rows
+
+
+def _seconds(value) -> bool:
+    """A cache's lifetime: a number of seconds from 0 to MAX_CACHE_SECONDS."""
+    return type(value) in (int, float) and 0 <= value <= MAX_CACHE_SECONDS
 
 
 def _day(value) -> bool:

@@ -699,9 +699,11 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
                              priced=[("gemini-3.8-flash", price_of("gemini-3.8-flash"))]))
     rows = {row.all("td")[0].text: [cell.text for cell in row.all("td")[1:]]
             for row in root.one("table", "caching").one("tbody").all("tr")}
-    assert rows["window:2"][0] == "0%" and rows["window:2"][1] == rows["window:2"][2]  # nothing repeats: no saving
+    # the share read from the cache, the calls it had expired for, the cost without and with it, what it saved
+    assert rows["window:2"][0] == "0%" and rows["window:2"][2] == rows["window:2"][3]  # nothing repeats: no saving
+    assert rows["window:2"][1] == "0"  # recorded in seconds: no call came after its cache had expired
     price = price_of("gemini-3.8-flash")
-    assert reports[0].peak < 4096 and rows["full"][0] == "0%" and rows["full"][1] == rows["full"][2]  # all under 4,096
+    assert reports[0].peak < 4096 and rows["full"][0] == "0%" and rows["full"][2] == rows["full"][3]  # all under 4,096
     said = replay_page(header, events, reports, counter, priced=[("gemini-3.8-flash", price)])
     assert "by gemini-3.8-flash's rule: a repeated prefix of 4,096 tokens or more is read at $0.075" in said
     assert "the price holds until 2026-12-31" in said
@@ -715,7 +717,7 @@ def test_the_replay_page_shows_the_cost_with_and_without_prompt_caching(counter)
                                 for row in table.one("tbody").all("tr")} for table in both.all("table", "caching")]
     assert gemini_rows == rows  # the first rule's table as before, the second's after it
     assert cheap_rows["full"][0] == f"{reports[0].cacheable(cheap[1]) / reports[0].total:.0%}" != "0%"
-    assert cheap_rows["full"][2] < cheap_rows["full"][1]
+    assert cheap_rows["full"][3] < cheap_rows["full"][2]
     # one panel of cost with caching against facts kept for each rule, each named for its model
     panels = [text.text for text in both.one("svg", "tradeoff").all("text") if "prompt caching" in text.text]
     assert panels == ["input cost with prompt caching, gemini-3.8-flash",

@@ -23,7 +23,7 @@ from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from redaction import StreamRedactor
 from replies import continued
-from views.reports import caching_cells, noise_kept
+from views.reports import CACHING_COLUMNS, caching_cells, noise_kept
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 from tools.approval import approval_line
@@ -270,7 +270,7 @@ def caching_table(console: Console, measured, name: str, price) -> None:
     cache: windows and summaries break the prefix, full history keeps it."""
     table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching: {price.rule()}"),
                   title_justify="left")
-    for column in ["policy", "input repeating the call before", "no cache", "with the cache", "saved"]:
+    for column in CACHING_COLUMNS:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for report in measured:
         table.add_row(*map(plain, [report.policy, *caching_cells(report, price)]))

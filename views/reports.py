@@ -287,13 +287,18 @@ def _xml(text: str) -> str:
     return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
+CACHING_COLUMNS = ["policy", "input read from the cache", "calls it had expired for", "no cache", "with the cache",
+                   "saved"]
+
+
 def caching_cells(report: PolicyReplay, price) -> list[str]:
-    """A policy's row of the caching table, as the terminal, the page and the docs show it: the share of its input
-    that repeats the call before, its input cost at `price` without and with a prefix cache, and what the cache
-    saves."""
+    """A policy's row of the caching table (CACHING_COLUMNS after the policy), as the terminal, the page and the docs
+    show it: the share of its input the cache serves (what repeats the call before, while the cache still holds it),
+    the calls whose repeated start had expired by then, its input cost at `price` without and with a prefix cache,
+    and what the cache saves."""
     plain, cached = report.input_cost(price, False), report.input_cost(price, True)
-    return [f"{report.cacheable(price) / report.total:.0%}" if report.total else "", dollars(plain), dollars(cached),
-            f"{1 - cached / plain:.0%}" if plain else ""]
+    return [f"{report.cacheable(price) / report.total:.0%}" if report.total else "", f"{report.expired(price):,}",
+            dollars(plain), dollars(cached), f"{1 - cached / plain:.0%}" if plain else ""]
 
 
 def replay_csv(reports: list[PolicyReplay], setup: dict | None = None) -> str:
