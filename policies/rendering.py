@@ -108,6 +108,7 @@ class Conversation:
     laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
     steps: list[Step] = field(default_factory=list)  # every turn's steps, in order
     stepless: list[int] = field(default_factory=list)  # positions of earlier turns that ended with no step
+    now: float | None = None  # the trace's clock at its latest event that has a time (`t`): when the next call is made
 
 
 def read_conversation(events: Sequence[dict]) -> Conversation:
@@ -131,6 +132,8 @@ class ConversationReader:
         conversation = self._conversation
         for index in range(self._read, len(events)):
             _read_event(conversation, events[index], index)
+            if events[index].get("t").__class__ in (int, float):
+                conversation.now = events[index]["t"]
         if events:
             self._read, self._last = len(events), events[-1]
         if conversation.instructions is None:
@@ -141,7 +144,7 @@ class ConversationReader:
 def _read_event(conversation: Conversation, event: dict, index: int) -> None:
     kind, turns = event["type"], conversation.turns
     if kind == "reset":
-        conversation.instructions, conversation.summary = None, None
+        conversation.instructions, conversation.summary, conversation.now = None, None, None
         for kept in (turns, conversation.notes, conversation.forgotten, conversation.steps, conversation.stepless):
             kept.clear()
     elif kind == "instructions":

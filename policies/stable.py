@@ -65,10 +65,10 @@ class Stable(Policy):
             turn = turn_of[step.index].index
             size, added = size + sizes[number] + (questions[turn] if turn not in shown else 0), added + 1
             shown.add(turn)
-            # rebuilt, once KEEP steps were added since the last time (a T too small to hold the instructions, the
-            # facts and KEEP steps would otherwise rebuild at every call): the latest steps that fit, with their
+            # rebuilt when rebuilds() says so for the call after this step: the latest steps that fit, with their
             # questions, the instructions and the facts, in a share of T, so that the next rebuild is far off
-            if size > self.tokens and added > KEEP:
+            later = steps[number + 1].reply.get("t") if number + 1 < len(steps) else conversation.now
+            if self.rebuilds(size, added, step.reply.get("t"), later):
                 first = number + 1 - KEEP
                 # the most the block can hold from here
                 room = self.tokens * KEEP_SHARE - fixed - self._block_tokens(conversation, steps[first].index)
@@ -82,6 +82,13 @@ class Stable(Policy):
                 shown, added = {turn_of[kept.index].index for kept in steps[first:number + 1]}, 0
                 size = fixed + self._block_tokens(conversation, boundary) + from_step(first)
         return boundary
+
+    def rebuilds(self, size: int, added: int, before: float | None, at: float | None) -> bool:
+        """Whether the call made at time `at` rebuilds the context, `size` tokens long as it grew, `added` steps
+        since the last rebuild, the call before made at `before`: past T tokens, once KEEP steps were added since
+        the last time (a T too small to hold the instructions, the facts and KEEP steps would otherwise rebuild at
+        every call)."""
+        return size > self.tokens and added > KEEP
 
     def _facts(self, conversation: Conversation, boundary: int) -> list[str]:
         """The block's facts at a rebuild at `boundary`, kept once found (they depend on the trace before it alone)."""
