@@ -5,6 +5,7 @@ at each probe point (kept, gone, cut by the observation cap, or not stated yet);
 the summaries compact:T asks for (`Summaries`)."""
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,22 +136,35 @@ def parse_pace(text: str) -> Pace:
     return Pace(*numbers)
 
 
-def call_times(events: Sequence[dict], pace: Pace | None = None) -> list[float]:
-    """When each reasoning call of `events` was made, in seconds: its context event's `t` (the trace's own clock;
-    a call recorded with no time is taken as made with the one before), or with `pace` the times a person keeping
-    that pace would have made them, from 0."""
+def call_times(events: Sequence[dict]) -> list[float]:
+    """When each reasoning call of `events` was made, in seconds by the trace's clock: its context event's `t` (else
+    its reply's; a call recorded with no time is taken as made with the one before)."""
     times, previous = [], 0
     for index in call_points(events):
-        between = events[previous:index]
-        if pace is not None:
-            gap = pace.question if any(e["type"] == "question" for e in between) else pace.step
-            times.append(times[-1] + gap if times else 0.0)
-        else:
-            made = next((e.get("t") for e in reversed(between) if e["type"] == "context"), events[index].get("t"))
-            known = type(made) in (int, float) and made == made and made not in (float("inf"), float("-inf"))
-            times.append(float(made) if known else times[-1] if times else 0.0)
+        made = next((e.get("t") for e in reversed(events[previous:index]) if e["type"] == "context"),
+                    events[index].get("t"))
+        known = type(made) in (int, float) and math.isfinite(made)
+        times.append(float(made) if known else times[-1] if times else 0.0)
         previous = index + 1
     return times
+
+
+def paced(events: Sequence[dict], pace: Pace) -> list[dict]:
+    """The events with the times a person keeping `pace` would have made them at, from 0: each call `pace.question`
+    seconds after the one before when a question came between them, else `pace.step`; every event is at the time
+    of the call it leads to (those after the last call, at the last call's)."""
+    times, previous = [], 0
+    for index in call_points(events):
+        gap = pace.question if any(e["type"] == "question" for e in events[previous:index]) else pace.step
+        times.append((times[-1][0] + gap if times else 0.0, index))
+        previous = index + 1
+    out, calls = [], iter(times)
+    at, upto = next(calls, (0.0, len(events)))
+    for index, event in enumerate(events):
+        while index > upto:
+            at, upto = next(calls, (at, len(events)))
+        out.append({**event, "t": at})
+    return out
 
 
 def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, int]:
@@ -316,7 +330,8 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             sources = sorted({source for _, _, source in made.calls})
             report.note = f"{len(made.calls)} summaries: {', '.join(sources)}" if made.calls else ""
         measure, check, previous, docs, read = Meter(counter.count), Checker(), [], ("", ""), 0
-        report.times = call_times(session, pace)
+        session = paced(session, pace) if pace else session  # what a policy that reads the clock reads, too
+        report.times = call_times(session)
         for index in call_points(session):
             prefix = session[:index]
             messages = policy.render(prefix)

@@ -13,6 +13,7 @@ from typing import Callable
 from models import Message
 from policies.base import Policy
 from policies.budget import Budget
+from policies.cold import ColdRewrite
 from policies.compact import CompactHistory
 from policies.composed import Composed
 from policies.elide import ElideObservations
@@ -37,6 +38,7 @@ POLICIES = {
     "budget": Budget,
     "forget": Forget,
     "stable": Stable,
+    "cold": ColdRewrite,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened

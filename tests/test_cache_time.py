@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from experiments.replay import Pace, PolicyReplay, call_times, parse_pace
+from experiments.replay import Pace, PolicyReplay, call_times, paced, parse_pace, replay
 from models.prices import NEVER, Price, prices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,7 +65,7 @@ def test_the_calls_times_come_from_the_trace_or_from_a_stated_pace():
               {"type": "question", "t": 50}, {"type": "context", "t": 60.0}, {"type": "reply", "t": 61.0},
               {"type": "reply"}]  # a call recorded with no time: made with the one before
     assert call_times(events) == [1.0, 3.5, 60.0, 60.0]
-    assert call_times(events, Pace(7200, 2)) == [0.0, 2.0, 7202.0, 7204.0]
+    assert call_times(paced(events, Pace(7200, 2))) == [0.0, 2.0, 7202.0, 7204.0]
     assert parse_pace("300") == Pace(300, 0) and parse_pace("7200,2.5") == Pace(7200, 2.5)
 
 
@@ -118,3 +118,21 @@ def test_a_price_file_with_an_absurd_lifetime_is_refused_in_one_line(agent_py, t
     monkeypatch.setenv("TINYREACT_PRICES", str(table))
     done = agent_py("--replay", LONG, "--prices-of", "m")
     assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_cold_appends_while_the_cache_is_warm_and_rewrites_only_at_a_call_it_has_expired_for():
+    from experiments.facts import load_facts, probe_points
+    from traces import read_trace_file
+
+    header, events = read_trace_file(LONG)
+    facts, declared = load_facts(header)
+    points = probe_points(declared, events)
+    # recorded in seconds and under T: what full history sends, call for call
+    full, cold = replay(header, events, ["full", "cold"], facts=facts, points=points)
+    assert cold.sizes == full.sizes and cold.repeated == full.repeated
+    # two hours before each question: the first call of each question finds the cache cold, and only there it rewrites
+    full, cold = replay(header, events, ["full", "cold:4000"], facts=facts, points=points, pace=Pace(7200))
+    starts = {number for number, at in enumerate(cold.times) if number and at - cold.times[number - 1] > 300}
+    rewrites = {number for number in range(1, len(cold.sizes)) if cold.repeated[number] != cold.sizes[number - 1]}
+    assert rewrites and rewrites <= starts and cold.violations == 0
+    assert cold.input_cost(ANTHROPIC, True) < full.input_cost(ANTHROPIC, True)
