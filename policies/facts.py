@@ -2,8 +2,9 @@
 
 The facts are extracted by a rule, with no model call: every statement the user made (a sentence of a question
 that is not itself a question, of four words or more, not a greeting or thanks), and every short tool result
-(at most 160 characters, not an error; its lines joined into one) with the call that produced it. The latest 60
-are kept, in the order they came; a correction stays below the value it corrects. On its own it adds the block
+(at most 160 characters, not an error; its lines joined into one) with the call that produced it. The user's
+standing instructions ("whenever you give me a cost, ...", "from now on ...") come first and are always kept; then
+the latest of the others, 60 in all, in the order they came; a correction stays below the value it corrects. On its own it adds the block
 to full history; composed (`window:2+facts`, `user-only:4+facts`), it adds the block to what the other policies
 chose, which is where it saves tokens.
 Pick it when the facts that matter are said in so many words by the user or returned as short tool results;
@@ -21,6 +22,12 @@ MAX_FACTS = 60
 SHORT_RESULT = 160  # characters: a tool result this short is a fact; a longer one is a document
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 SMALL_TALK = re.compile(r"^(hi|hello|hey|thanks|thank you|great|ok|okay)\b", re.IGNORECASE)
+# A user's standing instruction: a rule for the rest of the conversation ("whenever you give me a cost, ...", "from
+# now on ...", "always ..."). It holds however long ago it was said, so the block keeps it first, before the latest
+# facts, and never lets it drop out for a later one (chosen on renovation.jsonl's rule; long.jsonl's is reported).
+STANDING = re.compile(r"\b(whenever|from now on|every time|each time|always|never|for the whole (chat|conversation))\b",
+                      re.IGNORECASE)
+TOOL_FACT = re.compile(r"^[A-Za-z_][\w.]*\(.*\) returned ", re.DOTALL)  # a short tool result, as all_facts writes it
 
 
 class KeyFacts(Policy):
@@ -57,8 +64,23 @@ def facts_block(facts: list[str]) -> Part:
 
 
 def key_facts(conversation: Conversation) -> list[str]:
-    """The facts the rule finds in every turn before the current one, oldest first, the latest MAX_FACTS."""
-    return all_facts(conversation.turns[:-1])[-MAX_FACTS:]
+    """The facts the rule finds in every turn before the current one: the standing instructions, then the latest of
+    the others, MAX_FACTS in all."""
+    return capped(all_facts(conversation.turns[:-1]), MAX_FACTS)
+
+
+def standing(fact: str) -> bool:
+    """Whether a fact is a user's standing instruction (STANDING), not a tool's result."""
+    return bool(STANDING.search(fact)) and not TOOL_FACT.match(fact)
+
+
+def capped(facts: list[str], most: int) -> list[str]:
+    """At most `most` of `facts` (oldest first): the standing instructions first, in order (the latest `most` of them
+    if there are more), then the latest of the others."""
+    rules = [fact for fact in facts if standing(fact)][-most:] if most > 0 else []
+    rest = [fact for fact in facts if not standing(fact)]
+    room = most - len(rules)
+    return rules + (rest[-room:] if room > 0 else [])
 
 
 def all_facts(turns, before: int | None = None) -> list[str]:

@@ -15,7 +15,7 @@ Pick it for long sessions on a service with prompt caching.
 from dataclasses import replace
 
 from policies.base import Policy
-from policies.facts import MAX_FACTS, all_facts, facts_block
+from policies.facts import MAX_FACTS, all_facts, capped, facts_block
 from policies.rendering import Conversation, View, observation_cut, question_part, step_parts
 from tokens import local_counter
 
@@ -112,9 +112,13 @@ class Stable(Policy):
 
 def facts_before(conversation: Conversation, boundary: int, room: float) -> list[str]:
     """The key facts (policies/facts.py's rule) in the questions and the steps before trace index `boundary`: the
-    latest MAX_FACTS, and of them the latest whose block fits in `room` tokens."""
-    facts = all_facts(conversation.turns, before=boundary)[-MAX_FACTS:]
+    standing instructions and the latest others, MAX_FACTS in all, and of them as many as fit in `room` tokens (the
+    oldest others left out first)."""
+    found = all_facts(conversation.turns, before=boundary)
+    most = min(len(found), MAX_FACTS)
+    facts = capped(found, most)
     count = local_counter().count
     while facts and count(facts_block(facts).text) > room:
-        facts = facts[len(facts) // 8 + 1:]  # the oldest eighth out at a time: a few counts, not one per fact
+        most -= len(facts) // 8 + 1  # the oldest eighth out at a time: a few counts, not one per fact
+        facts = capped(found, most)
     return facts

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import cli as command_line
-from experiments.facts import load_facts, probe_points
+from experiments.facts import Fact, load_facts, probe_points
 from experiments.replay import replay
 from policies.rendering import OBSERVATION_LIMIT, Step, cap
 from tokens import TokenCounter
@@ -154,7 +154,7 @@ def test_stable_keeps_its_prefix_between_rebuilds_and_every_planted_fact():
     """On support.jsonl, stable's context repeats the previous call's whole at every call but its one rebuild (full
     history's at every call, a window's at almost none); after a rebuild the key facts from what it dropped come right
     after the instructions, fixed until the next; it keeps every planted fact at every probe point."""
-    from experiments.facts import load_facts, probe_points
+    from experiments.facts import Fact, load_facts, probe_points
     from policies import make_policy
     from policies.invariants import KEY_FACTS
 
@@ -306,3 +306,23 @@ def test_stable_renders_the_same_whatever_the_observation_cut_was_before():
         fresh = make_policy("stable:3000")
         assert [policy.render(events[:call]) for call in calls[28:]] == [fresh.render(events[:call])
                                                                           for call in calls[28:]]
+
+
+@pytest.mark.parametrize("policy", ["window:2+facts", "stable:3000", "cold:3000"])
+def test_a_standing_instruction_said_first_stays_in_the_key_facts_block_after_seventy_later_facts(tmp_path, policy):
+    """The user's rule for the whole conversation is said once, first; seventy facts follow, more than the block
+    holds (60) and than a quarter of T: the block keeps the rule, ahead of the latest facts (it kept the latest 60
+    and lost the rule)."""
+    rule = "From now on, whenever you give me a price, also give it with VAT."
+    turns = [{"user": rule, "steps": [], "answer": "Understood."}] + [
+        {"user": f"My locker number {n} is on floor {n % 7} and its code is {1000 + 37 * n}. What is {n} plus 1?",
+         "steps": [{"thought": "Add.", "action": f"add_numbers({n}, 1)", "result": str(n + 1)}], "answer": "Noted."}
+        for n in range(70)]
+    (tmp_path / "s.json").write_text(json.dumps({"tools": ["add_numbers"], "turns": turns}))
+    trace = str(tmp_path / "t.jsonl")
+    assert command_line.main(["--record", str(tmp_path / "s.json"), "--trace", trace]) == 0
+    header, events = read_trace_file(trace)
+    fact = Fact("rule", "also give it with VAT", phrasings=["What did I ask you to do with prices?"])
+    last = probe_points({}, events)  # after the last call
+    [report] = replay(header, events, [policy], facts=[fact], points=last)
+    assert report.facts["rule"][last[0].label] == "kept" and report.violations == 0
