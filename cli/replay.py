@@ -157,12 +157,14 @@ def _unlisted(names: list[str]) -> str:
 def _probe(args, run: Replaying, specs: list[str], counter) -> None:
     """Ask the probes; the answers so far are kept when Ctrl-C or a failing model stops it (run.stopped says which)."""
     from experiments.probe import probe
+    from experiments.replay import paced
     from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
     run.answers = []
     try:
         with spinner("probing…") as update:
-            probe(run.events, specs, run.model, run.facts, run.points, phrasings=args.phrasings,
+            probe(paced(run.events, args.pace) if args.pace else run.events,  # the clock cold:T reads
+                  specs, run.model, run.facts, run.points, phrasings=args.phrasings,
                   repeat=args.repeat or 1, jobs=args.jobs or 1, summaries=run.summaries, counter=counter,
                   progress=update, answers=run.answers)
     except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
