@@ -69,7 +69,7 @@ class Stable(Policy):
             # questions, the instructions and the facts, in a share of T, so that the next rebuild is far off
             later = steps[number + 1].reply.get("t") if number + 1 < len(steps) else conversation.now
             if self.rebuilds(size, added, step.reply.get("t"), later):
-                first = number + 1 - KEEP
+                first = max(0, number + 1 - KEEP)
                 # the most the block can hold from here
                 room = self.tokens * KEEP_SHARE - fixed - self._block_tokens(conversation, steps[first].index)
 
@@ -78,7 +78,7 @@ class Stable(Policy):
                                                               {turn_of[s.index].index for s in steps[start:number + 1]})
                 while first > 0 and from_step(first - 1) <= room:
                     first -= 1
-                boundary = steps[first].index
+                boundary = steps[first].index if first else 0  # all of it fits: nothing left out, no block
                 shown, added = {turn_of[kept.index].index for kept in steps[first:number + 1]}, 0
                 size = fixed + self._block_tokens(conversation, boundary) + from_step(first)
         return boundary

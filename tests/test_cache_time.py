@@ -136,3 +136,13 @@ def test_cold_appends_while_the_cache_is_warm_and_rewrites_only_at_a_call_it_has
     rewrites = {number for number in range(1, len(cold.sizes)) if cold.repeated[number] != cold.sizes[number - 1]}
     assert rewrites and rewrites <= starts and cold.violations == 0
     assert cold.input_cost(ANTHROPIC, True) < full.input_cost(ANTHROPIC, True)
+
+
+def test_a_rewrite_that_would_keep_everything_changes_nothing():
+    """short.jsonl never passes half of cold's T: each cold call rewrites to what full history sends (it added a
+    block of the first question's facts at the first expired call, and read steps[-1] when there was one step)."""
+    from traces import read_trace_file
+
+    header, events = read_trace_file(os.path.join(ROOT, "conversations", "short.jsonl"))
+    full, cold = replay(header, events, ["full", "cold"], facts=[], points=[], pace=Pace(7200))
+    assert cold.sizes == full.sizes and cold.repeated == full.repeated
