@@ -4,9 +4,9 @@ The facts are extracted by a rule, with no model call: every statement the user 
 that is not itself a question, of four words or more, not a greeting or thanks), and every short tool result
 (at most 160 characters, not an error; its lines joined into one) with the call that produced it. The user's
 standing instructions ("whenever you give me a cost, ...", "from now on ...") come first and are always kept; then
-the latest of the others, 60 in all, in the order they came; a correction stays below the value it corrects. On its own it adds the block
-to full history; composed (`window:2+facts`, `user-only:4+facts`), it adds the block to what the other policies
-chose, which is where it saves tokens.
+the latest of the others, 60 in all, in the order they came; a correction stays below the value it corrects. On
+its own it adds the block to full history; composed (`window:2+facts`, `user-only:4+facts`), it adds the block to
+what the other policies chose, which is where it saves tokens.
 Pick it when the facts that matter are said in so many words by the user or returned as short tool results;
 a fact inside a long page is not extracted.
 """

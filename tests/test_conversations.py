@@ -154,7 +154,7 @@ def test_stable_keeps_its_prefix_between_rebuilds_and_every_planted_fact():
     """On support.jsonl, stable's context repeats the previous call's whole at every call but its one rebuild (full
     history's at every call, a window's at almost none); after a rebuild the key facts from what it dropped come right
     after the instructions, fixed until the next; it keeps every planted fact at every probe point."""
-    from experiments.facts import Fact, load_facts, probe_points
+    from experiments.facts import load_facts, probe_points
     from policies import make_policy
     from policies.invariants import KEY_FACTS
 

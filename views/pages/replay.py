@@ -14,7 +14,8 @@ from tokens import TokenCounter, local_counter
 from views.pages.calls import change_line, change_list
 from views.reading import changes
 from views.pages.parts import PREVIEW, Store, bar, esc, folded, folded_context, legend, page, plural, preview, table
-from views.reports import CACHING_COLUMNS, caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart, tradeoff_panels
+from views.reports import (CACHING_COLUMNS, caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart,
+                           tradeoff_panels)
 
 # What replay says about a fact at a probe point (experiments.facts.fact_state) -> (CSS class, mark, words). A state
 # added there needs one line here; one missing is shown as "?" with its name.
@@ -106,7 +107,8 @@ def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
     return (f"<h2>What it would cost at {esc(name)}'s list price, without and with prompt caching</h2>"
             + table(CACHING_COLUMNS, rows, "caching")
             + f'<p class="meta">A cache serves the part of a call\'s input that repeats the call before from its '
-              f'start (counted part by part, a lower bound), while it still holds it, by {esc(name)}\'s rule: {esc(price.rule())}. Input only '
+              f'start (counted part by part, a lower bound), while it still holds it, by {esc(name)}\'s rule: '
+              f'{esc(price.rule())}. Input only '
               f'({esc(price.source)}, read {esc(price.read)}).</p>')
 
 
