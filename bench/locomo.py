@@ -61,6 +61,15 @@ ASK = ("{question} Answer in a short phrase, with the conversation's own words w
        "does not say, answer: Not mentioned in the conversation.")
 ENDS = "[the session ends]"
 OFF_CHART = 3  # a policy dearer than this many times full history is left off the chart (and named)
+# Time. LoCoMo dates each session ("1:56 pm on 8 May, 2023") and gives no time within one: each session's first call
+# is made at its date, each later call TURN_SECONDS after the one before (a person's reply in a chat), and the
+# questions are asked after the last session, one after another, the first TURN_SECONDS after its last call.
+SESSION_DATE = "%I:%M %p on %d %B, %Y"
+TURN_SECONDS = 30
+HEADLINE = (1, 2, 3, 4)  # the categories the headline share counts: adversarial questions have no evidence to keep
+BOOTSTRAP = 2000  # resamples of the conversations for the clustered interval
+AUDIT_ID = re.compile(r"locomo_(\d{1,3})_qa(\d{1,5})")
+MAX_CORRECTIONS = 5_000_000  # bytes: the audit is about 150 KB
 
 
 @dataclass
@@ -71,6 +80,7 @@ class Question:
     category: int
     evidence: list[str]  # dialogue ids, "D1:3"
     unread: int = 0  # evidence entries that name no dialogue id ("D")
+    corrected: list[str] | None = None  # the audit's evidence, where --corrections gives other evidence
 
 
 @dataclass
@@ -256,24 +266,28 @@ class Measured:
     states: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
     input_tokens: int = 0
     peak: int = 0  # the largest context of any call, in tokens
-    cost: dict = field(default_factory=lambda: {"no_cache": {}, "with_cache": {}})  # by rule: dollars
+    cost: dict = field(default_factory=lambda: {"no_cache": {}, "with_cache": {}})  # by rule: dollars, all calls
+    # the same for the session calls alone: the question calls left out, as these costs were counted before
+    sessions_cost: dict = field(default_factory=lambda: {"no_cache": {}, "with_cache": {}})
     caveat: str = ""
+    corrected: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
+    by_conversation: dict = field(default_factory=dict)  # conversation: Counter of the headline's states
 
 
 def measure(conversations: list[Conversation], specs: list[str], rules: list[tuple[str, object]],
             folder: str, progress=lambda text: None) -> tuple[list[Measured], dict]:
-    """Each policy over every conversation: the evidence's state for every question, the input tokens and cost."""
-    from experiments.facts import question_event
-    from experiments.replay import replay
-    from policies import make_policy
-    from tokens import local_counter
+    """Each policy over every conversation: the evidence's state for every question (under LoCoMo's evidence and,
+    where --corrections gave it, the audit's), the input tokens and the cost of every call, the sessions' and the
+    questions', each priced at its time (call_times)."""
+    from experiments.replay import replay, timed
 
-    counter = local_counter()
-    results = {spec: Measured(make_policy(spec).name) for spec in specs}
+    results = {spec: Measured(make_policy_name(spec)) for spec in specs}
     unscored = {"no evidence": [], "an entry naming no line": [], "a line the conversation lacks": []}  # by why
     for number, conv in enumerate(conversations, 1):
         progress(f"conversation {number} of {len(conversations)}: recording")
-        header, events = record(conv, folder)  # conv.lines filled, by dialogue id
+        header, recorded = record(conv, folder)  # conv.lines filled, by dialogue id
+        times = call_times(conv, recorded)
+        events = timed(recorded, times)
         for question in conv.questions:
             if not question.evidence:
                 unscored["no evidence"].append(f"{conv.name} q{question.number}")
@@ -282,26 +296,97 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
             if any(i not in conv.lines for i in question.evidence):
                 unscored["a line the conversation lacks"].append(f"{conv.name} q{question.number}")
         progress(f"conversation {number} of {len(conversations)}: replaying {len(specs)} policies")
-        reports = replay(header, events, specs, counter, facts=[], points=[])
+        reports = replay(header, events, specs, facts=[], points=[])
         for spec, report in zip(specs, reports):
-            result = results[spec]
             if not report.measured:
-                result.caveat = report.note
+                results[spec].caveat = report.note
                 continue
-            result.caveat = result.caveat or report.caveat
-            result.input_tokens += report.total
-            result.peak = max(result.peak, report.peak)
-            for name, price in rules:
-                for cached, key in ((False, "no_cache"), (True, "with_cache")):
-                    result.cost[key][name] = result.cost[key].get(name, 0) + report.input_cost(price, cached)
-            policy = make_policy(spec)
-            for question in conv.questions:
-                lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
-                if not lines:  # nothing to look for: said at the end, not scored
-                    continue
-                text = "\n".join(m.text for m in policy.render([*events, question_event(question.text)]))
-                result.states[question.category][evidence_state(text, lines)] += 1
+            _measured(results[spec], spec, report, conv, events, times[-1] if times else 0.0, rules)
     return list(results.values()), unscored
+
+
+def make_policy_name(spec: str) -> str:
+    from policies import make_policy
+
+    return make_policy(spec).name
+
+
+def _measured(result: Measured, spec: str, report, conv: Conversation, events: list[dict], last: float,
+              rules: list[tuple[str, object]]) -> None:
+    """One policy's replay of one conversation added to its result: the session calls priced, then each question
+    asked as a call of its own after the last session, its evidence's state in that call's context."""
+    from experiments.facts import call_points, question_event
+    from experiments.replay import repeated_prefix
+    from policies import make_policy
+    from tokens import local_counter
+
+    count = local_counter().count
+    result.caveat = result.caveat or report.caveat
+    _priced(result.sessions_cost, report, rules)
+    policy = make_policy(spec)
+    calls = call_points(events)
+    previous = policy.render(events[:calls[-1]]) if calls else []  # the last session call's context
+    kept = result.by_conversation.setdefault(conv.name, Counter())
+    for number, question in enumerate(conv.questions, 1):
+        at = last + TURN_SECONDS * number
+        messages = policy.render([*events, {**question_event(question.text), "t": at}])
+        report.sizes.append(sum(count(part.text) for message in messages for part in message.parts))
+        report.repeated.append(repeated_prefix(previous, messages, count))
+        report.times.append(at)
+        previous = messages
+        text = "\n".join(m.text for m in messages)
+        for evidence, states in ((question.evidence, result.states), (question.corrected, result.corrected)):
+            required = needed(conv, question, evidence)
+            if required:  # nothing to look for: said at the end, not scored
+                states[question.category][evidence_state(text, required)] += 1
+        required = needed(conv, question, question.evidence)
+        if required and question.category in HEADLINE:
+            kept[evidence_state(text, required)] += 1
+    result.input_tokens += report.total
+    result.peak = max(result.peak, report.peak)
+    _priced(result.cost, report, rules)
+
+
+def _priced(cost: dict, report, rules: list[tuple[str, object]]) -> None:
+    for name, price in rules:
+        for cached, key in ((False, "no_cache"), (True, "with_cache")):
+            cost[key][name] = cost[key].get(name, 0) + report.input_cost(price, cached)
+
+
+def needed(conv: Conversation, question: Question, evidence: list[str] | None) -> list[str]:
+    """What must be in a context for a question's evidence to count as kept: its lines (those the conversation
+    has), and for a temporal question the date of each session they come from, as the trace gives it ("[Session 3,
+    7:55 pm on 9 June, 2023]"): a line without its date does not tell when."""
+    lines = [conv.lines[i] for i in evidence or [] if i in conv.lines]
+    if question.category != 2 or not lines:
+        return lines
+    dates = {number: date for number, date, _ in conv.sessions}
+    sessions = dict.fromkeys(int(EVIDENCE.search(i)[1]) for i in evidence if i in conv.lines)
+    return lines + [f"[Session {n}, {dates[n]}]" if dates.get(n) else f"[Session {n}]" for n in sessions]
+
+
+def call_times(conv: Conversation, events: list[dict]) -> list[float]:
+    """When each call of a conversation's trace is taken to be made, in seconds since the epoch: a session's first
+    call at its date, each later one TURN_SECONDS after the one before (never before it, if a date goes back)."""
+    from datetime import datetime, timezone
+
+    from experiments.facts import call_points
+
+    dates = {}
+    for number, date, _ in conv.sessions:
+        try:
+            dates[number] = datetime.strptime(date, SESSION_DATE).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            raise DataError(f"{conv.name}: session {number}'s date {date[:40]!r} is not written as LoCoMo writes "
+                            "them (1:56 pm on 8 May, 2023)") from None
+    times, previous = [], 0
+    for index in call_points(events):
+        started = next((int(found[1]) for e in events[previous:index] if e["type"] == "question"
+                        for found in [re.match(r"\[Session (\d+)", e["text"])] if found), None)
+        later = times[-1] + TURN_SECONDS if times else 0.0
+        times.append(max(later, dates[started]) if started in dates else later)
+        previous = index + 1
+    return times
 
 
 def share(counts: Counter) -> dict:
@@ -313,36 +398,74 @@ def share(counts: Counter) -> dict:
             "share": counts["kept"] / n if n else None, "low": low, "high": high}
 
 
-def as_json(conversations: list[Conversation], results: list[Measured], unscored: dict, rules) -> dict:
+def headline(states: dict) -> Counter:
+    """The states of the questions the headline counts (HEADLINE: not the adversarial ones)."""
+    return sum((states[category] for category in HEADLINE), Counter())
+
+
+def clustered(by_conversation: dict, seed: int = 1) -> tuple[float, float] | None:
+    """A 95% interval of the headline share by a bootstrap over conversations: the questions of one conversation are
+    not independent draws (one trace, one policy's choices), so the conversations are resampled, not the questions."""
+    counts = [(c["kept"], sum(c.values())) for c in by_conversation.values() if sum(c.values())]
+    if not counts:
+        return None
+    pick, shares = random.Random(seed), []
+    for _ in range(BOOTSTRAP):
+        drawn = [counts[pick.randrange(len(counts))] for _ in counts]
+        shares.append(sum(k for k, _ in drawn) / sum(n for _, n in drawn))
+    shares.sort()
+    return shares[int(0.025 * BOOTSTRAP)], shares[int(0.975 * BOOTSTRAP) - 1]
+
+
+def as_json(conversations: list[Conversation], results: list[Measured], unscored: dict, rules,
+            setup: dict | None = None) -> dict:
+    corrected = (setup or {}).get("corrections")
     return {
         "conversations": len(conversations),
         "questions": sum(len(conv.questions) for conv in conversations),
         "unresolved_evidence": unscored,
         "rules": {name: price.rule() for name, price in rules},
+        "setup": setup,
         "policies": {result.policy: {
-            "evidence_kept": share(sum(result.states.values(), Counter()))["share"],
-            "evidence": share(sum(result.states.values(), Counter())),
+            "evidence_kept": share(headline(result.states))["share"],
+            "evidence": {**share(headline(result.states)), "clustered": clustered(result.by_conversation),
+                         "categories": [CATEGORIES[c] for c in HEADLINE]},
             "by_category": {CATEGORIES[c]: share(counts) for c, counts in result.states.items()},
+            "corrected": ({"evidence": share(headline(result.corrected)),
+                           "by_category": {CATEGORIES[c]: share(counts) for c, counts in result.corrected.items()}}
+                          if corrected else None),
             "input_tokens": result.input_tokens, "peak_context": result.peak,
             "cost": {key: {name: round(value, 6) for name, value in costs.items()}
                      for key, costs in result.cost.items()},
+            "sessions_cost": {key: {name: round(value, 6) for name, value in costs.items()}
+                              for key, costs in result.sessions_cost.items()},
             "caveat": result.caveat or None}
             for result in results},
     }
 
 
 def table(summary: dict) -> str:
-    """The Markdown tables: evidence kept by category, then cost against full history."""
+    """The Markdown tables: evidence kept (the headline without the adversarial category, with Wilson's interval
+    and the interval of a bootstrap over conversations; under the audit's evidence too, where given) and by
+    category, then the cost of every call with caching against full history's."""
     names = list(CATEGORIES.values())
-    rows = ["| policy | evidence kept, all | " + " | ".join(names) + " | input tokens | "
+    audited = summary.get("setup", {}) and summary["setup"].get("corrections")
+    rows = ["| policy | evidence kept (categories 1–4; Wilson; by conversation) | "
+            + ("under the audit's evidence | " if audited else "") + " | ".join(names) + " | input tokens | "
             + " | ".join(f"with caching, {rule}" for rule in summary["rules"]) + " |",
-            "| --- | ---: |" + " ---: |" * len(names) + " ---: |" + " ---: |" * len(summary["rules"])]
+            "| --- | ---: |" + (" ---: |" if audited else "") + " ---: |" * len(names) + " ---: |"
+            + " ---: |" * len(summary["rules"])]
     full = summary["policies"].get("full")
     for policy, measured in summary["policies"].items():
         if not measured["input_tokens"]:
             rows.append(f"| {policy} | not measured: {measured['caveat']} |")
             continue
-        cells = [_share(measured["evidence"])] + [_share(measured["by_category"][name]) for name in names]
+        evidence = measured["evidence"]
+        by_conversation = evidence["clustered"]
+        cells = [_share(evidence) + (f"; {by_conversation[0]:.0%}–{by_conversation[1]:.0%}" if by_conversation
+                                     else "")]
+        cells += [_share(measured["corrected"]["evidence"])] if audited else []
+        cells += [_share(measured["by_category"][name]) for name in names]
         costs = [f"${measured['cost']['with_cache'][rule]:.3f}"
                  + (f" ({measured['cost']['with_cache'][rule] / full['cost']['with_cache'][rule]:.0%})" if full
                     else "") for rule in summary["rules"]]
@@ -378,6 +501,81 @@ def plot(summary: dict, title: str) -> str:
     return tradeoff_chart(panels, title) + "\n"
 
 
+def _cache_ttl(text: str) -> float:
+    from models.prices import MAX_CACHE_SECONDS, NEVER
+
+    if text.strip().lower() == "none":
+        return NEVER
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_CACHE_SECONDS:
+        raise argparse.ArgumentTypeError(f"takes seconds from 0 to {MAX_CACHE_SECONDS:,} (a week), or none, "
+                                         f"got {text!r}")
+    return seconds
+
+
+def locomo_setup(args, priced: list, corrections: dict | None, conversations: list[Conversation]) -> dict:
+    """What made the numbers, beside them: the lifetimes the costs assume, the times, the audit read."""
+    from experiments.provenance import digest
+
+    return {"times": f"each session's first call at its date, later calls {TURN_SECONDS} s apart; the questions "
+                     f"after the last session, {TURN_SECONDS} s apart",
+            "caches": {name: price.kept() for name, price in priced},
+            "corrections": ({"path": args.corrections, "sha256": digest(args.corrections),
+                             "entries": corrections["entries"], "questions_changed": sum(
+                                 question.corrected != question.evidence for conv in conversations
+                                 for question in conv.questions)}
+                            if corrections else None)}
+
+
+def read_corrections(path: str, conversations: list[Conversation]) -> dict:
+    """The audit's corrected evidence (dial481/locomo-audit's errors.json) set on the questions it names: each entry
+    `locomo_<i>_qa<n>` (i the conversation's place in the file, n the question's in its qa list, both from 0), its
+    question's text checked against the data's. A file not of that shape, or naming a question the data does not
+    have, is a DataError; entries whose evidence is LoCoMo's own (in another order, zero-padded, or two ids in one
+    string) change nothing. {"entries": how many, "changed": the questions whose evidence changed, in the file}."""
+    from files import read_input
+
+    try:
+        entries = json.loads(read_input(path, MAX_CORRECTIONS, "the corrections file").decode("utf-8"))
+    except OSError as problem:
+        raise DataError(f"--corrections {path}: {problem.strerror or problem}") from None
+    except (ValueError, RecursionError) as problem:
+        raise DataError(f"--corrections {path}: not JSON in UTF-8 ({str(problem)[:80]})") from None
+    if not isinstance(entries, list) or not all(_correction(entry) for entry in entries):
+        raise DataError(f"--corrections {path} is not the audit's errors.json: it must be a list of entries, each "
+                        "with a question_id (locomo_<i>_qa<n>), the question and its correct_evidence (a list of "
+                        "dialogue ids)")
+    changed = 0
+    for entry in entries:
+        found = AUDIT_ID.fullmatch(entry["question_id"])
+        place, index = int(found[1]), int(found[2])
+        if place >= len(conversations) or index >= len(conversations[place].questions):
+            raise DataError(f"--corrections {path}: {entry['question_id']} names a question the data does not "
+                            f"have ({len(conversations)} conversations)")
+        question = conversations[place].questions[index]
+        if " ".join(question.text.split()) != " ".join(entry["question"].split()):
+            raise DataError(f"--corrections {path}: {entry['question_id']} is {entry['question'][:60]!r}, but "
+                            f"the data's question is {question.text[:60]!r}: another version of LoCoMo")
+        evidence = [f"D{int(s)}:{int(n)}" for text in entry["correct_evidence"] for s, n in EVIDENCE.findall(text)]
+        if sorted(set(evidence)) != sorted(set(question.evidence)):
+            question.corrected, changed = list(dict.fromkeys(evidence)), changed + 1
+    for conv in conversations:
+        for question in conv.questions:
+            if question.corrected is None:
+                question.corrected = question.evidence
+    return {"entries": len(entries), "changed": changed}
+
+
+def _correction(entry) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("question_id"), str)
+            and bool(AUDIT_ID.fullmatch(entry["question_id"])) and isinstance(entry.get("question"), str)
+            and isinstance(entry.get("correct_evidence"), list)
+            and all(isinstance(item, str) for item in entry["correct_evidence"]))
+
+
 def _count(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"takes a whole number from 1, got {text!r}")
@@ -406,6 +604,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --probe: the number of questions asked (20)")
     parser.add_argument("--seed", type=int, default=1, help="with --probe: the sample's seed (1)")
     parser.add_argument("--answers", metavar="FILE.jsonl", help="with --probe: keep every answer and its score")
+    parser.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",
+                        help="every prompt cache keeps a prefix SECONDS after its last use, whatever its price row "
+                             "says (none: caches never expire, the costs as counted before they did)")
+    parser.add_argument("--corrections", metavar="FILE",
+                        help="the independent audit of LoCoMo's answer key (dial481/locomo-audit's errors.json): "
+                             "evidence kept is also given under its corrected evidence")
     args = parser.parse_args(argv)
     if args.probe and not args.model:
         parser.error("--probe needs --model SPEC")
@@ -413,8 +617,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     try:
-        priced = rules()
-        conversations = read(args.data)[slice(*args.conversations) if args.conversations else slice(None)]
+        priced = [(name, price.expiring(args.cache_ttl)) for name, price in rules()]
+        everything = read(args.data)
+        corrections = read_corrections(args.corrections, everything) if args.corrections else None
+        conversations = everything[slice(*args.conversations) if args.conversations else slice(None)]
         specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
         from policies import make_policy
         named = {}
@@ -429,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
             return probe_main(args, conversations, specs, folder)
         say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
         results, unscored = measure(conversations, specs, priced, folder, say)
-    summary = as_json(conversations, results, unscored, priced)
+    summary = as_json(conversations, results, unscored, priced, locomo_setup(args, priced, corrections, conversations))
     code = 0
     if args.plot:
         from files import write_whole
@@ -445,8 +651,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=1))
     else:
         print(f"{summary['conversations']} conversations, {summary['questions']:,} questions; evidence kept when "
-              "asked after the last session, Wilson 95% intervals")
+              "asked after the last session (a temporal question's with its session's date), 95% intervals")
         print(table(summary))
+        print("setup: " + " · ".join(f"{key}: {value}" for key, value in summary["setup"].items()))
         for kind, said in (("no evidence", "list no evidence line (not scored)"),
                            ("an entry naming no line", "list an entry naming no line, such as \"D\" (scored on the "
                                                        "lines they name)"),

@@ -151,14 +151,19 @@ def call_times(events: Sequence[dict]) -> list[float]:
 
 def paced(events: Sequence[dict], pace: Pace) -> list[dict]:
     """The events with the times a person keeping `pace` would have made them at, from 0: each call `pace.question`
-    seconds after the one before when a question came between them, else `pace.step`; every event is at the time
-    of the call it leads to (those after the last call, at the last call's)."""
+    seconds after the one before when a question came between them, else `pace.step`."""
     times, previous = [], 0
     for index in call_points(events):
         gap = pace.question if any(e["type"] == "question" for e in events[previous:index]) else pace.step
-        times.append((times[-1][0] + gap if times else 0.0, index))
+        times.append(times[-1] + gap if times else 0.0)
         previous = index + 1
-    out, calls = [], iter(times)
+    return timed(events, times)
+
+
+def timed(events: Sequence[dict], times: Sequence[float]) -> list[dict]:
+    """The events with each call made at its time in `times` (seconds, one a call): every event at the time of the
+    call it leads to, those after the last call at the last call's."""
+    out, calls = [], iter(zip(times, call_points(events)))
     at, upto = next(calls, (0.0, len(events)))
     for index, event in enumerate(events):
         while index > upto:

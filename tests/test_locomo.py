@@ -67,7 +67,8 @@ def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
     conversations, summary = measured
     assert summary["conversations"] == 2 and summary["questions"] == 12
     full, window = summary["policies"]["full"], summary["policies"]["window:1"]
-    assert full["evidence_kept"] == 1.0 and full["evidence"]["n"] == 11  # "D9:1" names no line: not scored
+    # "D9:1" names no line: not scored; the adversarial question (category 5) is left out of the headline
+    assert full["evidence_kept"] == 1.0 and full["evidence"]["n"] == 10 and full["by_category"]["adversarial"]["n"] == 1
     assert summary["unresolved_evidence"] == {"no evidence": [], "an entry naming no line": [],
                                               "a line the conversation lacks": ["locomo_synthetic.json#1 q9"]}
     # window:1 shows the last exchange only: of the first conversation, only the questions on its last session's
@@ -88,6 +89,84 @@ def test_evidence_is_kept_under_full_history_and_lost_by_a_window(measured):
                           "- Pimenta knocked my coffee onto the keyboard this morning.")
     assert not locomo.present("Ines: Wow!", "Wow!") and not locomo.present("A b c d. E f g h.", "A b c d.")
     assert set(full["cost"]) == {"no_cache", "with_cache"} and set(full["cost"]["no_cache"]) == set(locomo.RULES)
+    # every call is priced, the questions' too: more than the session calls alone
+    assert all(full["cost"][key][rule] > full["sessions_cost"][key][rule]
+               for key in full["cost"] for rule in locomo.RULES)
+
+
+def test_a_temporal_question_counts_as_kept_only_with_its_sessions_date():
+    conversation = locomo.read(SYNTHETIC)[0]
+    locomo.script(conversation)  # fills the lines
+    when = conversation.questions[1]  # "When did Ines adopt her cat?" (temporal), on D1:1
+    needed = locomo.needed(conversation, when, when.evidence)
+    assert needed == [conversation.lines["D1:1"], "[Session 1, 9:15 am on 3 March, 2025]"]
+    assert locomo.evidence_state(conversation.lines["D1:1"], needed) == "partly"  # the line without its date
+    name = conversation.questions[0]  # the same line, asked as single-hop: no date needed
+    assert locomo.needed(conversation, name, name.evidence) == [conversation.lines["D1:1"]]
+
+
+def test_the_calls_are_made_at_the_sessions_dates_and_a_cache_expires_between_them(tmp_path):
+    """The synthetic sessions are weeks apart: under a 5-minute cache each session's first call reads nothing, so
+    full history's session calls cost more than with the cache kept for ever, which gives them as counted before
+    (the synthetic contexts are short: the rule here caches from 0 tokens, so that the cache is used at all)."""
+    from experiments.replay import replay
+    from models.prices import NEVER, Price
+
+    conversations = locomo.read(SYNTHETIC)
+    header, recorded = locomo.record(conversations[0], str(tmp_path))
+    times = locomo.call_times(conversations[0], recorded)
+    assert times[0] == 1740993300.0  # 9:15 am on 3 March, 2025, UTC
+    assert times[1] - times[0] == locomo.TURN_SECONDS and times[3] - times[2] > 40 * 86400  # session 2, April 20
+    five_minutes = Price(1.0, 0.1, 1.0, "", "", cache_write=1.25, min_cache_tokens=0, cache_ttl=300)
+    as_before, in_time = (locomo.measure(conversations, ["full"], [("rule", price)], str(tmp_path))[0][0]
+                          for price in (five_minutes.expiring(NEVER), five_minutes))
+    undated = sum(replay(*locomo.record(conv, str(tmp_path)), ["full"], facts=[], points=[])[0]
+                  .input_cost(five_minutes.expiring(NEVER), True) for conv in conversations)
+    assert as_before.sessions_cost["with_cache"]["rule"] == pytest.approx(undated)  # as counted before
+    assert in_time.sessions_cost["with_cache"]["rule"] > as_before.sessions_cost["with_cache"]["rule"]
+
+
+def corrections(tmp_path, entries) -> str:
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(entries))
+    return str(path)
+
+
+AUDITED = {"question_id": "locomo_0_qa5", "question": "Where is Tomas's sister from?", "category": 4,
+           "cited_evidence": ["D2:5"], "correct_evidence": ["D1:1"], "golden_answer": "x", "correct_answer": "x"}
+
+
+def test_the_audit_s_corrected_evidence_is_reported_beside_locomos(tmp_path, capsys):
+    padded = {**AUDITED, "question_id": "locomo_1_qa0", "question": "What is Wen's sourdough starter called?",
+              "cited_evidence": ["D1:1"], "correct_evidence": ["D01:01"]}  # the same line, zero-padded: no change
+    path = corrections(tmp_path, [AUDITED, padded])
+    assert locomo.main([SYNTHETIC, "--policies", "full,user-only:0", "--corrections", path, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    setup = printed["setup"]["corrections"]
+    assert setup["entries"] == 2 and setup["questions_changed"] == 1 and len(setup["sha256"]) == 64
+    user = printed["policies"]["user-only:0"]
+    # Tomas's line (D2:5) is not the user's; the audit's D1:1 is Ines's, which user-only keeps
+    assert user["corrected"]["evidence"]["kept"] == user["evidence"]["kept"] + 1
+
+
+@pytest.mark.parametrize("entries, said", [
+    ({"not": "a list"}, "is not the audit's errors.json"),
+    ([{"question_id": "q5", "question": "x", "correct_evidence": []}], "is not the audit's errors.json"),
+    ([{**AUDITED, "correct_evidence": "D1:1"}], "is not the audit's errors.json"),
+    ([{**AUDITED, "question_id": "locomo_7_qa0"}], "names a question the data does not have"),
+    ([{**AUDITED, "question_id": "locomo_0_qa40"}], "names a question the data does not have"),
+    ([{**AUDITED, "question": "Where is Ines from?"}], "another version of LoCoMo")])
+def test_a_corrections_file_that_is_not_the_audit_s_is_one_line(tmp_path, capsys, entries, said):
+    assert locomo.main([SYNTHETIC, "--corrections", corrections(tmp_path, entries)]) == 2
+    out, err = capsys.readouterr()
+    assert said in err and len(err.strip().splitlines()) == 1 and not out
+
+
+@pytest.mark.parametrize("value", ["-1", "soon", "1e9"])
+def test_a_bad_cache_lifetime_is_refused(capsys, value):
+    with pytest.raises(SystemExit) as stop:
+        locomo.main([SYNTHETIC, "--cache-ttl", value])
+    assert stop.value.code == 2 and "--cache-ttl" in capsys.readouterr().err
 
 
 def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, capsys):
@@ -98,7 +177,7 @@ def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, cap
     assert chart.read_text().count("input cost with caching, ") == 3  # a panel for each provider's rule
     assert locomo.main([SYNTHETIC, "--policies", "full,window:1"]) == 0
     table = capsys.readouterr().out
-    assert "| full | 100.0% (74%–100%) |" in table and "with caching, gpt-5.6-sol" in table
+    assert "| full | 100.0% (72%–100%); 100%–100% |" in table and "with caching, gpt-5.6-sol" in table
     assert "1 questions name a line the conversation does not have (scored on the lines it has, if any): " \
            "locomo_synthetic.json#1 q9" in table
     # a policy named twice, or by two names, is replayed once: its numbers are not summed twice
