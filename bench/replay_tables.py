@@ -1,7 +1,7 @@
 """The static replay tables of docs/experiments.md, made from the replay itself, so that the page cannot drift.
 
     python bench/replay_tables.py            # print the tables as Markdown
-    python bench/replay_tables.py --check    # exit 1 if docs/experiments.md holds other tables
+    python bench/replay_tables.py --check    # exit 1 if docs/experiments.md or policy-science-support.md holds others
 
 Replays conversations/long.jsonl and conversations/support.jsonl with their facts files under every policy the
 page shows (`python agent.py --replay FILE --facts FACTS --policies ... --json` gives the same numbers) and writes
@@ -10,7 +10,8 @@ violations, and each planted fact's state at each probe point (✓ kept under ev
 by the observation cap, ✗ gone, – not stated yet; a policy that cannot be measured says so in its row); then the
 input cost without and with prompt caching at gemini-3.8-flash's list price; then each policy's cost with caching
 against full history's under five providers' caching rules (RULES), with the frontier of cost with caching against
-facts kept under each.
+facts kept under each; last, the two conversations side by side (docs/policy-science-support.md shows it, and
+support.jsonl's table of facts again).
 """
 import argparse
 import os
@@ -90,7 +91,8 @@ def cannot_show(report) -> str:
     return ""
 
 
-def table(name: str) -> str:
+def replayed(name: str) -> tuple[list, list, list]:
+    """conversations/NAME.jsonl replayed under POLICIES with its facts: (facts, probe points, reports)."""
     from experiments.facts import load_facts, probe_points
     from experiments.replay import Summaries, replay
     from traces import read_trace_file
@@ -100,7 +102,28 @@ def table(name: str) -> str:
     facts, declared = load_facts(header, os.path.join(ROOT, "conversations", f"{name}.facts.json"))
     points = probe_points(declared, events)
     summaries = Summaries(None, path[:-6] + ".summaries.json")
-    reports = replay(header, events, POLICIES, facts=facts, points=points, summaries=summaries)
+    return facts, points, replay(header, events, POLICIES, facts=facts, points=points, summaries=summaries)
+
+
+def side_by_side(replays: dict) -> str:
+    """Each policy's input tokens as a share of full history's, and whether it keeps every planted fact at every
+    probe point after the fact is said, on each conversation (docs/policy-science-support.md)."""
+    columns = ("share of full", "every fact kept")
+    head = ["policy"] + [f"{name}.jsonl: {column}" for name in replays for column in columns]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: | :---: |" * len(replays)]
+    for index, policy in enumerate(POLICIES):
+        cells = [policy]
+        for _, _, reports in replays.values():
+            report, full = reports[index], next(r.total for r in reports if r.policy == "full")
+            every = all(state in ("kept", "unstated") for states in report.facts.values() for state in states.values())
+            cells += ([f"{report.total / full:.0%}", "yes" if every else "no"] if report.measured
+                      else ["not measured", ""])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table(name: str, replayed: tuple) -> str:
+    facts, points, reports = replayed
     full = next(report.total for report in reports if report.policy == "full")
     head = ["policy", "input tokens, all calls", "share of full", "peak", "violations"]
     head += [f"{fact.id} ({fact.text})" for fact in facts] + ["what this replay cannot show"]
@@ -120,16 +143,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with docs/experiments.md instead of printing")
     args = parser.parse_args()
-    tables = [table(name) for name in CONVERSATIONS]
+    replays = {name: replayed(name) for name in CONVERSATIONS}
+    tables = [table(name, replays[name]) for name in CONVERSATIONS]
+    both = side_by_side(replays)
     if not args.check:
-        print("\n".join(tables))
+        print("\n".join(tables) + "\n" + both)
         return 0
-    with open(os.path.join(ROOT, "docs", "experiments.md"), encoding="utf-8") as file:
-        page = file.read()
-    stale = [name for name, text in zip(CONVERSATIONS, tables)
-             if not all(chunk.strip() + "\n" in page for chunk in text.split("\n\n"))]
-    for name in stale:
-        print(f"docs/experiments.md does not hold the replay tables of {name}.jsonl as the replay gives them now")
+    # Where each table is shown: every table on docs/experiments.md; the support conversation's table of facts and
+    # the two side by side again on the page that discusses that conversation.
+    pages = {"experiments.md": tables, "policy-science-support.md": [tables[1].split("\n\n")[0], both]}
+    stale = []
+    for page_name, texts in pages.items():
+        with open(os.path.join(ROOT, "docs", page_name), encoding="utf-8") as file:
+            page = file.read()
+        stale += [f"docs/{page_name}" for text in texts
+                  if not all(chunk.strip() + "\n" in page for chunk in text.split("\n\n"))]
+    for name in dict.fromkeys(stale):
+        print(f"{name} does not hold the replay tables as the replay gives them now (python bench/replay_tables.py)")
     return 1 if stale else 0
 
 
