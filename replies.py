@@ -13,7 +13,12 @@ MAX_ACTION_CHARS = 2_000
 STOP_SEQUENCES = ["\nObservation"]
 
 # A keyword at the start of a line, optionally numbered ("Action3:") and optionally bold ("**Action:**").
-_LINE = re.compile(r"^[ \t]*\**[ \t]*(Thought|Action|Answer)[ \t]*\d*[ \t]*\**[ \t]*:\**[ \t]*(.*)$", re.MULTILINE)
+_BEFORE, _AFTER = r"^[ \t]*\**[ \t]*", r"[ \t]*\d*[ \t]*\**[ \t]*:"
+_LINE = re.compile(_BEFORE + "(Thought|Action|Answer)" + _AFTER + r"\**[ \t]*(.*)$", re.MULTILINE)
+# The start of a line _LINE reads as an Answer; and a last line that could still grow into one, as a reply streams.
+_ANSWER = re.compile(_BEFORE + "Answer" + _AFTER, re.MULTILINE)
+_ANSWER_BEGUN = re.compile(r"[ \t]*\**[ \t]*(?:Answer[ \t]*\d*[ \t]*\**[ \t]*|"
+                           + "|".join("Answer"[:n] for n in range(5, 0, -1)) + ")?")
 # Where the model starts writing an observation of its own: a line that starts with `Observation`, or `ObservationN:`
 # anywhere after other text, as in `Action2: add_numbers(42, 42) Observation2: 84`; bold markers included.
 _OBSERVATION = re.compile(r"^[ \t]*\**[ \t]*Observation|(?:\*+[ \t]*)?\bObservation[ \t]*\d*[ \t]*\**[ \t]*:",
@@ -57,6 +62,18 @@ def observation_may_begin(text: str) -> int:
     """The index from which the end of `text` could still grow into the start of an observation; len(text) if none."""
     match = _OBSERVATION_BEGUN.search(text, max(0, text.rfind("\n") + 1, len(text) - 40))
     return match.start() if match else len(text)
+
+
+def answer_at(text: str, start: int = 0) -> int:
+    """Where, at or after `start`, a line that parse_reply reads as an Answer begins; -1 if nowhere."""
+    match = _ANSWER.search(text, start) if "Answer" in text else None
+    return match.start() if match else -1
+
+
+def answer_may_begin(text: str) -> int:
+    """The start of the last line of `text` if it could still grow into an Answer line (`**Ans`); len(text) if not."""
+    last = text.rfind("\n") + 1
+    return last if _ANSWER_BEGUN.fullmatch(text, last) else len(text)
 
 
 def cut_at_observation(text: str) -> str:

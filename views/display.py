@@ -22,7 +22,7 @@ from models.prices import dollars
 from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from redaction import StreamRedactor
-from replies import continued
+from replies import answer_at, answer_may_begin, continued
 from views.reports import CACHING_COLUMNS, caching_cells, noise_kept
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
@@ -34,9 +34,6 @@ from policies.rendering import observation_cut
 def plain(text: object, style: str = "") -> Text:
     """Data for rich: cleaned, and never read as markup."""
     return Text(clean(text), style=style)
-
-# Where a streamed reply's Answer line begins: held back until the reply has ended (see LiveDisplay._release).
-ANSWER_LINE = re.compile(r"(?:^|\n)Answer:")
 
 STYLES = {
     "question": ("Question", "bold"),
@@ -63,7 +60,8 @@ class LiveDisplay:
         self._status = None
         self._shown: list | None = None  # the parts of the context shown last, for "changes"
         self._streamed = ""  # the text of the reply being streamed, shown as it came
-        self._said, self._out = "", 0  # of it, what is shown or held back (an Answer, until the reply ends); shown
+        self._said, self._out = "", 0  # of it, what came through the redactor; how much of that is shown
+        self._held = ""  # the last streamed reply's Answer line and what followed: shown if the run takes it
         self._redactor = StreamRedactor()
         self._replied = None  # the step whose reply was streamed: its parts are not printed again
 
@@ -75,7 +73,7 @@ class LiveDisplay:
             self.show_context(self.render_context(event), event["policy"], changes=self.context == "changes")
         if kind in ("retry", "config_fallback", "warning"):  # on stderr whatever the output, as it happens
             if event.get("restart_stream") and self._streamed:  # a retry, or a stream asked for again whole
-                self._end_stream()
+                self._end_stream()  # an Answer in the attempt given up is not shown: it was never taken
             line = f"warning: {event['message']}" if kind == "warning" else describe(event)
             Console(stderr=True, highlight=False).print(plain(line, "yellow"))
         if kind == "approval":  # on stderr too, where the person was asked (or would have been)
@@ -85,9 +83,10 @@ class LiveDisplay:
             return
         if kind == "reply":
             self._replied = event["step"] if self._streamed else None  # streamed: its parts were shown as they came
-            if self._streamed:  # an Answer the service then withheld or cut is not shown as one
-                self._end_stream(withheld=event.get("finish") in ("content_filter", "length"))
+            self._held = self._end_stream() if self._streamed else ""
         if kind in ("thought", "action", "answer") and self._replied == event.get("step"):
+            if kind == "answer" and self._held:  # the trace took the Answer held back: it shows now, as it came
+                self.console.print(plain(self._held, "cyan"), end="" if self._held.endswith("\n") else "\n")
             return
         if kind in STYLES:
             label, style = STYLES[kind]
@@ -152,25 +151,27 @@ class LiveDisplay:
         self._release(self._redactor.feed(piece))
 
     def _release(self, text: str) -> None:
-        """Show streamed text, all but an Answer line (and a last line that may yet become one): it waits for the
-        reply's end, since the service may then withhold it or say it was cut, and then it is no answer."""
+        """Show streamed text up to an Answer line (any the reply's parser reads as one), and not a last line that
+        may yet become one: the service may then withhold the reply or say it was cut, an Action may have come
+        first, the attempt may start over, and then it is no answer. Only the answer the run takes is shown."""
         self._said += text
-        found = ANSWER_LINE.search(self._said)
-        last = self._said.rfind("\n") + 1
-        end = found.start() if found else last if "Answer:".startswith(self._said[last:]) else len(self._said)
+        at = answer_at(self._said, self._said.rfind("\n", 0, self._out) + 1)  # the lines shown hold none
+        end = at if at >= 0 else answer_may_begin(self._said)
         if end > self._out:
             self.console.print(plain(self._said[self._out:end], "cyan"), end="")
             self._out = end
 
-    def _end_stream(self, withheld: bool = False) -> None:
+    def _end_stream(self) -> str:
+        """Show the rest of the streamed reply up to its Answer line; give back that line and what follows."""
         self._release(self._redactor.end())
-        found = ANSWER_LINE.search(self._said)
-        shown = self._said[:max(found.start(), self._out)] if withheld and found else self._said
+        at = answer_at(self._said, self._out)
+        shown, held = (self._said[:at], self._said[at:]) if at >= 0 else (self._said, "")
         if len(shown) > self._out:
             self.console.print(plain(shown[self._out:], "cyan"), end="")
         if shown and not shown.endswith("\n"):
             self.console.print()
         self._streamed, self._said, self._out = "", "", 0
+        return held
 
     def note(self, text: str) -> None:
         self._stop_spinner()
@@ -178,7 +179,7 @@ class LiveDisplay:
 
     def close(self) -> None:
         self._stop_spinner()
-        if self._streamed:  # a stream that no reply ended (an error, Ctrl-C): what was held back is shown
+        if self._streamed:  # a stream that no reply ended (an error, Ctrl-C): shown, but for an Answer never taken
             self._end_stream()
 
     def summary(self, result) -> None:
