@@ -16,7 +16,7 @@ def saved_trace(args, policy: Policy, specs: list[str]) -> int:
         if export is not None:
             from views.telemetry import started  # a mode's own modules load only in that mode (see cli/__init__.py)
 
-            export.trace(recorded.header, recorded.events, started(recorded.header))
+            export.trace(recorded.header, recorded.events, started(recorded.header), repeatable=True)
     return EXIT_ANSWERED if written else EXIT_USAGE
 
 

@@ -177,6 +177,27 @@ def test_a_saved_trace_is_sent_at_the_times_it_recorded(endpoint, capsys):
     assert all(root["start"] <= span["start"] <= span["end"] <= root["end"] for span in otlp.spans)
 
 
+def test_a_saved_trace_sent_twice_is_the_same_trace_not_a_copy(endpoint, monkeypatch, tmp_path):
+    """The ids are made from the saved trace's content: a viewer (Phoenix keeps a span whose id it has) shows one
+    trace, not two. Another trace, even one differing in a single answer, has ids of its own."""
+    gemini, otlp = endpoint([])
+    path = os.path.join(ROOT, "conversations", "short.jsonl")
+    ids, sessions = [], []
+    for _ in range(2):
+        assert agent.main(["--from", path, "--otel"]) == 0
+        ids.append(sorted((span["trace"], span["id"], span["parent"] or "") for span in otlp.spans))
+        sessions.append({span["attributes"]["session.id"] for span in otlp.spans if "session.id" in span["attributes"]})
+        otlp.bodies.clear()
+    assert ids[0] == ids[1] and len(ids[0]) == len(set(ids[0])) > 1
+    assert len({trace for trace, _, _ in ids[0]}) > 1  # a trace a question
+    assert sessions[0] == sessions[1] and len(sessions[0]) == 1  # one chat, as the viewer groups it
+    changed = tmp_path / "changed.jsonl"
+    with open(path, encoding="utf-8") as file:
+        changed.write_text(file.read().replace('"answer": "', '"answer": "(changed) ', 1), encoding="utf-8")
+    assert agent.main(["--from", str(changed), "--otel"]) == 0
+    assert not {id for _, id, _ in ids[0]} & {span["id"] for span in otlp.spans}
+
+
 def test_every_question_of_a_saved_chat_is_sent(endpoint, capsys):
     """A saved trace of several questions: each is its own trace (the first alone was sent, the others lost to an
     error said as spans that could not be made)."""

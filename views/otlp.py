@@ -7,10 +7,13 @@ run asks for them. Where the spans go is the SDK's to read, from the standard va
 slow never holds up the run: spans leave in batches from the SDK's own thread, a request gives up after
 REQUEST_SECONDS, and at the end the run waits at most CLOSE_SECONDS for what is left, not at all once the endpoint
 has failed; what could not be sent is said in one line, while the SDK's own log lines are kept off the terminal.
-Sending a saved trace is all `--from TRACE --otel` does: it waits longer (SENDING_SECONDS), and through retries.
+Sending a saved trace is all `--from TRACE --otel` does: it waits longer (SENDING_SECONDS), and through retries, and
+its ids are made from its content, so that sending it again is the same trace, not a copy.
 Every text is blanked of secrets once more (redaction.py: the API keys, and the values of the headers the spans are
 sent with) before it leaves.
 """
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -72,7 +75,8 @@ class OtlpExport:
         resource = Resource.create()
         if resource.attributes.get("service.name", "").startswith("unknown_service"):  # no OTEL_SERVICE_NAME
             resource = resource.merge(Resource({"service.name": "tinyreact"}))
-        self._provider = TracerProvider(resource=resource, shutdown_on_exit=False,
+        self._ids = _Ids()
+        self._provider = TracerProvider(resource=resource, shutdown_on_exit=False, id_generator=self._ids,
                                         span_limits=SpanLimits(max_span_attributes=MAX_ATTRIBUTES))
         self._provider.add_span_processor(self._processor)
         self._tracer = self._provider.get_tracer("tinyreact",
@@ -88,20 +92,24 @@ class OtlpExport:
         return follower.add
 
     def trace(self, header: dict, events: Sequence[dict], origin: float | None = None,
-              sent: Mapping | None = None) -> int:
+              sent: Mapping | None = None, repeatable: bool = False) -> int:
         """Send every question of a finished trace; `origin` is when it began (seconds since the epoch), else it is
-        taken to have ended just now; `sent`, what its calls sent, if it was run here (Trace.sent). Returns the
-        number of questions sent."""
+        taken to have ended just now; `sent`, what its calls sent, if it was run here (Trace.sent). `repeatable`
+        (a saved trace): its trace, span and conversation ids are made from its content, so that a viewer given it
+        twice has it once (Phoenix keeps a span whose id it has: a second send adds only what the first lost).
+        Returns the number of questions sent."""
         if origin is None:
             last = next((event["t"] for event in reversed(events) if type(event.get("t")) in (int, float)), 0)
             origin = time.time() - last
         found = secrets()  # blanked before any text is cut, so that a cut through a secret cannot keep its rest
         events = [redacted_fields(dict(event), found) for event in events]  # a copy: nested values are rebuilt
-        conversation, questions, waiting = uuid.uuid4().hex, 0, 0
+        content = _digest(header, events) if repeatable else None
+        conversation, questions, waiting = content[:32] if content else uuid.uuid4().hex, 0, 0
         for first, event in enumerate(events):
             if event["type"] != "question":
                 continue
-            made = self.question(header, events, first, conversation, origin, sent)
+            made = self.question(header, events, first, conversation, origin, sent,
+                                 f"{content} {first}" if content else None)
             questions, waiting = questions + (made > 0), waiting + made
             if waiting >= QUEUE_SPANS and not self._exporter.failed:  # the SDK's queue would drop the rest
                 self._processor.force_flush(int(SENDING_SECONDS * 1000))
@@ -109,24 +117,27 @@ class OtlpExport:
         return questions
 
     def question(self, header: dict, events: Sequence[dict], first: int, conversation: str, origin: float,
-                 sent: Mapping | None = None) -> int:
+                 sent: Mapping | None = None, seed: str | None = None) -> int:
         """The spans of the question at events[first], made and sent; the number sent. A fault in making them is
-        said at the end, and the run, or the other questions, go on: the spans are an extra."""
+        said at the end, and the run, or the other questions, go on: the spans are an extra. `seed`: the ids are
+        made from it (else random)."""
         try:
             spans = question_spans(header, events, first, self.count, self.content, conversation, sent)
-            self.send(spans, origin)
+            self.send(spans, origin, seed)
         except Exception as problem:
             self.problem = self.problem or f"the spans of a question could not be made ({problem!r})"
             return 0
         return len(spans)
 
-    def send(self, spans: list[Span], origin: float) -> None:
-        """One question's spans, handed to the SDK, which sends them from its own thread."""
+    def send(self, spans: list[Span], origin: float, seed: str | None = None) -> None:
+        """One question's spans, handed to the SDK, which sends them from its own thread; their ids made from `seed`
+        and each span's place among them, or random without one."""
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         found, made = secrets(), []
-        for record in spans:
+        for index, record in enumerate(spans):
+            self._ids.seed = f"{seed} {index}" if seed else None  # read by the SDK as it starts this span
             parent = trace.set_span_in_context(made[record.parent]) if record.parent is not None else context.Context()
             span = self._tracer.start_span(blanked(record.name, found), context=parent,
                                            kind=SpanKind.CLIENT if record.client else SpanKind.INTERNAL,
@@ -138,6 +149,7 @@ class OtlpExport:
                 span.set_attribute("error.type", record.error)
                 span.set_status(Status(StatusCode.ERROR, record.error))
             made.append(span)
+        self._ids.seed = None
         # a span the sampler (OTEL_TRACES_SAMPLER) did not record is never sent: counted apart, not as lost
         recorded = sum(span.is_recording() for span in made)
         for span, record in reversed(list(zip(made, spans))):  # children first, their question last
@@ -214,6 +226,36 @@ class _Follower:
             return
         first, self.first = self.first, None
         self.export.question(self.header, self.events, first, self.conversation, self.origin, self.sent)
+
+
+class _Ids:
+    """The SDK's IdGenerator, by the methods it calls (the SDK is imported only for --otel, so not subclassed here):
+    the SDK's random ids, or, while `seed` is set, ids made from it: the same seed, the same ids."""
+
+    def __init__(self):
+        from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+        self.random, self.seed = RandomIdGenerator(), None
+
+    def generate_trace_id(self) -> int:
+        return self.random.generate_trace_id() if self.seed is None else _hashed("trace " + self.seed, 16)
+
+    def generate_span_id(self) -> int:
+        return self.random.generate_span_id() if self.seed is None else _hashed("span " + self.seed, 8)
+
+    def is_trace_id_random(self) -> bool:
+        return self.seed is None
+
+
+def _hashed(text: str, size: int) -> int:
+    """An id of `size` bytes made from `text`; never 0, which OpenTelemetry reads as no id."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:size], "big") or 1
+
+
+def _digest(header: dict, events: Sequence[dict]) -> str:
+    """A saved trace's content in 64 hex digits: the same file, the same digest; any change, another."""
+    content = json.dumps([header, list(events)], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(content.encode(errors="backslashreplace")).hexdigest()
 
 
 class _Counted:
