@@ -1,7 +1,11 @@
 """A reply that arrived whole, finish reason and all, is the answer even when the server then keeps the stream
-open (no [DONE], keep-alive comments, or nothing at all): it is waited on for a moment, not until the deadline."""
+open (no [DONE], keep-alive comments, or nothing at all): it is waited on for a moment, not until the deadline.
+A stream that never finishes ends at TINYREACT_CALL_DEADLINE, and the terminal says so, as a pipe does."""
 import json
+import re
 import time
+
+import pytest
 
 from model_servers import gemini_response
 from models import Message, load_model
@@ -91,3 +95,39 @@ def test_a_stream_cut_in_the_middle_of_an_event_is_asked_again_whole(monkeypatch
                                                       on_event=lambda type, **fields: events.append(fields))
         assert reply.text == "Answer: café au lait"
         assert any("ended in the middle of an event" in event.get("message", "") for event in events)
+
+
+# ---------------------------------------------------------------- streams that never finish, on a terminal
+
+def on_a_terminal(agent_py, monkeypatch, spec: str, server: OpenStream) -> tuple[int, str]:
+    """agent.py SPEC "Q?" with its stdout a terminal (so the reply streams), a call deadline of 0.5 s; the exit code
+    and what the person sees."""
+    import sys
+    monkeypatch.setenv("TINYREACT_CALL_DEADLINE", "0.5")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)  # capsys's own stream, gone with the test
+    with server:
+        monkeypatch.setenv("LLAMACPP_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+        done = agent_py("Q?", "--model", spec)
+    return done.returncode, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout + done.stderr)  # no styles, no spinner
+
+
+def test_a_gemini_stream_of_keep_alives_alone_ends_at_the_deadline_and_says_so(agent_py, monkeypatch):
+    # A comment line is part of the event stream format (the HTML standard, 9.2.6): servers and proxies send them
+    # to keep a connection open. The SDK read one as JSON, and the call ended at once as "not JSON".
+    code, shown = on_a_terminal(agent_py, monkeypatch, "gemini-2.5-flash-lite", OpenStream([], b": keep-alive\n\n"))
+    assert code == 1 and "did not finish within TINYREACT_CALL_DEADLINE (0.5 s)" in " ".join(shown.split())
+    assert "not JSON" not in shown
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_keep_alives_between_and_inside_gemini_events_are_passed_over(gemini, size):
+    first = json.dumps({"candidates": [{"content": {"parts": [{"text": "Answer: "}], "role": "model"}, "index": 0}]})
+    last = json.dumps(gemini_response("4"))  # the last event: its text, the finish reason and the usage
+    body = (f": ping\r\n\r\ndata: {first}\r\n:ping\r\n\r\n:\rdata: {last}\n: ping".encode())  # every line end
+    gemini([Answer(200, [body[i:i + size] for i in range(0, len(body), size)], {"Content-Type": "text/event-stream"})])
+    shown = []
+    reply = load_model("gemini-2.5-flash-lite").generate(MESSAGES, [], on_text=shown.append)
+    assert reply.text == "Answer: 4" == "".join(shown) and reply.finish == "stop"
+
