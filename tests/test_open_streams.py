@@ -131,3 +131,11 @@ def test_keep_alives_between_and_inside_gemini_events_are_passed_over(gemini, si
     reply = load_model("gemini-2.5-flash-lite").generate(MESSAGES, [], on_text=shown.append)
     assert reply.text == "Answer: 4" == "".join(shown) and reply.finish == "stop"
 
+
+def test_a_stream_that_stops_midway_says_the_deadline_on_a_line_of_its_own(agent_py, monkeypatch):
+    started = [openai_events()[0].replace(b"Answer: 4", b"Thought: I will look it up")]  # then nothing, no end
+    code, shown = on_a_terminal(agent_py, monkeypatch, "llamacpp:m", OpenStream(started, b""))
+    lines = shown.replace("\r", "").splitlines()
+    assert code == 1 and "Thought: I will look it up" in lines  # what came is shown, and ended
+    assert any(line.startswith("Error: llama.cpp server") for line in lines)
+    assert "did not finish within TINYREACT_CALL_DEADLINE (0.5 s)" in " ".join(shown.split())

@@ -81,6 +81,8 @@ class LiveDisplay:
             Console(stderr=True, highlight=False).print(plain(f"Approval: {approval_line(event)}", style))
         if not self.events:
             return
+        if kind == "error" and self._streamed:  # the call failed mid-reply: what came ends before the error is said
+            self._end_stream()
         if kind == "reply":
             self._replied = event["step"] if self._streamed else None  # streamed: its parts were shown as they came
             self._held = self._end_stream() if self._streamed else ""
