@@ -87,7 +87,9 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
     return EXIT_ANSWERED
 
 
-NAME_COLUMN = 40  # characters of a tool's name --tools shows: a server's 20,000-character name would pad every row
+# characters of a tool's name --tools shows: the longest a service takes (an MCP tool's name is cut shorter where it
+# is made, tools.mcp.MAX_NAME_CHARS); a server's own name of 20,000 characters would pad every row
+NAME_COLUMN = 64
 
 
 def list_tools(args, policy: Policy, specs: list[str]) -> int:
@@ -111,5 +113,7 @@ def list_tools(args, policy: Policy, specs: list[str]) -> int:
 
 def _served(tool) -> str:
     """Where an MCP server's tool comes from, as --tools says it: its server, and its own name if it was respelled."""
-    renamed = f" (its name: {clean(tool.mcp['name'])})" if tool.mcp["name"] != tool.__name__ else ""
+    name = tool.mcp["name"]
+    shown = name if len(name) <= NAME_COLUMN else f"{name[:NAME_COLUMN - 1]}… ({len(name):,} characters)"
+    renamed = f" (its name: {clean(shown)})" if name != tool.__name__ else ""
     return f"MCP server {tool.mcp['server']}{renamed}"

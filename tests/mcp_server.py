@@ -6,15 +6,45 @@ tools that misbehave on purpose. Over stdio by default; `--http PORT` serves Str
     python tests/mcp_server.py --fail               # writes to stderr and exits before answering
     python tests/mcp_server.py --many 5000          # lists 5,000 more tools
     python tests/mcp_server.py --clash              # offers a tool named like a built-in one (add_numbers)
+    python tests/mcp_server.py --odd                # also lists ODD_TOOLS, which this SDK's own server would not send
 """
 import argparse
 import base64
+import json
 import os
 import sys
 import time
 from typing import Annotated
 
 NOTES = {"groceries": "eggs, flour, 2 lemons", "door code": "4721"}
+# Tools as a server written otherwise (by hand, in another language) can list them; the SDK's client checks a listing
+# whole. A call of one is answered with JSON: the last 20 characters of the name it was called by, and its arguments.
+LONG_NAME = "n" * 20_000
+ODD_TOOLS = [
+    {"name": "takes_a_string", "description": "Its input schema is not of type object.",
+     "inputSchema": {"type": "string"}},
+    {"name": "untyped", "description": "Its input schema has no type.", "inputSchema": {"properties": {}}},
+    {"name": LONG_NAME, "description": "A name of 20,000 characters.", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": True}},
+    {"name": LONG_NAME[:-1] + "m", "description": "Another, the same but for its last letter.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "odd_names", "description": "Takes properties Python cannot spell as they are, or spells otherwise.",
+     "inputSchema": {"type": "object", "required": ["class"],
+                     "properties": {"class": {"type": "string", "description": "a keyword"},
+                                    "a-b": {"type": "string"}, "self": {"type": "string"},
+                                    "arguments": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}},
+]
+
+
+async def odd_tools(context, call_next):
+    """A middleware of the SDK's server, which sees the answer as it goes on the wire: ODD_TOOLS listed beside the
+    others (the server's own check has passed by then), and their calls answered."""
+    if context.method == "tools/call" and context.params["name"] in {tool["name"] for tool in ODD_TOOLS}:
+        got = json.dumps({"called": context.params["name"][-20:], "with": context.params.get("arguments") or {}})
+        return {"content": [{"type": "text", "text": got}], "resultType": "complete"}
+    answer = await call_next(context)
+    return {**answer, "tools": answer["tools"] + ODD_TOOLS} if context.method == "tools/list" else answer
 
 
 def build(options):
@@ -23,7 +53,7 @@ def build(options):
     from mcp_types import ToolAnnotations
     from pydantic import Field
 
-    server = MCPServer("notes")
+    server = MCPServer("notes", middleware=[odd_tools] if options.odd else [])
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def read_note(title: str) -> str:
@@ -105,6 +135,7 @@ def main() -> None:
     parser.add_argument("--fail", action="store_true")
     parser.add_argument("--many", type=int, default=0)
     parser.add_argument("--clash", action="store_true")
+    parser.add_argument("--odd", action="store_true")
     parser.add_argument("--tag", help="ignored: a mark the tests find the process by")
     options = parser.parse_args()
     if options.fail:

@@ -55,4 +55,4 @@ def test_a_tool_name_of_twenty_thousand_characters_does_not_pad_every_row_of_too
     monkeypatch.setattr(sys.modules["cli.models"], "DEFAULT_TOOLS", [long, a_tool_named_oddly])
     assert cli.main(["--tools"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert len(rows) == 2 and all(len(row) < 80 for row in rows) and rows[0].startswith("n" * 39 + "…")
+    assert len(rows) == 2 and all(len(row) < 100 for row in rows) and rows[0].startswith("n" * 63 + "…")

@@ -1,6 +1,7 @@
 """Tools from MCP servers, against a real server written with the official SDK (tests/mcp_server.py), over stdio as
 a subprocess and over Streamable HTTP on loopback: no mocks. Its tools join the built-in ones in both protocols;
 what a server does wrong is one line, a result the model reads, or a refusal before the run."""
+import json
 import os
 import socket
 import subprocess
@@ -227,3 +228,61 @@ def test_a_server_that_floods_its_stderr_is_heard_by_its_last_line_and_kept_to_a
     tail.file.flush()
     assert tail.lines()[-1] == "the end" and len(tail._kept) <= TAIL_BYTES
     tail.close()
+
+
+@pytest.fixture(scope="module")
+def odd():
+    """The notes server listing tools as a server written otherwise can (tests/mcp_server.py's ODD_TOOLS)."""
+    with McpServers([f"{SERVER} --odd"], {tool.__name__: "a built-in tool" for tool in DEFAULT_TOOLS}) as servers:
+        servers.named = {tool.__name__: tool for tool in servers.start()}
+        yield servers
+
+
+def test_a_tool_the_sdk_cannot_read_is_left_out_alone_and_the_servers_other_tools_are_offered(odd):
+    assert {"read_note", "delete_note", "odd_names"} <= set(odd.named)
+    assert not {"takes_a_string", "untyped"} & set(odd.named)
+    label = odd.servers[0].label
+    assert odd.notes == [
+        f"MCP server {label}: its tool 'takes_a_string' is not offered: its listing does not fit the MCP schema "
+        "(inputSchema.type: Input should be 'object')",
+        f"MCP server {label}: its tool 'untyped' is not offered: its listing does not fit the MCP schema "
+        "(inputSchema.type: Field required)"]
+    assert odd.named["read_note"](title="door code") == "4721"
+
+
+def test_a_long_tool_name_is_offered_cut_distinct_from_another_and_its_calls_reach_the_tool(odd, monkeypatch,
+                                                                                             capsys):
+    """Two names of 20,000 characters, differing in their last: each offered under a name of its own that a
+    service takes (at most 64 characters: OpenAI's, Anthropic's and Gemini's function names), which --tools shows."""
+    long = sorted((tool for tool in odd.tools if len(tool.mcp["name"]) == 20_000), key=lambda tool: tool.mcp["name"])
+    names = [tool.__name__ for tool in long]
+    assert len(names) == len(set(names)) == 2 and all(len(name) <= 64 and name.startswith("nnnn") for name in names)
+    called = ModelReply("", calls=(ToolCall("c1", names[0], "{}"), ToolCall("c2", names[1], "{}")))
+    model = ScriptedModel([called, "done"])
+    agent = TinyReAct(model, list(odd.named.values()), protocol=NativeProtocol())
+    assert agent.query("?").answer == "done"
+    assert [json.loads(text)["called"] for text in observations(agent)] == ["n" * 19 + "m", "n" * 20]
+    assert max(len(schema["name"]) for schema in model.offered[0]) <= 64
+    monkeypatch.setenv("TINYREACT_MCP", f"{SERVER} --odd")
+    assert cli.main(["--tools"]) == 0
+    listed = capsys.readouterr().out
+    assert len(listed) < 5_000 and f"{names[0]} " in listed
+
+
+def test_properties_python_cannot_spell_as_they_are_are_offered_under_names_it_can_and_sent_as_they_are(odd):
+    tool = odd.named["odd_names"]
+    assert describe(tool).startswith("odd_names(_class: str = None, a_b: str = None, self: str = None, "
+                                     "arguments: str = None, **arguments_)")
+    assert "_class (sent as class): a keyword" in describe(tool)
+    model = ScriptedModel(['Action: odd_names(_class="x", a_b="y", self="z", arguments="w")', 'Action: odd_names("x")',
+                           'Action: odd_names(a_b="y")', "Answer: done"])
+    agent = TinyReAct(model, [tool])
+    assert agent.query("?").answer == "done"
+    sent, by_position, missing = observations(agent)
+    assert json.loads(sent)["with"] == {"class": "x", "a-b": "y", "self": "z", "arguments": "w"}
+    assert json.loads(by_position)["with"] == {"class": "x"}
+    assert "'class' is a required property" in missing
+    native = ModelReply("", calls=(ToolCall("c1", "odd_names", '{"class": "x", "a-b": "y", "self": "z"}'),))
+    agent = TinyReAct(ScriptedModel([native, "done"]), [tool], protocol=NativeProtocol())
+    assert agent.query("?").answer == "done"
+    assert json.loads(observations(agent)[0])["with"] == {"class": "x", "a-b": "y", "self": "z"}

@@ -10,8 +10,9 @@ itself, unchanged) into the native protocol's tool schemas, and calls are bound 
 The client is the official `mcp` SDK (its `Client`, over stdio or Streamable HTTP): no JSON-RPC is written here.
 The SDK is asynchronous; the loop is not, so the servers live on one event loop in a thread of their own. A server
 is given TINYREACT_MCP_DEADLINE seconds to start, and each call as long. What a server says is bounded: at most
-MAX_TOOLS tools from one server, a description cut at MAX_DESCRIPTION_CHARS, a schema of at most MAX_SCHEMA_CHARS,
-a result of at most MAX_RESULT_CHARS; control characters are dropped from all of it. A description is shown
+MAX_TOOLS tools from one server, a name cut at MAX_NAME_CHARS, a description cut at MAX_DESCRIPTION_CHARS, a schema of
+at most MAX_SCHEMA_CHARS, a result of at most MAX_RESULT_CHARS; control characters are dropped from all of it; a tool
+the SDK cannot read is left out alone (tools/mcp_listing.py). A description is shown
 indented under its tool, and a result as an Observation's text: whatever they hold is data, never a line of the
 protocol.
 """
@@ -19,6 +20,7 @@ import asyncio
 import base64
 import binascii
 import concurrent.futures
+import hashlib
 import inspect
 import json
 import keyword
@@ -33,11 +35,13 @@ from typing import Callable
 
 from redaction import shown_url
 from tools import schema_check
+from tools.mcp_listing import sifted
 from tools.schema import JSON_TYPES
 
 MAX_TOOLS = 128  # of one server: a server that lists more is cut here, in one line
 MAX_PAGES = 20  # of tools/list: a server that pages forever is stopped here
 MAX_DESCRIPTION_CHARS = 4_000
+MAX_NAME_CHARS = 60  # of a tool's name as offered: the services take function names of at most 64 (Gemini's, 63)
 MAX_SCHEMA_CHARS = 20_000  # of a tool's input schema as JSON
 MAX_RESULT_CHARS = 200_000  # of a result's text, before the loop's own cap on what the model sees
 DEFAULT_CALL_SECONDS = 60.0  # for a server to start and list its tools, and for each call
@@ -118,13 +122,16 @@ class McpServer:
         try:
             from mcp import Client, StdioServerParameters
             from mcp.client.stdio import stdio_client
+            from mcp.client.streamable_http import streamable_http_client
 
             if self.url is None:
                 self._stderr = StderrTail()
                 transport = stdio_client(StdioServerParameters(command=self.command[0], args=self.command[1:]),
                                          errlog=self._stderr.file)
             else:
-                transport = self.url
+                transport = streamable_http_client(self.url)
+            # a tool the SDK cannot read is taken out of the listing, or the SDK would refuse the whole server
+            transport = sifted(transport, lambda: self.client and self.client.protocol_version, self._left_out)
             async with Client(transport, read_timeout_seconds=self.deadline) as client:
                 self.client = client
                 listed = await self._list(client)
@@ -153,6 +160,11 @@ class McpServer:
             self.notes.append(f"MCP server {self.label} lists {len(tools):,}{'+' if cursor else ''} tools: only the "
                               f"first {MAX_TOOLS} are offered")
         return tools[:MAX_TOOLS]
+
+    def _left_out(self, name, why: str) -> None:
+        shown = f"its tool {clean(name, 80)!r}" if isinstance(name, str) else "a tool without a name"
+        self.notes.append(f"MCP server {self.label}: {shown} is not offered: its listing does not fit the MCP schema "
+                          f"({clean(why, 200)})")
 
     def call(self, name: str, arguments: dict, seconds: float | None = None) -> str:
         """The tool's result as an Observation's text, within `seconds` (what is left of the call's deadline, by
@@ -302,27 +314,16 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
     schema = tool.input_schema
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = [key for key in schema.get("required") or [] if isinstance(key, str) and key in properties]
-    parameters, only_by_name = [], False
-    for key in sorted(properties, key=lambda key: key not in required):
-        if not key.isidentifier() or keyword.iskeyword(key):
-            only_by_name = True  # a name Python cannot spell: taken through **arguments, as a native call sends it
-            continue
-        kind = properties[key].get("type") if isinstance(properties[key], dict) else None
-        empty = inspect.Parameter.empty
-        annotation = PYTHON_TYPES.get(kind, empty) if isinstance(kind, str) else empty
-        default = empty if key in required else None
-        parameters.append(inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                            annotation=annotation))
-    if only_by_name:  # named so as not to clash with a property (one named `arguments` left the tool out)
-        rest = next(word for word in ("arguments", "more_arguments", "other_arguments", "_arguments")
-                    if word not in properties)
-        parameters.append(inspect.Parameter(rest, inspect.Parameter.VAR_KEYWORD))
+    parameters, sent_as = _parameters(properties, required)
     validator = schema_check.bounded(jsonschema.validators.validator_for(schema), DEADLINE_VARIABLE)(schema)
 
     def check(arguments: dict) -> dict:
-        """The arguments as they are sent (a parameter left at None left out); ValueError when they do not fit the
-        input schema, or when its patterns take longer than the call's deadline to check."""
+        """The arguments as they are sent (by the properties' own names; a parameter left at None left out);
+        ValueError when they do not fit the input schema, or when its patterns take longer than the call's deadline
+        to check."""
+        # None left out first: a renamed parameter at its default must not overwrite its property given by name
         arguments = {key: value for key, value in arguments.items() if value is not None or key in required}
+        arguments = {sent_as.get(key, key): value for key, value in arguments.items()}
         schema_check.until(time.monotonic() + server.deadline)
         problem = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
         if problem is not None:
@@ -341,14 +342,48 @@ def mcp_tool(server: McpServer, tool, name: str) -> Callable:
         return server.call(tool.name, checked, server.deadline - (time.monotonic() - started))
 
     described = clean(tool.description or "(no description)", MAX_DESCRIPTION_CHARS)
-    lines = [f"{key}: {clean(str(properties[key].get('description')), 300)}" for key in properties
-             if isinstance(properties[key], dict) and properties[key].get("description")]
+    written = {key: spelled for spelled, key in sent_as.items()}
+    lines = []
+    for key, value in properties.items():
+        said = clean(str(value.get("description")), 300) if isinstance(value, dict) and value.get("description") else ""
+        if key in written:
+            lines.append(f"{written[key]} (sent as {clean(key, 80)}){': ' + said if said else ''}")
+        elif said:
+            lines.append(f"{key}: {said}")
     call.__name__ = call.__qualname__ = name
     call.__doc__ = described + ("\n\nArgs:\n" + "\n".join(f"    {line}" for line in lines) if lines else "")
     call.__signature__ = inspect.Signature(parameters)
     call.check = check  # what an edit of its arguments (tools/approval.py) is checked against, besides its signature
     call.mcp = {"server": server.label, "name": tool.name, "schema": schema, "destructive": destructive(tool)}
     return call
+
+
+def _parameters(properties: dict, required: list[str]) -> tuple[list[inspect.Parameter], dict[str, str]]:
+    """A tool's parameters, a property each, and the property each parameter is sent as where their names differ.
+    A property Python cannot spell as it is (`class`, `a-b`) is offered under a name it can (`_class`, `a_b`), so
+    that the text protocol can write it; it defaults to None (the input schema says whether it is required), and a
+    `**arguments` then takes it by its own name, as a native call sends it."""
+    parameters, sent_as = [], {}
+    spellable = lambda key: key.isidentifier() and not keyword.iskeyword(key)  # noqa: E731
+    for key in sorted(properties, key=lambda key: key not in required or not spellable(key)):
+        name = key
+        if not spellable(key):
+            name = python_name(key)
+            while name in properties or name in sent_as:  # a name of its own: `a_b` may be a property too
+                name += "_"
+            sent_as[name] = key
+        kind = properties[key].get("type") if isinstance(properties[key], dict) else None
+        empty = inspect.Parameter.empty
+        annotation = PYTHON_TYPES.get(kind, empty) if isinstance(kind, str) else empty
+        default = empty if key in required and name == key else None
+        parameters.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                            annotation=annotation))
+    if sent_as:
+        rest = "arguments"
+        while rest in properties or rest in sent_as:
+            rest += "_"
+        parameters.append(inspect.Parameter(rest, inspect.Parameter.VAR_KEYWORD))
+    return parameters, sent_as
 
 
 def destructive(tool) -> str:
@@ -365,9 +400,14 @@ def destructive(tool) -> str:
 
 
 def python_name(name: str) -> str:
-    """A tool's name as the text protocol can write it: what is not a letter, digit or _ becomes _."""
+    """A name as the text protocol can write it and a service takes it as a function's: what is not a letter, digit
+    or _ becomes _, and a name longer than MAX_NAME_CHARS is cut, ending in a hash of the whole name, so that two
+    long names that differ only past the cut stay apart."""
     spelled = re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
-    return "_" + spelled if spelled[0].isdigit() or keyword.iskeyword(spelled) else spelled
+    spelled = "_" + spelled if spelled[0].isdigit() or keyword.iskeyword(spelled) else spelled
+    if len(spelled) > MAX_NAME_CHARS:
+        spelled = spelled[:MAX_NAME_CHARS - 9] + "_" + hashlib.sha256(name.encode(errors="replace")).hexdigest()[:8]
+    return spelled
 
 
 class SdkLog(logging.Handler):
