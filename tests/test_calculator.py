@@ -53,6 +53,37 @@ def test_words_in_an_expression_are_named_with_what_to_write_instead(expression,
     assert calculate("1e5 + 0x10 + 2E-1 + 1_0.5_0 + pi + e") == "100032.5598745"  # an exponent's e is not a word
 
 
+@pytest.mark.parametrize("expression, result", [
+    ("18% of 250", "45"), ("250 + 18%", "295"), ("250 - 18%", "205"), ("15 percent of 240", "36"), ("50%", "0.5"),
+    ("18 % of 250", "45"), ("18%of 250", "45"), ("250 + 18 percent", "295"), ("(250 + 18%) * 2", "590"),
+    ("250 + 18% of 50", "259"), ("100 + 10% + 10%", "121"), ("200 * 10%", "20"), ("10 / 50%", "20"),
+    ("-5%", "-0.05"), ("33.3% of 90", "29.97"), ("(1 + 2)%", "0.03"), ("sqrt(16)%", "0.04"), ("50% - 10", "-9.5"),
+    ("50%-10", "-9.5"), ("max(5%, 3%)", "0.05"), ("50%%", "0.005"),
+])
+def test_percentages_are_read_as_a_person_means_them(expression, result):
+    """A `%` with nothing after it that could be its right operand (the end, `)`, `,`, `of`, an operator) is a
+    percent; added to or taken from a number, it is that share of the number (250 + 18% is 250 increased by 18%)."""
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize("expression, result", [
+    ("7 % 3", "1"), ("7%3", "1"), ("7 % -3", "-2"), ("-7 % 3", "2"), ("7 % (2 + 1)", "1"), ("7 % 3 % 2", "1"),
+    ("17 % 5 + 1", "3"), ("7.5 % 2", "1.5"), ("10 % e", f"{10 % math.e:.13g}"),
+])
+def test_a_percent_sign_followed_by_an_operand_is_the_remainder(expression, result):
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize("expression, says", [
+    ("15 percent of", "Error: it is not an expression"), ("% 5", "Error: it is not an expression"),
+    ("percent", "Error: 'percent' is a word, not a number"), ("x%", "Error: 'x' is a word, not a number"),
+    ("half of 250", "Error: 'half' is a word, not a number"), ("18% of x", "Error: 'x' is a word, not a number"),
+    ("1e308 + 100%", "Error: the result is too large to represent."), ("5%0", "Error: division by zero"),
+])
+def test_a_percentage_that_cannot_be_computed_says_why(expression, says):
+    assert calculate(expression).startswith(says)
+
+
 def test_a_division_by_zero_says_the_result_is_undefined():
     for expression in ("5 / 0 + 1", "8 / (3 - 3)", "7 % 0"):
         assert calculate(expression) == "Error: division by zero: the result is undefined."
@@ -72,6 +103,7 @@ HOSTILE = [
     "9 ** 800", "2 ** 2 ** 2 ** 2 ** 2 ** 2", "10 ** 10 ** 10", "(10 ** 299) * (10 ** 299)", "9" * MAX_CHARS,
     "-" * 250 + "1", "(" * 100 + "1" + ")" * 100, "1" + " + 1" * 74, "round(1e308, -400)", "floor(1e308)",
     "max(" + ", ".join(["9 ** 300"] * 20) + ")", "1" * (MAX_CHARS + 1), "sqrt(" * 40 + "4" + ")" * 40,
+    "50" + "%" * 250, "1%+" * 99 + "1", "1e308%" * 50, "(" * 30 + "1" + ")%" * 30, "9 ** 9 ** 9%",
 ]
 
 

@@ -1,14 +1,21 @@
 """A calculator for arithmetic expressions, safe to give a model: the expression is parsed with `ast` and only
 arithmetic is evaluated, by this module's own walk of the tree. Nothing is ever passed to `eval` or `exec`.
 
+Percentages are read as a person means them: `18% of 250` is 45, `250 + 18%` is 295 (250 increased by 18%),
+`250 - 18%` 205, `15 percent of 240` 36 and `50%` 0.5. A `%` (or the word percent) is a percent when what follows it
+cannot be an operand: the end, `)`, `,`, `of` or an operator (`50% - 10`); followed by an operand (a number, a name,
+`(`, or a number's sign written against it after a space, `7 % -3`) it is the remainder, as in Python (`7 % 3` is 1).
+
 A small model writes one expression far more reliably than it plans a chain of single operations, so this is the
 one-call path for arithmetic. Every bound is checked before the operation it guards: an expression's length and
 nesting, each number's size and any power's result, so no expression can hang the process or fill its memory.
 """
 import ast
+import io
 import math
 import operator
 import re
+import tokenize
 
 MAX_CHARS = 300  # of an expression: a long arithmetic question is a few dozen
 MAX_DEPTH = 30  # nesting of operations and parentheses
@@ -38,6 +45,9 @@ ZERO = "division by zero: the result is undefined"
 # (the 2 of H2O is part of a word)
 NUMBER = re.compile(r"(?<![^\W\d])(?:0[xX][\da-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+"
                     r"|(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?[jJ]?)")
+# A percent is parsed as an attribute of its operand, `18%` as `18 .percent`: Python's grammar then binds it to the
+# operand just before it, as a postfix sign (`(1 + 2)%`, `sqrt(4)%`, `10 / 50%`), and the walk below evaluates it.
+PERCENT = "percent"
 HINTS = {ast.BitXor: "use ** for a power, not ^", ast.Tuple: "write numbers without thousands separators (1000, "
          "not 1,000)", ast.Compare: "comparisons are not arithmetic"}
 
@@ -93,7 +103,7 @@ def _parsed(expression) -> ast.expr:
     if _nesting(text) > MAX_DEPTH:  # before parsing: Python's parser has a nesting limit of its own
         raise Refused(f"the expression nests more than {MAX_DEPTH} parentheses")
     try:
-        return ast.parse(text, mode="eval").body
+        return ast.parse(_percents(text), mode="eval").body
     except SyntaxError as problem:
         brackets, word = _bracket_problem(text), _word(text)
         if brackets:
@@ -101,11 +111,54 @@ def _parsed(expression) -> ast.expr:
         raise Words(WORDS.format(word=word)) if word else Refused(f"it is not an expression ({problem.msg})") from None
 
 
+def _percents(text: str) -> str:
+    """`text` with each `%` or `percent` that is a percent written `.percent`, and an `of` after one as `*`; the text
+    as it was when Python's tokenizer cannot read it (ast.parse then says what is wrong)."""
+    try:
+        tokens = [token for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                  if token.type not in (tokenize.NL, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return text
+    starts = [0]  # where each line starts, split as the tokenizer splits them, to place a token's (row, column)
+    for line in io.StringIO(text):
+        starts.append(starts[-1] + len(line))
+    pieces, end, after_percent = [], 0, False
+    for index, token in enumerate(tokens):
+        percent = _is_percent(tokens, index)
+        if percent or after_percent and token.type == tokenize.NAME and token.string == "of":
+            start = starts[token.start[0] - 1] + token.start[1]
+            pieces += [text[end:start], f" .{PERCENT}" if percent else "*"]
+            end = start + len(token.string)
+        after_percent = percent
+    return "".join(pieces) + text[end:]
+
+
+def _is_percent(tokens: list[tokenize.TokenInfo], index: int) -> bool:
+    """Whether the token at `index` is a percent: a `%` or the word percent after an operand (18%, (1 + 2)%, pi%,
+    50%%) with nothing after it that could be its right operand."""
+    sign = tokens[index]
+    if not (sign.string == "%" or sign.type == tokenize.NAME and sign.string == PERCENT) or index == 0:
+        return False
+    before, following, rest = tokens[index - 1], tokens[index + 1], tokens[index + 2:]
+    if before.type not in (tokenize.NUMBER, tokenize.NAME) and before.string not in (")", "%"):
+        return False
+    if following.type in (tokenize.NUMBER, tokenize.STRING) or following.string == "(":
+        return False
+    if following.type == tokenize.NAME:
+        return following.string == "of"
+    if following.string in ("+", "-") and rest:  # `7 % -3`: a sign against its number, after a space, is its sign
+        operand = rest[0]
+        return not (following.start > sign.end and operand.start == following.end
+                    and (operand.type in (tokenize.NUMBER, tokenize.NAME) or operand.string == "("))
+    return True  # the end, a closing bracket, a comma or an operator
+
+
 def _word(text: str) -> str | None:
     """The first word of `text` that is not a function or a constant the calculator knows (numbers set aside, so
     that the e of 1e5 is not a word); None when there is none."""
     words = re.findall(r"[^\W\d]\w*", NUMBER.sub(" ", text))
-    return next((word for word in words if word not in FUNCTIONS and word not in CONSTANTS), None)
+    return next((word for word in words if word not in FUNCTIONS and word not in CONSTANTS
+                 and word not in (PERCENT, "of")), None)
 
 
 def _bracket_problem(text: str) -> str | None:
@@ -140,8 +193,12 @@ def _value(node: ast.expr, depth: int = 0):
         # 1 + 2 - 3 + ... parses as a chain down its left side, but it is one level of a person's arithmetic
         flat = isinstance(node.left, ast.BinOp) and _level(node.left.op) == _level(node.op)
         left, right = _value(node.left, depth + (not flat)), _value(node.right, depth + 1)
+        if isinstance(node.op, (ast.Add, ast.Sub)) and _is_percent_node(node.right):
+            right = _checked(left * right)  # 250 + 18% is 250 and 18% of 250, as a person means it
         _fits(node.op, left, right)
         return _checked(OPERATORS[type(node.op)](left, right))
+    if _is_percent_node(node):
+        return _checked(_value(node.value, depth + 1) / 100)
     if isinstance(node, ast.UnaryOp) and type(node.op) in SIGNS:
         return SIGNS[type(node.op)](_value(node.operand, depth + 1))
     if isinstance(node, ast.Name) and node.id in CONSTANTS:
@@ -149,6 +206,10 @@ def _value(node: ast.expr, depth: int = 0):
     if isinstance(node, ast.Call):
         return _called(node, depth)
     raise Refused(_not_allowed(node))
+
+
+def _is_percent_node(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == PERCENT
 
 
 def _level(op: ast.operator) -> int:
