@@ -18,7 +18,7 @@ from policies.base import Policy
 from policies.invariants import KEY_FACTS
 from policies.rendering import Conversation, View, read_conversation
 
-MAX_FACTS = 60
+MAX_FACTS = 30  # the latest facts the block keeps, standing instructions first (bench/facts_cap.py chose it)
 SHORT_RESULT = 160  # characters: a tool result this short is a fact; a longer one is a document
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 SMALL_TALK = re.compile(r"^(hi|hello|hey|thanks|thank you|great|ok|okay)\b", re.IGNORECASE)
@@ -54,7 +54,7 @@ class KeyFacts(Policy):
         except ValueError:  # no instructions: nothing was rendered
             return ""
         return (f"its block holds the latest {MAX_FACTS} of the {found} facts the rule finds in this session, so the "
-                f"oldest {found - MAX_FACTS} (a standing instruction among them, if said early) dropped out of it"
+                f"oldest {found - MAX_FACTS} of them that are not standing instructions dropped out of it"
                 if found > MAX_FACTS else "")
 
 

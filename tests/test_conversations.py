@@ -263,8 +263,8 @@ def test_a_fact_tracked_but_not_to_be_kept_is_counted_apart_never_as_recall(tmp_
 
 
 def test_a_key_facts_block_that_cannot_hold_every_fact_says_so_in_the_replay(tmp_path, capsys, monkeypatch):
-    """More statements than the block holds (its cap made 5 here, to keep the session short): the oldest (the standing
-    instruction among them) drop out of it, and the replay says so beside every policy with the block."""
+    """More statements than the block holds (its cap made 5 here, to keep the session short): the oldest that are not
+    the standing instruction drop out of it, and the replay says so beside every policy with the block."""
     import policies.facts
 
     monkeypatch.setattr(policies.facts, "MAX_FACTS", 5)
@@ -311,8 +311,8 @@ def test_stable_renders_the_same_whatever_the_observation_cut_was_before():
 @pytest.mark.parametrize("policy", ["window:2+facts", "stable:3000", "cold:3000"])
 def test_a_standing_instruction_said_first_stays_in_the_key_facts_block_after_seventy_later_facts(tmp_path, policy):
     """The user's rule for the whole conversation is said once, first; seventy facts follow, more than the block
-    holds (60) and than a quarter of T: the block keeps the rule, ahead of the latest facts (it kept the latest 60
-    and lost the rule)."""
+    holds (30, and stable's a quarter of T): the block keeps the rule, ahead of the latest facts (it kept the latest
+    60 and lost the rule)."""
     rule = "From now on, whenever you give me a price, also give it with VAT."
     turns = [{"user": rule, "steps": [], "answer": "Understood."}] + [
         {"user": f"My locker number {n} is on floor {n % 7} and its code is {1000 + 37 * n}. What is {n} plus 1?",
