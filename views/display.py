@@ -24,6 +24,7 @@ from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from redaction import StreamRedactor
 from replies import answer_at, answer_may_begin, continued
 from views.reports import CACHING_COLUMNS, caching_cells, noise_kept
+from views.tables import Column, Fitted
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
 from tools.approval import approval_line
@@ -218,6 +219,13 @@ class LiveDisplay:
             self._status = None
 
 
+# The columns of the --compare table that give way first where it is too wide, least needed first. live tools checks
+# the comparison itself (0 unless a policy asked what the first run never did); seconds measure the machine and the
+# model more than the policy; out is the model's writing, much the same under every policy; calls mostly says what
+# steps says (a call a step, one more for the answer). What a policy changes (answer, steps, in, peak ctx) stays.
+COMPARE_LEAST_NEEDED = ["live tools", "s", "out", "calls"]
+
+
 def live_table(console: Console, rows: list[dict], model: str, expect: str | None, counter: str) -> None:
     """The --compare table: one row per policy; with repeats, the median and (the range)."""
     def number(value) -> str:
@@ -231,17 +239,15 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
     costs = any(row.get("cost", {}).get("max") for row in rows)
     protocols = len({row.get("protocol", "text") for row in rows}) > 1  # text and native side by side
     unreadable = protocols or any(row.get("unreadable", {}).get("max") for row in rows)
-    table = Table(title=plain(f"{'Protocols' if protocols else 'Policies'} compared · model {model}"),
-                  title_justify="left")
-    for column in ["policy", *(["protocol"] if protocols else []), "answer", *(["correct"] if expect else []), "stop",
-                   "steps", "calls", "in", *(["cached"] if cached else []), "peak ctx", "out",
-                   *(["unreadable"] if unreadable else []), *(["cost"] if costs else []), "s", "live tools"]:
-        table.add_column(column, overflow="fold",
-                         justify="left" if column in ("policy", "protocol", "answer", "stop") else "right")
+    columns = [Column("policy", "left", "never"), *([Column("protocol", "left", "never")] if protocols else []),
+               Column("answer", "left", "text"), *([Column("correct")] if expect else []), Column("stop", "left"),
+               *map(Column, ["steps", "calls", "in", *(["cached"] if cached else []), "peak ctx", "out",
+                             *(["unreadable"] if unreadable else []), *(["cost"] if costs else []), "s", "live tools"])]
+    table = []
     for row in rows:
         answers = " | ".join(row["answers"])
-        cells = [row["policy"], *([row["protocol"]] if protocols else []), answers[:80] + ("…" if len(answers) > 80
-                                                                                            else "")]
+        cells = [row["policy"], *([row["protocol"]] if protocols else []),
+                 answers[:80] + ("…" if len(answers) > 80 else "")]
         if expect:
             cells.append(f"{row['correct']}/{row['runs']}")
         cells += ([", ".join(row["stop_reasons"])]
@@ -251,8 +257,9 @@ def live_table(console: Console, rows: list[dict], model: str, expect: str | Non
         cells += [spread(row["unreadable"])] if unreadable else []
         cells += [dollars(row["cost"]["median"]) if "cost" in row else "–"] if costs else []
         cells += [spread(row[name]) for name in ("seconds", "live_tool_calls")]
-        table.add_row(*map(plain, cells))
-    console.print(table)
+        table.append(cells)
+    console.print(Fitted(f"{'Protocols' if protocols else 'Policies'} compared · model {model}", columns, table,
+                         least_needed=COMPARE_LEAST_NEEDED))
     console.print(Text(f"in, out: the model's usage numbers over all calls (Gemini: billed, from the API; the "
                        f"offline model: its own tokenizer's count). peak ctx: the largest context, "
                        f"{counter}. Tool results were recorded on the first run and replayed to the others; live tools "
@@ -271,13 +278,9 @@ STATE_MARKS = {"kept": "✓", "partly": "◐", "cut": "✂", "gone": "✗", "uns
 def caching_table(console: Console, measured, name: str, price) -> None:
     """What each policy's session would cost in input at a model's list price, with and without an implicit prefix
     cache: windows and summaries break the prefix, full history keeps it."""
-    table = Table(title=plain(f"Input cost at {name}'s list price, without and with prompt caching: {price.rule()}"),
-                  title_justify="left")
-    for column in CACHING_COLUMNS:
-        table.add_column(column, justify="left" if column == "policy" else "right")
-    for report in measured:
-        table.add_row(*map(plain, [report.policy, *caching_cells(report, price)]))
-    console.print(table)
+    console.print(Fitted(f"Input cost at {name}'s list price, without and with prompt caching: {price.rule()}",
+                         [Column("policy", "left", "never"), *map(Column, CACHING_COLUMNS[1:])],
+                         [[report.policy, *caching_cells(report, price)] for report in measured]))
 
 
 def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
@@ -308,32 +311,27 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
         console.print(plain(f"setup: {said(setup)}", "dim"))
 
 
-def totals_table(measured, path: str, calls: int) -> Table:
+def totals_table(measured, path: str, calls: int) -> Fitted:
     """Input tokens, peak and the rest per policy, each against full history."""
     baseline = next((r.total for r in measured if r.policy == BASELINE), None)
-    table = Table(title=plain(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies"),
-                  title_justify="left")
-    for column in ["policy", "input tokens, all calls", "vs full", "peak context", "summary calls (in / out)",
-                   "over window", "invariant violations"]:
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    rows = []
     for report in measured:
         change = f"{report.total / baseline * 100:.0f}%" if baseline and report.policy != BASELINE else ""
         summary = (f"{report.summary_calls} ({report.summary_input:,} / {report.summary_output:,})"
                    if report.summary_calls else "")
-        table.add_row(*map(plain, [report.policy + (" *" if report.caveat else ""), f"{report.total:,}", change,
-                                   f"{report.peak:,}", summary, report.over_window or "", report.violations]))
-    return table
+        rows.append([report.policy + (" *" if report.caveat else ""), f"{report.total:,}", change, f"{report.peak:,}",
+                     summary, report.over_window or "", report.violations])
+    numbers = ["input tokens, all calls", "vs full", "peak context", "summary calls (in / out)", "over window",
+               "invariant violations"]
+    return Fitted(f"Replay of {path}: {calls} model calls, each policy shown the same recorded replies",
+                  [Column("policy", "left", "never"), *map(Column, numbers)], rows)
 
 
-def buckets_table(measured) -> Table:
+def buckets_table(measured) -> Fitted:
     """What the contexts held, by kind, summed over every call."""
-    buckets = Table(title="What the contexts held, summed over all calls", title_justify="left")
-    buckets.add_column("policy")
-    for name in BUCKETS:
-        buckets.add_column(name, justify="right")
-    for report in measured:
-        buckets.add_row(*map(plain, [report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]]))
-    return buckets
+    return Fitted("What the contexts held, summed over all calls",
+                  [Column("policy", "left", "never"), *map(Column, BUCKETS)],
+                  [[report.policy, *[f"{report.buckets.get(b, 0):,}" for b in BUCKETS]] for report in measured])
 
 
 def replay_warnings(console: Console, reports, measured, window: tuple[int, str] | None, cut_on_record: int) -> None:
@@ -355,23 +353,22 @@ def replay_warnings(console: Console, reports, measured, window: tuple[int, str]
             console.print(plain(f"* {report.policy}: {report.caveat}.", style="yellow"))
 
 
-def facts_table(measured, facts, points) -> Table:
+def facts_table(measured, facts, points) -> Fitted:
     """Each planted fact's state under each policy, at each probe point, left to right."""
     cut = sum(state == "cut" for report in measured for states in report.facts.values() for state in states.values())
-    kept = Table(title=f"Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by "
-                       f"the {observation_cut():,}-character observation cap, ✗ gone, – not stated yet)"
-                       + (f"; {cut} cells ✂: lost to the cap, a setting of the replay (--observation-cut), not to the "
-                          "policy" if cut else ""), title_justify="left")
-    kept.add_column("fact")
-    for report in measured:
-        kept.add_column(plain(report.policy), justify="center")
+    title = (f"Is each planted fact's exact text in the context? (✓ kept, ◐ under some phrasings, ✂ cut by the "
+             f"{observation_cut():,}-character observation cap, ✗ gone, – not stated yet)"
+             + (f"; {cut} cells ✂: lost to the cap, a setting of the replay (--observation-cut), not to the policy"
+                if cut else ""))
+    rows = []
     for fact in facts:
         row = [f"{fact.id}: {fact.text[:40]}" + ("" if fact.keep else " (tracked, not to be kept)")]
         for report in measured:
             marks = report.facts.get(fact.id, {})
             row.append(" ".join(STATE_MARKS[marks[p.label]] for p in points if p.label in marks))
-        kept.add_row(*map(plain, row))
-    return kept
+        rows.append(row)
+    return Fitted(title, [Column("fact", "left", "text"), *(Column(r.policy, "center", "never") for r in measured)],
+                  rows)
 
 
 def size_plot(console: Console, measured, calls: int) -> None:
@@ -394,26 +391,16 @@ def probe_tables(console: Console, answers, model: str | None, counter: str) -> 
     for by, heading in (("point", "probe point"), ("fact", "fact")):
         cells = tally(answers, by)
         keys = list(dict.fromkeys(getattr(a, by) for a in answers))
-        table = Table(title=plain(f"Probe answers by {heading}: correct/asked [Wilson 95% interval] · model {model}"),
-                      title_justify="left")
-        table.add_column("context")
-        for key in keys:
-            table.add_column(plain(key), justify="center")
-        for condition, row in cells.items():
-            table.add_row(*map(plain, [condition, *[
-                f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]" if k in row else "–"
-                for k in keys]]))
-        console.print(table)
-    verdicts = Table(title="Every answer, classified by its Answer line (correct holds the gold value; distractor and "
-                           "stale hold a known wrong one; refusal says it does not know; no answer: the reply had no "
-                           "Answer line, whatever its actions held)", title_justify="left")
-    verdicts.add_column("context")
-    for verdict in VERDICTS:
-        verdicts.add_column(verdict, justify="right")
-    for condition, row in tally(answers, "condition").items():
-        cell = row[condition]
-        verdicts.add_row(*map(plain, [condition, *[cell[v] for v in VERDICTS]]))
-    console.print(verdicts)
+        console.print(Fitted(f"Probe answers by {heading}: correct/asked [Wilson 95% interval] · model {model}",
+                             [Column("context", "left", "never"), *(Column(key, "center") for key in keys)],
+                             [[condition, *[f"{row[k]['k']}/{row[k]['n']} [{row[k]['low']:.2f}–{row[k]['high']:.2f}]"
+                                            if k in row else "–" for k in keys]] for condition, row in cells.items()]))
+    console.print(Fitted("Every answer, classified by its Answer line (correct holds the gold value; distractor and "
+                         "stale hold a known wrong one; refusal says it does not know; no answer: the reply had no "
+                         "Answer line, whatever its actions held)",
+                         [Column("context", "left", "never"), *map(Column, VERDICTS)],
+                         [[condition, *(row[condition][v] for v in VERDICTS)]
+                          for condition, row in tally(answers, "condition").items()]))
     console.print(plain(f"closed book: no history (a lower bound); facts only: a short prompt holding just the facts "
                         f"stated so far (an upper bound). Contexts counted with {counter}. Every answer is in "
                         "--answers FILE.csv and --json.", "dim"))
