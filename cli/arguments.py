@@ -71,10 +71,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "with --compare, one file per run, named FILE.POLICY.jsonl")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the answer, counts and trace")
     parser.add_argument("--show-prompt", action="store_true", help="print the instruction prompt and exit")
-    parser.add_argument("--show-context", nargs="?", const="auto", type=_context_choice, metavar="full|changes",
+    parser.add_argument("--show-context", nargs="?", const="changes", type=_context_choice, metavar="full|changes",
                         help="before every model call, print what the model is sent, part by part, with sizes: "
-                             "every part (full), or only what changed since the previous call (changes, the default "
-                             "on a terminal)")
+                             "after the first call only what changed since the previous one (changes, the default), "
+                             "or every part of every call (full)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
     parser.add_argument("--finish", action="store_true",
                         help="when the TTL runs out, make one more call asking for the best answer so far")
@@ -186,7 +186,7 @@ def _pace(text: str):
 
 
 def _context_choice(text: str) -> str:
-    if text not in ("auto", "changes", "full"):  # auto: the const when the flag comes alone
+    if text not in ("changes", "full"):
         raise argparse.ArgumentTypeError(f"takes full or changes, got {text!r} "
                                          "(write the question before --show-context)")
     return text

@@ -63,7 +63,7 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
     from views.display import LiveDisplay
 
     quiet = args.json or args.quiet
-    display = LiveDisplay(events=not quiet, context=_context_view(args), stderr=quiet)
+    display = LiveDisplay(events=not quiet, context=args.show_context, stderr=quiet)
     sent = {}  # what each call sends, by digest: the loop fills it, the view, the spans and the page read it
     follow = export.follow(_header(model), sent) if export else None
     on_event = display.show if follow is None else lambda event: (display.show(event), follow(event))
@@ -98,14 +98,6 @@ def _protocol_for(args, model: Model):
 def _header(model: Model) -> dict:
     """What a trace file's first line says of the model: its name, backend, and the temperature it is sent."""
     return {"model": model.name, "backend": model.backend, "temperature": model.temperature}
-
-
-def _context_view(args) -> str | None:
-    """--show-context's view: as asked, else only the changes when the output is a terminal someone reads."""
-    if args.show_context != "auto":
-        return args.show_context
-    stream = sys.stderr if args.json or args.quiet else sys.stdout
-    return "changes" if stream.isatty() else "full"
 
 
 def _write_run_page(path: str, model: Model, trace: Trace, counter) -> None:

@@ -420,6 +420,21 @@ def test_show_context_changes_prints_only_what_each_call_added(world, capsys):
     assert out.count("+ [user · observation · ") == 2
 
 
+def test_show_context_piped_shows_the_instructions_once_then_only_what_changed(capsys):
+    """As the README says, piped (into less, a file) as on a terminal: a second call repeats none of the first."""
+    from models.scripted import ScriptedModel
+
+    model = ScriptedModel(['Thought: one expression\nAction: calculate("7 * 6 + 5")', "Answer: 47"])
+    assert agent.main(["What is 7 * 6 + 5?", "--show-context"], model=model) == 0
+    out = capsys.readouterr().out
+    assert out.count("context · policy full · ") == 2
+    assert out.count("[system · instructions · ") == 1 and out.count("[user · question · ") == 1
+    assert "= 2 parts as before" in out and out.count("+ [model · reply · ") == 1
+    assert agent.main(["What is 7 * 6 + 5?", "--show-context=full"], model=ScriptedModel(
+        ['Thought: one expression\nAction: calculate("7 * 6 + 5")', "Answer: 47"])) == 0
+    assert capsys.readouterr().out.count("[system · instructions · ") == 2  # every part of every call, when asked
+
+
 def test_show_context_before_the_question_says_how_to_fix_it(capsys):
     with pytest.raises(SystemExit):
         agent.main(["--show-context", "What is 7 * 6 + 5?"])
