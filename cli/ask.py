@@ -5,7 +5,7 @@ import sys
 from agent import TinyReAct
 from results import echoed_error
 from models import Model, ModelConfigError
-from policies import Policy, make_policy
+from policies import POLICIES, Policy, make_policy
 from protocols import make_protocol
 from tokens import local_counter
 from traces import Trace
@@ -21,7 +21,8 @@ from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_US
 NATIVE_WEAK = {"qwen2.5-coder-0.5b": "the embedded 0.5B repeats its tool calls in the native protocol (2 of 39 test "
                                      "questions right, against 30 with text): use --protocol text, or --model "
                                      "local:qwen2.5-coder-1.5b"}
-CHAT_HELP = ("one question per line · /context shows what the model sees · /policy NAME switches · "
+CHAT_HELP = ("one question per line · /context shows what the model sees · "
+             "/policy [NAME] names or switches the policy · "
              "/confirm on|off asks before every tool call, or only where needed · /reset starts over · Ctrl-D quits")
 
 
@@ -170,17 +171,27 @@ def _chat(agent: TinyReAct, display, args) -> int:
                 return code
 
 
+def _policy_command(agent: TinyReAct, display, name: str) -> None:
+    """/policy NAME switches to that policy; /policy alone names the one in use, and how each is written (as the
+    help lists them, their notes left out)."""
+    if not name:
+        written = ", ".join(kind.usage.split(" (")[0] for kind in POLICIES.values())
+        display.note(f"policy: {agent.policy.name} · /policy NAME switches to {written}, or several joined by +")
+        return
+    try:
+        agent.use_policy(make_policy(name))
+        display.note(f"policy: {agent.policy.name}")
+    except ValueError as problem:
+        display.note(f"error: {problem}")
+
+
 def _chat_command(agent: TinyReAct, display, line: str) -> None:
-    """/context, /policy NAME, /confirm on|off, /reset, or a command that is none of them."""
+    """/context, /policy [NAME], /confirm on|off, /reset, or a command that is none of them."""
     command, _, argument = line.partition(" ")
     if command == "/context":
         display.show_context(agent.policy.render(agent.trace.events))
     elif command == "/policy":
-        try:
-            agent.use_policy(make_policy(argument))
-            display.note(f"policy: {agent.policy.name}")
-        except ValueError as problem:
-            display.note(f"error: {problem}")
+        _policy_command(agent, display, argument)
     elif command == "/confirm" and argument in ("on", "off"):
         approval = agent.approval
         approval.confirm = argument == "on"

@@ -267,6 +267,17 @@ def test_chat_keeps_one_conversation_and_its_commands_work(world, agent_py, tmp_
     assert types.count("question") == 3 and "reset" in types
 
 
+def test_chat_policy_alone_names_the_policy_in_use_and_the_others(gemini, agent_py):
+    gemini([])
+    done = agent_py("--chat", "--policy", "window:2", stdin="/policy\n/policy elide:1\n/policy\n")
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # as read, whatever the width the lines were wrapped at
+    listed = "/policy NAME switches to full, window:N, user-only:N, elide:K, pinned[:top|end], compact:T"
+    assert f"policy: window:2 · {listed}" in out and f"policy: elide:1 · {listed}" in out
+    assert "policy: elide:1" in out.replace(f"policy: elide:1 · {listed}", "")  # said when switched, too
+    assert "unknown policy" not in out
+
+
 def test_show_context_prints_every_call_with_labels_and_sizes(world, capsys):
     world(["Thought: add\nAction: add_numbers(40, 2)", "Answer: 42"])
     assert agent.main(["40 + 2?", "--show-context", "--policy", "elide:1"]) == 0
