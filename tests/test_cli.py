@@ -155,6 +155,19 @@ def test_help_is_fast_and_imports_no_sdk():
     assert probe.stdout.strip().endswith("[]")
 
 
+def test_the_readme_set_up_shows_tools_and_it_lists_the_tools_the_readme_names(agent_py):
+    """"What can it do?": the README's set up answers with --tools, which lists the nine tools the README says a run
+    offers (tests/test_readme_run.py reads the same list)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
+        readme = file.read()
+    set_up = readme[readme.index("## Set up"):readme.index("\n## ", readme.index("## Set up") + 1)]
+    assert "\npython agent.py --tools " in set_up
+    named = re.findall(r"`(\w+)`", re.search(r"own output, made with these tools: (.*?);", readme, re.DOTALL)[1])
+    done = agent_py("--tools")
+    assert done.returncode == 0 and [line.split()[0] for line in done.stdout.splitlines()] == named
+    assert "The tools are the nine the run above lists" in readme and len(named) == 9
+
+
 def test_show_prompt_prints_the_instructions_without_a_key(agent_py):
     done = agent_py("--show-prompt")
     assert done.returncode == 0
