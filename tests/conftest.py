@@ -4,6 +4,7 @@ names a service: `gemini`, `openai`, and `world` (Gemini, Wikipedia and Open-Met
 `agent_py`, the command line run in the test's own process where no process boundary is under test."""
 import io
 import os
+import signal
 import subprocess
 import sys
 
@@ -36,6 +37,18 @@ def offline_environment(monkeypatch, tmp_path):
     import wikipedia
     for cached in (wikipedia.search, wikipedia.summary, wikipedia.suggest):
         cached.clear_cache()
+
+
+@pytest.fixture
+def sigint_reaches_children():
+    """For a test that interrupts a process it starts with SIGINT, as Ctrl-C does: skipped, with the reason, when
+    that process could not be interrupted, because it inherits SIGINT ignored or blocked from this one (a shell
+    without job control starts a background job, `python -m pytest &` in a script, with SIGINT ignored)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        pytest.skip("SIGINT is ignored here (as in a background job started by a script): the agent started from "
+                    "here inherits that, and Ctrl-C cannot stop it")
+    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        pytest.skip("SIGINT is blocked here: the agent started from here inherits that, and Ctrl-C cannot stop it")
 
 
 @pytest.fixture

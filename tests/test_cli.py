@@ -237,7 +237,7 @@ def test_no_color_keeps_styles_but_drops_colours_on_a_terminal(world, capsys, mo
     assert colour_code.search(coloured) and not colour_code.search(plain)
 
 
-def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path):
+def test_ctrl_c_exits_130_and_keeps_the_trace(world, tmp_path, sigint_reaches_children):
     gemini = world(["Action: add_numbers(1, 1)", "Answer: 2"])
     gemini.delay = 30  # the model "thinks" long enough to be interrupted
     trace_file = tmp_path / "t.jsonl"

@@ -93,7 +93,7 @@ class FirstCallThinks(GeminiStandIn):
         return super().handle(request)
 
 
-def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path):
+def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path, sigint_reaches_children):
     with FirstCallThinks(["Answer: 4", "Answer: 4"]) as gemini:
         trace = tmp_path / "chat.jsonl"
         process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--chat", "--trace", str(trace)],
@@ -110,7 +110,7 @@ def test_ctrl_c_in_chat_cancels_the_question_and_the_session_goes_on(tmp_path):
     assert types.count("question") == 2 and "error" in types
 
 
-def test_ctrl_c_in_compare_reports_the_runs_that_ended(world, tmp_path):
+def test_ctrl_c_in_compare_reports_the_runs_that_ended(world, tmp_path, sigint_reaches_children):
     gemini = world(["Answer: 47"])
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "q?", "--compare", "full,window:2",
                                 "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -157,7 +157,7 @@ def test_a_trace_that_cannot_be_written_is_reported_once_and_the_answer_still_pr
 
 
 @pytest.mark.slow
-def test_ctrl_c_while_the_embedded_model_loads_is_one_line(tmp_path):
+def test_ctrl_c_while_the_embedded_model_loads_is_one_line(tmp_path, sigint_reaches_children):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI", "GOOGLE"))}
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "What is 7 * 6 + 5?", "-q"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
