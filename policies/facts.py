@@ -77,10 +77,20 @@ def standing(fact: str) -> bool:
 def capped(facts: list[str], most: int) -> list[str]:
     """At most `most` of `facts` (oldest first): the standing instructions first, in order (the latest `most` of them
     if there are more), then the latest of the others."""
-    rules = [fact for fact in facts if standing(fact)][-most:] if most > 0 else []
-    rest = [fact for fact in facts if not standing(fact)]
-    room = most - len(rules)
-    return rules + (rest[-room:] if room > 0 else [])
+    return latest(*by_kind(facts), most)
+
+
+def by_kind(facts: list[str]) -> tuple[list[str], list[str]]:
+    """The standing instructions among `facts`, and the others, each in order."""
+    rules = [fact for fact in facts if standing(fact)]
+    return rules, [fact for fact in facts if not standing(fact)]
+
+
+def latest(rules: list[str], others: list[str], most: int) -> list[str]:
+    """capped's choice from facts already split by_kind (a caller trying several `most` splits once)."""
+    kept = rules[-most:] if most > 0 else []
+    room = most - len(kept)
+    return kept + (others[-room:] if room > 0 else [])
 
 
 def all_facts(turns, before: int | None = None) -> list[str]:

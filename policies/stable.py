@@ -15,7 +15,7 @@ Pick it for long sessions on a service with prompt caching.
 from dataclasses import replace
 
 from policies.base import Policy
-from policies.facts import all_facts, capped, facts_block
+from policies.facts import all_facts, by_kind, facts_block, latest
 from policies.rendering import Conversation, View, observation_cut, question_part, step_parts
 from tokens import local_counter
 
@@ -118,10 +118,10 @@ def facts_before(conversation: Conversation, boundary: int, room: float) -> list
     standing instructions and the latest others, MAX_FACTS in all, and of them as many as fit in `room` tokens (the
     oldest others left out first)."""
     found = all_facts(conversation.turns, before=boundary)
-    most = min(len(found), MAX_FACTS)
-    facts = capped(found, most)
+    most, kinds = min(len(found), MAX_FACTS), by_kind(found)
+    facts = latest(*kinds, most)
     count = local_counter().count
     while facts and count(facts_block(facts).text) > room:
         most -= len(facts) // 8 + 1  # the oldest eighth out at a time: a few counts, not one per fact
-        facts = capped(found, most)
+        facts = latest(*kinds, most)
     return facts
