@@ -3,6 +3,7 @@ are still in the context each policy would send when the question is asked, by L
 intervals, and what each policy costs with and without prompt caching under three providers' rules.
 
     python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N|A-B] [--json] [--plot FILE.svg]
+                           [--corrections AUDIT.json] [--cache-ttl SECONDS|none]
     python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
 
 The data is not shipped: LoCoMo's repository (github.com/snap-research/locomo) has no license file, so it is read
@@ -22,14 +23,19 @@ June, 2023]", so the dates temporal questions need are in the trace as LoCoMo gi
 with the second speaker gets a question holding only that date line; one that ends with the first speaker gets
 the answer "[the session ends]".
 
-What is measured. The questions are asked after the last session, as LoCoMo asks them: for each question and
-policy, the context the policy would render with the question as the current turn, and in it each evidence line,
-whole or as the key-facts block keeps it (every sentence of four words or more): all there (kept), some (partly) or
-none (gone). A question that lists no evidence is not scored; one naming a line the conversation lacks ("D10:19" in
-a session of 18 lines) is scored on the lines it has; the output names each. The categories are numbered in the data and
-named nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as
-several answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal,
-3 open-domain, 4 single-hop, 5 adversarial.
+What is measured. The questions are asked after the last session, as LoCoMo asks them: for each question and policy,
+the context the policy would render with the question as the current turn, and in it each evidence line, whole or as
+the key-facts block keeps it (every sentence of four words or more): all there (kept), some (partly) or none (gone);
+a temporal question's lines count as kept only with their session's date line beside them. The headline share leaves
+out the adversarial category (it asks what the conversation never says of that person, the right answer being that
+it was not mentioned: its cited lines are not what an answer needs) and has two intervals, Wilson's and a bootstrap
+over the conversations, as one conversation's questions are not independent. Every call is priced at its time (see
+TURN_SECONDS below), the questions' calls too, so a session days after the one before reads nothing from a cache. A
+question that lists no evidence is not scored; one naming a line the conversation lacks ("D10:19" in a session of 18
+lines) is scored on the lines it has; the output names each. The categories are numbered in the data and named
+nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as several
+answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop, 5 adversarial.
 
 --probe asks a seeded sample of the questions of the model given, under each policy, and scores each answer
 judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
@@ -52,7 +58,7 @@ from dataclasses import dataclass, field
 import repository  # noqa: F401  (importing it puts the repository's root on the import path)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,budget:4000,stable"
+POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,budget:4000,stable,cold"
 RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-haiku-4-5"]  # three providers' caching rules (models/prices.json)
 MAX_FILE = 200_000_000  # bytes: the data is 2.6 MB unpacked; anything this large is not it
 # "D1:3", and the data's slips: "D:11:26", "D30:05" (the spaces bounded, so that no text makes it backtrack long)
@@ -66,7 +72,7 @@ OFF_CHART = 3  # a policy dearer than this many times full history is left off t
 # questions are asked after the last session, one after another, the first TURN_SECONDS after its last call.
 SESSION_DATE = "%I:%M %p on %d %B, %Y"
 TURN_SECONDS = 30
-HEADLINE = (1, 2, 3, 4)  # the categories the headline share counts: adversarial questions have no evidence to keep
+HEADLINE = (1, 2, 3, 4)  # the headline's categories: an adversarial question's right answer is that it was not said
 BOOTSTRAP = 2000  # resamples of the conversations for the clustered interval
 AUDIT_ID = re.compile(r"locomo_(\d{1,3})_qa(\d{1,5})")
 MAX_CORRECTIONS = 5_000_000  # bytes: the audit is about 150 KB
