@@ -754,7 +754,7 @@ def test_the_replay_page_plots_cost_against_what_is_kept_and_names_the_frontier(
     [sentence] = [p.text for p in root.all("p", "frontier")]
     assert sentence.startswith("On the frontier, from the cheapest (input tokens, all calls, facts kept): window:2 "
                                "(90,766, 0%); user-only:4 (128,139, 70%); retrieve:3 (128,693, 85%); window:0+facts "
-                               "(146,387, 100%).")
+                               "(132,394, 100%).")
     assert len(root.one("svg", "multiples").all("polyline", "policy")) == len(specs)  # more than 6: small multiples
 
 
