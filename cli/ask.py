@@ -23,7 +23,7 @@ NATIVE_WEAK = {"qwen2.5-coder-0.5b": "the embedded 0.5B repeats its tool calls i
                                      "local:qwen2.5-coder-1.5b"}
 CHAT_HELP = ("one question per line · /context shows what the model sees · "
              "/policy [NAME] names or switches the policy · "
-             "/confirm on|off asks before every tool call, or only where needed · /reset starts over · Ctrl-D quits")
+             "/confirm [on|off] asks before every tool call, or only where needed · /reset starts over · Ctrl-D quits")
 
 
 def ask(args, policy: Policy, specs: list[str]) -> int:
@@ -185,8 +185,16 @@ def _policy_command(agent: TinyReAct, display, name: str) -> None:
         display.note(f"error: {problem}")
 
 
+def _asking(approval) -> str:
+    """When the chat asks before a tool call, as /confirm sets it."""
+    if approval.confirm:
+        return "asking before every tool call"
+    return "asking only before MCP tools that may be destructive" + (" (but --yes runs them all)"
+                                                                     if approval.yes else "")
+
+
 def _chat_command(agent: TinyReAct, display, line: str) -> None:
-    """/context, /policy [NAME], /confirm on|off, /reset, or a command that is none of them."""
+    """/context, /policy [NAME], /confirm [on|off], /reset, or a command that is none of them."""
     command, _, argument = line.partition(" ")
     if command == "/context":
         display.show_context(agent.policy.render(agent.trace.events))
@@ -198,9 +206,9 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
         if approval.confirm:  # every call, as it says: not --yes, nor a tool allowed for the session before
             approval.yes = False
             approval.allowed.clear()
-        display.note("asking before every tool call" if approval.confirm else
-                     "asking only before MCP tools that may be destructive" + (" (but --yes runs them all)"
-                                                                              if approval.yes else ""))
+        display.note(_asking(approval))
+    elif command == "/confirm" and not argument.strip():
+        display.note(f"{_asking(agent.approval)} · /confirm on|off changes it")
     elif command == "/reset":
         agent.reset()
         display.note("a new conversation; the trace keeps the old one")

@@ -90,6 +90,17 @@ def test_a_declined_call_in_a_piped_chat_and_the_confirm_command(monkeypatch, ca
     assert [event["text"] for event in written if event["type"] == "observation"][1] == "5"
 
 
+def test_confirm_alone_in_a_chat_names_when_it_asks(monkeypatch, capsys):
+    """/confirm with nothing after it says the setting in use and how to change it (it was an unknown command)."""
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm\n/confirm on\n/confirm\n"))
+    assert cli.main(["--chat"], model=ScriptedModel([])) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "unknown command" not in out
+    assert "asking only before MCP tools that may be destructive · /confirm on|off changes it" in out
+    assert "asking before every tool call · /confirm on|off changes it" in out
+
+
 def test_yes_and_confirm_on_the_command_line(monkeypatch, capsys):
     assert cli.main(["Q?", "--confirm", "--yes"]) == 2
     assert "--confirm does not go with --yes" in capsys.readouterr().err
