@@ -6,6 +6,7 @@
     python bench/evaluate.py --compare a.json b.json [...]                                 # side by side
     python bench/evaluate.py --layout chat-system        # Qwen's chat template around the transcript (measured worse)
     python bench/evaluate.py --models qwen-1.5b          # the opt-in Qwen2.5-Coder 1.5B (requirements-1.5b.txt)
+    python bench/evaluate.py --only 31,37                # those questions of the set alone (numbered from 1)
 
 Each question of the set (bench/questions/tuning.json or test.json) is run through the real loop: TinyReAct's
 prompt (or the template in --prompt), its tools, the full policy, greedy decoding. The network tools point at a
@@ -22,7 +23,9 @@ answers, with today's rule).
 With --llama-python (or LLAMA_PYTHON) the embedded Qwen file is also served by llama.cpp's OpenAI-compatible server
 (llama-cpp-python) and asked the same questions through the `llamacpp:` backend, at temperature 0. The choice of a
 prompt is made on the tuning set; the test set is for reporting the chosen one, once. A benchmark, not a test: a
-full run takes minutes.
+full run takes minutes. --only N,M asks those questions alone (numbered from 1 in the set's order), for a change
+that can alter only some runs (greedy decoding asks the others exactly as before); the saved run names them under
+`only`, its totals count them alone, and --compare puts it beside whole runs as it is, so say so where it is quoted.
 """
 import argparse
 import hashlib
@@ -242,6 +245,11 @@ def gguf_name(path: str) -> str:
     return str(metadata.get("general.name") or os.path.basename(path))
 
 
+def numbers(text: str) -> list[int]:
+    """Question numbers from 1, comma-separated, for argparse: anything else is its one-line usage error."""
+    return [positive(number) for number in text.split(",")]
+
+
 def positive(text: str) -> int:
     """A count from 1, for argparse: anything else is its one-line usage error."""
     try:
@@ -266,6 +274,8 @@ def main() -> None:
                              "calling, its prompt prompts/native.txt unless --prompt)")
     parser.add_argument("--label", help="the name of this run in tables (default: the prompt's file name)")
     parser.add_argument("--limit", type=positive, help="only the first N questions (N from 1)")
+    parser.add_argument("--only", type=numbers, help="only these questions, comma-separated numbers from 1 in the "
+                                                     "set's order (for a change that alters only some runs)")
     parser.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON"),
                         help="a Python with llama-cpp-python[server]: also ask llama.cpp, serving the Qwen file "
                              "(the 1.5B one when --models names qwen-1.5b)")
@@ -294,6 +304,10 @@ def main() -> None:
         raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:
         questions = json.load(file)["questions"][:args.limit]
+    if args.only:
+        if max(args.only) > len(questions):
+            parser.error(f"--only: the {args.set} set has {len(questions)} questions, not {max(args.only)}")
+        questions = [questions[number - 1] for number in args.only]
     # The network tools fail at once, as offline: nothing here may depend on the internet.
     os.environ.update(WIKIPEDIA_API_URL="http://127.0.0.1:9/w/api.php", OPEN_METEO_URL="http://127.0.0.1:9/v1/forecast")
     label = args.label or (os.path.basename(args.prompt) if args.prompt else
@@ -332,6 +346,8 @@ def main() -> None:
         from files import write_whole
 
         saved = {"set": args.set, "created": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}
+        if args.only:
+            saved["only"] = args.only  # the question numbers asked: the totals are theirs alone
         try:
             write_whole(args.out, json.dumps(saved, ensure_ascii=False, indent=1).encode("utf-8"))
         except OSError as problem:

@@ -106,6 +106,8 @@ def test_an_unknown_tool_or_an_out_folder_that_does_not_exist_is_said_before_any
     (["--prompt", "no-such-prompt.txt"], "--prompt no-such-prompt.txt: no such file"),
     (["--limit", "-1"], "argument --limit: a whole number from 1, not '-1'"),
     (["--limit", "0"], "argument --limit: a whole number from 1, not '0'"),
+    (["--only", "3,x"], "argument --only: a whole number from 1, not 'x'"),
+    (["--only", "41", "--models", "none"], "--only: the tuning set has 40 questions, not 41"),
 ])
 def test_bad_options_are_one_line_before_any_model_loads(arguments, says, tmp_path):
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), *arguments], cwd=tmp_path,
