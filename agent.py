@@ -26,12 +26,15 @@ from protocols import Action, Protocol, TextProtocol
 from results import MAX_FORMAT_ERRORS, Result, StopReason, priced, summarise
 from replies import STOP_SEQUENCES, ActionError  # noqa: F401 (STOP_SEQUENCES re-exported)
 from tokens import TokenCounter, local_counter
-from tools import DEFAULT_TOOLS, Refused, call_text
+from tools import DEFAULT_TOOLS, REPEAT, Refused, call_text
 from tools.approval import Approval, guarded
 from traces import Trace
 
 __version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
+MAX_REFUSALS = 2  # the same call refused this often in a row (a repeat, a decline): stuck
+# What a stuck run does, while measured (#53): "stop" at once, or "finish": one call for its answer
+ON_STUCK = "stop"
 RECORD_LIMIT = 100_000  # tool result characters the trace keeps; the model sees the policy's cut
 # characters of a reply kept: a runaway reply must not fill every later context and the trace
 REPLY_LIMIT = MAX_REPLY_CHARS
@@ -92,7 +95,8 @@ class TinyReAct:
         self._instruct()
 
     def query(self, question: str, finish: bool = False) -> Result:
-        """Reason, act, observe until an answer, the TTL, or three unreadable replies in a row."""
+        """Reason, act, observe until an answer, the TTL, or a stop: three unreadable replies in a
+        row, or one call refused twice in a row (stuck)."""
         first, started, error = len(self.trace), time.monotonic(), None
         self.trace.add("question", text=question)
         self._over_window = False
@@ -107,17 +111,17 @@ class TinyReAct:
                     try:  # the tool named, its arguments checked
                         tool, args, kwargs, call = self._prepare(action, reply)
                     except Refused as refusal:  # no action, bad tool or arguments, a repeat: said
-                        self._observe(step, str(refusal), refusal.call, action)
+                        self._observe(step, refusal, action=action)
                         continue
                     try:
                         observation = str(tool(*args, **kwargs))  # <- the tool runs here
                     except Refused as refusal:  # its guard asked a person, who said no
-                        observation, call = str(refusal), refusal.call
+                        observation = refusal
                     except Exception as failure:  # news for the model, not a crash
                         why = f"{type(failure).__name__}: {failure}"
                         observation = f"Error: {tool.__name__} failed: {why}".replace("\n", " ")
                     self._observe(step, observation, call, action)
-            raise Stop(StopReason.TTL, self._finish() if finish else None)
+            raise Stop(StopReason.TTL, self._finish(self.ttl + 1) if finish else None)
         except Stop as stop:
             answer, reason = stop.answer, stop.reason
         except ModelError as failure:  # the model failed, or (a local one) the context is too long
@@ -196,30 +200,38 @@ class TinyReAct:
         except ActionError as problem:
             raise Refused(f"Error: {problem}.") from None
         call = call_text(tool, args, kwargs)
-        if self._repeats(call) >= MAX_REPEATS:
+        if len(self._same_calls(call)) >= MAX_REPEATS:
             raise Refused(f"Warning: you have already run {action.text} {MAX_REPEATS} times in a "
                           "row; it was not run again. Use the earlier Observation, try something "
-                          "different, or give your Answer.", call)
+                          "different, or give your Answer.", call, REPEAT)
         return tool, args, kwargs, call
 
-    def _observe(self, step: int, text: str, call: str | None = None,
+    def _observe(self, step: int, observation: str | Refused, call: str | None = None,
                  action: Action | None = None) -> None:
-        """Record an observation whole, with the call that made it and a native call's id (past the
-        safety cap: cut, marked with its length); three unreadable replies in a row end the run."""
+        """Record an observation whole: a tool's result with the call that made it, or a refusal
+        with the call it refused and why; and a native call's id (past the safety cap: cut, marked
+        with its length). Three unreadable replies in a row end the run, and so does the same call
+        refused twice in a row (stuck)."""
+        refused = observation.refused if isinstance(observation, Refused) else None
+        call = observation.call if isinstance(observation, Refused) else call
+        text = str(observation)
         cut = {"original_chars": len(text)} if len(text) > RECORD_LIMIT else {}
-        extra = ({"call": call} if call else {}) | cut | (action.recorded() if action else {})
+        extra = ({"call": call} if call else {}) | ({"refused": refused} if refused else {}) | cut \
+            | (action.recorded() if action else {})
         # blanked of secrets before it is cut, so that a cut through a key cannot leave the rest
         kept = cap(self.trace.blanked(text), RECORD_LIMIT)
         self.trace.add("observation", step=step, text=kept, **extra)
         if self._unreadable_replies() >= MAX_FORMAT_ERRORS:
             raise Stop(StopReason.FORMAT_ERRORS)
+        if refused and sum("refused" in event for event in self._same_calls(call)) >= MAX_REFUSALS:
+            raise Stop(StopReason.STUCK, self._finish(step + 1) if ON_STUCK == "finish" else None)
 
-    def _finish(self) -> str | None:
+    def _finish(self, step: int) -> str | None:
         """One more call, past the TTL, asking for the best answer from what was observed."""
         self.trace.add("finish", text=self.protocol.finish_request)
         messages = self._context()
         reply = self._generate(messages)
-        answer = self._read(self.ttl + 1, reply, messages).answer
+        answer = self._read(step, reply, messages).answer
         return None if answer is None else self._taken(answer, reply)
 
     def _taken(self, answer: str, reply: ModelReply) -> str:
@@ -278,17 +290,17 @@ class TinyReAct:
             self.trace.add("instructions", text=offer.instructions, tools=docs, **offered)
         self._offer = offer
 
-    def _repeats(self, call: str) -> int:
-        """How many of this query's latest observations, back to back, came from this very call."""
-        count = 0
+    def _same_calls(self, call: str) -> list[dict]:
+        """This query's latest observations, back to back, that came from this very call."""
+        same = []
         for event in reversed(self.trace):
             if event["type"] == "question":
                 break
             if event["type"] == "observation":
                 if event.get("call") != call:
                     break
-                count += 1
-        return count
+                same.append(event)
+        return same
 
     def _unreadable_replies(self) -> int:
         """How many of this query's latest replies, back to back, had no Action and no Answer."""

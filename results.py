@@ -20,6 +20,7 @@ class StopReason(str, Enum):
     ANSWER = "answer"
     TTL = "ttl"
     FORMAT_ERRORS = "format_errors"
+    STUCK = "stuck"  # the same call was refused twice in a row (repeated past the guard, or declined)
     CONTEXT_OVERFLOW = "context_overflow"  # the context is longer than a local model's window: it was not run
     CUT = "cut"  # the service cut the reply at its output limit inside the Answer: a cut answer is not an answer
     FILTERED = "filtered"  # the service withheld the rest of the reply (a safety or recitation filter)

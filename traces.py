@@ -68,7 +68,7 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
     "action": ({"step": WHOLE, "text": TEXT}, {"id": TEXT}),
     "answer": ({"step": WHOLE, "text": TEXT}, {}),
     "observation": ({"step": WHOLE, "text": TEXT},
-                    {"call": TEXT, "original_chars": WHOLE, "id": TEXT}),
+                    {"call": TEXT, "refused": TEXT, "original_chars": WHOLE, "id": TEXT}),
     "finish": ({"text": TEXT}, {}),
     "summary": ({"upto": WHOLE, "text": TEXT}, {"policy": TEXT}),
     "note": ({"op": TEXT}, {}),  # and, by op: pin needs text, unpin needs index (see _check_note)

@@ -104,7 +104,7 @@ def all_facts(turns, before: int | None = None) -> list[str]:
         steps = [step for step in turn.steps if before is None or step.index < before]
         for observation in (observation for step in steps for observation in step.observations):
             if observation.get("call") and len(observation["text"]) <= SHORT_RESULT \
-                    and not observation["text"].startswith(("Error", "Warning")):
+                    and not observation["text"].startswith(("Error", "Warning", "Declined")):
                 found.append(f"{observation['call']} returned {' '.join(observation['text'].split())}")  # one line
     return list(dict.fromkeys(found))
 

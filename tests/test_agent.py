@@ -141,6 +141,28 @@ def test_fourth_identical_action_in_a_row_gets_a_warning_instead_of_running():
     assert observations(result)[3].startswith("Warning: you have already run ping(1) 3 times in a row")
 
 
+def test_a_model_that_sends_a_refused_call_again_is_stopped_as_stuck(tmp_path):
+    """The guard refuses a fourth ping(1) in a row; a model that sends it a fifth time is stuck, and the run stops
+    there, three calls before the TTL. One refusal and then an answer is not stuck."""
+    calls = []
+
+    def ping(n: int) -> str:
+        """Counts calls."""
+        calls.append(n)
+        return "pong"
+    path = tmp_path / "stuck.jsonl"
+    model = ScriptedModel(["Action: ping(1)"] * 8)
+    result = TinyReAct(model, tools=[ping], trace=Trace(str(path))).query("ping?")
+    assert (result.answer, result.stop_reason, result.model_calls) == (None, StopReason.STUCK, 5)
+    assert calls == [1, 1, 1] and len(model.unused) == 3
+    told = [e for e in result.trace if e["type"] == "observation"]
+    assert [e.get("refused") for e in told] == [None, None, None, "repeat", "repeat"]
+    assert all(e["text"].startswith("Warning: you have already run ping(1)") for e in told[3:])
+    assert read_trace(str(path))[-1]["type"] == "stop" and read_trace(str(path))[-1]["reason"] == "stuck"
+    once, _ = run(["Action: ping(1)"] * 4 + ["Answer: pong"], tools=[ping])
+    assert (once.answer, once.stop_reason) == ("pong", StopReason.ANSWER)
+
+
 def test_finish_makes_one_more_counted_call_for_the_best_answer():
     result, model = run(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Thought: best guess\nAnswer: 4"],
                         ttl=2, finish=True)

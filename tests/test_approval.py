@@ -282,15 +282,29 @@ def test_a_call_the_person_declined_is_not_asked_about_again_in_the_question():
     server, write = write_tool()
     asked = []
     again = 'Action: write("x")'
-    agent = TinyReAct(ScriptedModel([again, again, again, "Answer: stopped", again, "Answer: asked"]),
+    agent = TinyReAct(ScriptedModel([again, again, again, "Answer: asked"]),
                       tools=[write], approval=Approval(ask=lambda *question: asked.append(question) or ("n", None)))
     agent.query("Note it")
     told = [event["text"] for event in events(agent, "observation")]
-    assert len(asked) == 1 and server.sent == [] and len(told) == 3
-    assert all(text.startswith("Declined: write(text='x', size=None) was declined already in this question")
-               for text in told[1:])
+    assert len(asked) == 1 and server.sent == [] and len(told) == 2
+    assert told[1].startswith("Declined: write(text='x', size=None) was declined already in this question")
     agent.query("Note it, please")  # a new question: the person is asked again
     assert len(asked) == 2
+
+
+def test_a_call_declined_twice_stops_the_run_as_stuck():
+    """Declined by the person, then asked for again (declined without asking), or declined twice for want of anyone
+    to ask: the model is stuck on it, and the run stops before the TTL; the trace says why each was refused."""
+    from agent import StopReason
+
+    again = 'Action: remove("/home")'
+    for approval in (Approval(ask=lambda *question: ("n", None)), Approval()):
+        model = ScriptedModel([again] * 8)
+        result = TinyReAct(model, tools=[remove], approval=approval).query("Tidy up")
+        assert (result.answer, result.stop_reason, result.model_calls) == (None, StopReason.STUCK, 2)
+        told = [event for event in result.trace if event["type"] == "observation"]
+        assert [(e["call"], e["refused"]) for e in told] == [("remove(path='/home')", "declined")] * 2
+        assert result.trace[-1]["reason"] == "stuck"
 
 
 def test_an_edit_is_checked_as_written_and_the_trace_records_what_ran():

@@ -253,6 +253,8 @@ def test_stop_reasons_errors_retries_and_unknown_events(counter):
     unreadable = session("full", [("Say nothing.", ["hm", "hm?", "hm!"])])
     assert parse(run_page({}, ttl, counter)).one("span", "stop").text == "ttl"
     assert parse(run_page({}, unreadable, counter)).one("span", "stop").text == "format_errors"
+    stuck = session("full", [("Loop.", ["Action: add_numbers(1, 1)"] * 5)])
+    assert parse(run_page({}, stuck, counter)).one("span", "stop").text == "stuck"
 
     class Failing:
         name, usage_source, backend, window = "failing", "none", "gemini", None

@@ -68,9 +68,14 @@ class Refused(Exception):
     """A call that will not run (unreadable, an unknown tool, bad arguments, a repeat, a person's
     no); the message is what the model is told instead of a result."""
 
-    def __init__(self, message: str, call: str | None = None):
+    def __init__(self, message: str, call: str | None = None, refused: str | None = None):
         super().__init__(message)
-        self.call = call  # the call refused as a repeat, so the next identical one is refused too
+        # the call refused as a repeat or declined, and which of the two (REPEAT, DECLINED): the
+        # trace records both, so the loop can see a model that asks for it again and again
+        self.call, self.refused = call, refused
+
+
+REPEAT, DECLINED = "repeat", "declined"  # why a call was refused, as an observation records it
 
 
 def call_text(tool: Callable, args: tuple, kwargs: dict) -> str:

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from tools import Refused, bind_named, call_text, named_arguments
+from tools import DECLINED, Refused, bind_named, call_text, named_arguments
 
 # A person's answer: (tool, its arguments by name, why a yes is needed, what was wrong with the last edit or None) ->
 # (one of "y", "n", "e", "a"; with "e", the arguments as the person edited them, as JSON text). EOFError: no answer.
@@ -102,7 +102,7 @@ def guarded(tool: Callable, approval: Approval, trace) -> Callable:
         call, asked = call_text(tool, args, kwargs), shown(named)
         if _declined_before(trace, tool.__name__, asked):
             raise Refused(f"Declined: {call} was declined already in this question, and not asked again. Go on "
-                          "without it, or give your Answer and say what was not done.")
+                          "without it, or give your Answer and say what was not done.", call, DECLINED)
         decision = approval.decide(tool, named, lambda edited: bind_named(tool, edited))
         if decision.edited:
             args, kwargs = bind_named(tool, decision.arguments)
@@ -113,7 +113,7 @@ def guarded(tool: Callable, approval: Approval, trace) -> Callable:
             because = "the person declined it" if decision.by == "the person" else \
                 f"it needs a person's yes and got none: {decision.by}"
             raise Refused(f"Declined: {call} was not run, because {because}. Do not ask for it again; go on "
-                          "without it, or give your Answer and say what was not done.")
+                          "without it, or give your Answer and say what was not done.", call, DECLINED)
         return tool(*args, **kwargs)
     return guard
 
