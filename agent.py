@@ -291,13 +291,14 @@ class TinyReAct:
         self._offer = offer
 
     def _same_calls(self, call: str) -> list[dict]:
-        """This query's latest observations, back to back, that came from this very call."""
+        """This query's latest observations, back to back, that came from this very call (a reply
+        with no call it could read, in between, does not break the run)."""
         same = []
         for event in reversed(self.trace):
             if event["type"] == "question":
                 break
-            if event["type"] == "observation":
-                if event.get("call") != call:
+            if event["type"] == "observation" and "call" in event:
+                if event["call"] != call:
                     break
                 same.append(event)
         return same

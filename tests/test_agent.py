@@ -163,6 +163,22 @@ def test_a_model_that_sends_a_refused_call_again_is_stopped_as_stuck(tmp_path):
     assert (once.answer, once.stop_reason) == ("pong", StopReason.ANSWER)
 
 
+def test_replies_with_no_call_between_the_same_call_do_not_hide_that_the_model_is_stuck():
+    """The 0.5B sent calculate("12 / (5 - 5)") five times in eight calls, a reply with no Action between some: each
+    such reply broke the run of identical calls the guard counts, so it ran to the TTL. Now it stops as stuck."""
+    calls = []
+
+    def ping(n: int) -> str:
+        """Counts calls."""
+        calls.append(n)
+        return "pong"
+    replies = ["Action: ping(1)", "Thought: the same again.", "Action: ping(1)", "Action: ping(1)",
+               "Thought: again.", "Action: ping(1)", "Action: ping(1)", "Action: ping(1)"]
+    result, model = run(replies, tools=[ping], ttl=8)
+    assert (result.stop_reason, result.model_calls, calls) == (StopReason.STUCK, 7, [1, 1, 1])
+    assert len(model.unused) == 1
+
+
 def test_finish_makes_one_more_counted_call_for_the_best_answer():
     result, model = run(["Action: add_numbers(1, 1)", "Action: add_numbers(2, 2)", "Thought: best guess\nAnswer: 4"],
                         ttl=2, finish=True)
