@@ -212,8 +212,9 @@ class TinyReAct:
         with the call it refused and why; and a native call's id (past the safety cap: cut, marked
         with its length). Three unreadable replies in a row end the run, and so does the same call
         refused twice in a row (stuck)."""
-        refused = observation.refused if isinstance(observation, Refused) else None
-        call = observation.call if isinstance(observation, Refused) else call
+        refused = None
+        if isinstance(observation, Refused):  # not run: recorded with the call it refused, and why
+            call, refused = observation.call, observation.refused
         text = str(observation)
         cut = {"original_chars": len(text)} if len(text) > RECORD_LIMIT else {}
         extra = ({"call": call} if call else {}) | ({"refused": refused} if refused else {}) | cut \
