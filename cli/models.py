@@ -88,7 +88,7 @@ def show_prompt(args, policy: Policy, specs: list[str]) -> int:
 
 
 # characters of a tool's name --tools shows: the longest a service takes (an MCP tool's name is cut shorter where it
-# is made, tools.mcp.MAX_NAME_CHARS); a server's own name of 20,000 characters would pad every row
+# is made, tools.mcp_functions.MAX_NAME_CHARS); a server's own name of 20,000 characters would pad every row
 NAME_COLUMN = 64
 
 

@@ -242,7 +242,7 @@ def test_confirm_on_in_a_chat_started_with_yes_asks_again(monkeypatch, capsys):
 
 
 class Notes:
-    """A stand-in MCP server for tools.mcp.mcp_tool: it keeps what each call sent."""
+    """A stand-in MCP server for tools.mcp_functions.mcp_tool: it keeps what each call sent."""
     label, deadline = "notes", 5.0
 
     def __init__(self):
@@ -261,7 +261,7 @@ class Listed:
 
 
 def write_tool():
-    from tools.mcp import mcp_tool
+    from tools.mcp_functions import mcp_tool
 
     server = Notes()
     return server, mcp_tool(server, Listed(), "write")

@@ -9,7 +9,7 @@ from models import ModelReply, ToolCall
 from models.scripted import ScriptedModel
 from protocols import NativeProtocol
 from tools.approval import Approval
-from tools.mcp import mcp_tool
+from tools.mcp_functions import mcp_tool
 
 
 class Server:
