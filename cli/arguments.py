@@ -115,6 +115,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--probe-points", type=_given, metavar="LIST",
                        help="with --replay: only these probe points, by the number "
                             "in their label (turns, or calls for a trace header's)")
+    group.add_argument("--reader", choices=["answer", "likelihood"],
+                       help="with --probe: how the model reads each context: answer (the default) asks it to write "
+                            "an answer and scores that; likelihood (an embedded model) scores the gold answer's "
+                            "log-probability against closed book's, nothing generated")
     group.add_argument("--phrasings", type=_positive_int, metavar="N",
                        help="with --probe: ask only the first N phrasings")
     group.add_argument("--jobs", type=_positive_int, metavar="N",

@@ -28,7 +28,7 @@ MODES = {
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of cache_ttl pace observation_cut"),
-    "probe": Mode("probe", "repeat phrasings jobs answers", needs="replay"),
+    "probe": Mode("probe", "repeat phrasings jobs answers reader", needs="replay"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
                          "otel"),
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp "
@@ -42,7 +42,7 @@ MODES = {
 EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
-           "cache_ttl", "pace", "observation_cut",
+           "cache_ttl", "pace", "observation_cut", "reader",
            "phrasings", "jobs", "answers", "source", "question", "chat", "compare", "replay", "record", "html", "otel",
            "model",
            "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",

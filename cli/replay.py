@@ -30,7 +30,13 @@ class Replaying:
     priced: list | None = None  # (a model's name, its list price) for each rule the input cost is given under
     reports: list = field(default_factory=list)
     answers: list | None = None  # with --probe
+    scored: list | None = None  # with --probe --reader likelihood: experiments.likelihood.Scored
     stopped: BaseException | None = None  # what ended probing early: Ctrl-C, or the model failing
+
+    @property
+    def rows(self) -> list:
+        """What --answers saves: every answer, or with the likelihood reader every score."""
+        return (self.answers or []) if self.scored is None else self.scored
 
 
 def replay_trace(args, policy: Policy, specs: list[str]) -> int:
@@ -48,6 +54,7 @@ def _replay_cut(args, specs: list[str], run: "Replaying") -> int:
     if args.probe and not any(event["type"] == "instructions" for event in run.events):
         return fail(f"{args.replay} has no instructions to probe with: it was cut short before its first model call")
     _replay_model(args, run)
+    _check_reader(args, run)
     counter = local_counter()
     try:
         run.reports = replay(run.header, run.events, specs, counter, run.facts, run.points, run.summaries, run.window,
@@ -160,6 +167,8 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
     from experiments.replay import paced
     from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
+    if args.reader == "likelihood":
+        return _score(args, run, specs, counter)
     run.answers = []
     try:
         with spinner("probing…") as update:
@@ -167,6 +176,40 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
                   specs, run.model, run.facts, run.points, phrasings=args.phrasings,
                   repeat=args.repeat or 1, jobs=args.jobs or 1, summaries=run.summaries, counter=counter,
                   progress=update, answers=run.answers)
+    except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
+        run.stopped = stopped
+
+
+def _check_reader(args, run: Replaying) -> None:
+    """--reader likelihood needs a model that can score text it did not write, and facts whose gold is not empty."""
+    from experiments.likelihood import SCORERS, can_score
+
+    if not (args.probe and args.reader == "likelihood"):
+        return
+    if not can_score(run.model):
+        raise UsageError(f"--reader likelihood scores the gold answer with the model's own probabilities, which "
+                         f"{run.model.name} ({run.model.backend}) does not give here: use an embedded model "
+                         f"({', '.join(SCORERS)})")
+    if args.repeat:
+        raise UsageError("--repeat has nothing to repeat with --reader likelihood: a score is the same every time")
+    empty = [fact.id for fact in run.facts if fact.gold is not None and not fact.gold.strip()]
+    if empty:
+        raise UsageError(f"the gold answer of {', '.join(empty)} is empty: the likelihood reader scores it "
+                         "(give the fact a gold answer, or leave it out with --probe-facts)")
+
+
+def _score(args, run: Replaying, specs: list[str], counter) -> None:
+    """Score the gold answers and distractors; the scores so far are kept when Ctrl-C or the model stops it."""
+    from experiments.likelihood import score
+    from experiments.replay import paced
+    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
+
+    run.scored = []
+    try:
+        with spinner("scoring…") as update:
+            score(paced(run.events, args.pace) if args.pace else run.events, specs, run.model, run.facts,
+                  run.points, phrasings=args.phrasings, summaries=run.summaries, counter=counter, progress=update,
+                  scored=run.scored)
     except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
         run.stopped = stopped
 
@@ -179,34 +222,44 @@ def _replay_outputs(args, run: Replaying, counter) -> list[str]:
     from views.pages import replay_page
     from views.reports import answers_csv, replay_csv, replay_json, svg_plot
 
-    title, setup = readable(args.replay), _setup(args, run, counter)
+    title, setup, likelihood = readable(args.replay), _setup(args, run, counter), _lifts(run)
     outputs = [(args.plot, lambda: svg_plot(run.reports, f"Context size per call: {title}", counter.name, run.points,
                                             probe_calls(run.points, run.events), run.answers, run.priced)),
                (args.csv, lambda: replay_csv(run.reports, setup)),
-               (args.answers, lambda: answers_csv(run.answers or []))]
+               (args.answers, lambda: answers_csv(run.rows))]
     unwritten = [path for path, text in outputs if path and not write_output(path, text)]  # the tables still follow
     model_name = run.model.name if run.model else None
     if args.json:
         print_json({**replay_json(run.reports, counter.name, run.facts, run.points, run.answers, model_name, run.window,
-                                  run.priced, setup), "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
+                                  run.priced, setup, run.scored, likelihood),
+                    "interrupted": isinstance(run.stopped, KeyboardInterrupt)})
     else:
         replay_tables(LiveDisplay().console, run.reports, run.facts, run.points, run.answers, model_name, args.replay,
                       counter.name, (run.window, run.window_model) if run.window else None, cut_on_record(run.events),
-                      run.priced, setup)
+                      run.priced, setup, likelihood)
     page = lambda: replay_page(run.header, run.events, run.reports, counter, run.facts, run.points,  # noqa: E731
                                run.answers, run.summaries, model_name, title=f"Replay of {title}", priced=run.priced,
-                               setup=setup)
+                               setup=setup, likelihood=likelihood)
     if args.html and not write_output(args.html, page):
         unwritten.append(args.html)
     return unwritten
+
+
+def _lifts(run: Replaying) -> dict | None:
+    """The likelihood reader's lifts by condition, when it ran."""
+    from experiments.likelihood import lifts
+
+    return None if run.scored is None else lifts(run.scored)
 
 
 def _setup(args, run: Replaying, counter) -> dict:
     """What made the numbers, for every output to carry (experiments/provenance.py)."""
     from experiments.provenance import provenance
 
-    probed = {"model": run.model.name, "phrasings": args.phrasings or "all", "repeats": args.repeat or 1,
-              "jobs": args.jobs or 1} if args.probe and run.model else None
+    probed = {"model": run.model.name, "reader": args.reader or "answer", "phrasings": args.phrasings or "all",
+              "repeats": args.repeat or 1, "jobs": args.jobs or 1} if args.probe and run.model else None
+    if probed and probed["reader"] == "likelihood":  # a score is the same every time, one at a time
+        del probed["repeats"], probed["jobs"]
     return provenance(args.replay, args.facts, run.priced, probed, counter.name, args.pace)
 
 

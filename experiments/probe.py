@@ -124,23 +124,34 @@ def _tasks(events: Sequence[dict], instructions: dict, sessions: dict, facts: li
            phrasings: int | None, repeat: int, counter: TokenCounter) -> list[tuple]:
     """(answer to fill, context, fact) for every question asked at one probe point: each stated fact with a gold
     value, each phrasing, each repeat, under each policy and the two controls."""
+    tasks = []
+    for condition, fact, number, question, messages in contexts(events, instructions, sessions, facts, point,
+                                                                 phrasings):
+        for attempt in range(1, repeat + 1):
+            tasks.append((ProbeAnswer(condition, point.label, fact.id, number, attempt, question, "", "",
+                                      sum(counter.count(m.text) for m in messages)), messages, fact))
+    return tasks
+
+
+def contexts(events: Sequence[dict], instructions: dict, sessions: dict, facts: list[Fact], point: ProbePoint,
+             phrasings: int | None, controls: Sequence[str] = CONTROLS) -> list[tuple]:
+    """(condition, fact, phrasing number, question, the messages asking it) for every probe question at one probe
+    point: each stated fact with a gold value, each of its first `phrasings` phrasings, under `controls` and each
+    policy of `sessions` (see _sessions)."""
     prefix = events[:point.index]
     known = [fact for fact in facts if fact.keep and stated(fact, prefix)]
-    tasks = []
+    asked_all = []
     for fact in (fact for fact in known if fact.gold):
         for number, question in enumerate(fact.phrasings[:phrasings], 1):
             asked = question_event(question)
             facts_only = "Facts from earlier in the conversation:\n" + "\n".join(f"- {f.statement}" for f in known)
-            contexts = {"closed book": FullHistory().render([instructions, asked]),
-                        "facts only": [Message.of("system", instructions["text"], "instructions"),
-                                       Message.of("user", facts_only + f"\n\nQuestion: {question}", "question")]}
-            for name, (policy, session, position) in sessions.items():
-                contexts[name] = policy.render([*session[:position[point.index]], asked])
-            for condition, messages in contexts.items():
-                for attempt in range(1, repeat + 1):
-                    tasks.append((ProbeAnswer(condition, point.label, fact.id, number, attempt, question, "", "",
-                                              sum(counter.count(m.text) for m in messages)), messages, fact))
-    return tasks
+            made = {"closed book": lambda: FullHistory().render([instructions, asked]),
+                    "facts only": lambda: [Message.of("system", instructions["text"], "instructions"),
+                                           Message.of("user", facts_only + f"\n\nQuestion: {question}", "question")]}
+            asked_all += [(control, fact, number, question, made[control]()) for control in controls]
+            asked_all += [(name, fact, number, question, policy.render([*session[:position[point.index]], asked]))
+                          for name, (policy, session, position) in sessions.items()]
+    return asked_all
 
 
 def _asked(model: Model, task: tuple) -> ProbeAnswer:

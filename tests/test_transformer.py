@@ -117,3 +117,32 @@ def test_greedy_reuses_the_cache_and_survives_an_interruption():
     network.w = w
     after = list(network.greedy([1, 2, 3, 4, 5, 6, 7], frozenset(), 5))
     assert after == list(Transformer(QWEN_LIKE, w).greedy([1, 2, 3, 4, 5, 6, 7], frozenset(), 5))
+
+
+def reference_log_likelihood(arch: Architecture, w: dict, prompt: list[int], continuation: list[int]) -> float:
+    """log p(continuation | prompt) from the reference's last-token logits, one prefix at a time."""
+    total = 0.0
+    for n, token in enumerate(continuation):
+        logits = reference_logits(arch, w, prompt + continuation[:n]).astype(np.float64)
+        total += logits[token] - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+    return total
+
+
+@pytest.mark.parametrize("arch", [QWEN_LIKE, GEMMA_LIKE], ids=["qwen-like", "gemma-like"])
+def test_a_continuation_is_scored_as_the_reference_scores_it_and_the_prompt_is_run_once(arch):
+    w = random_weights(arch)
+    network = Transformer(arch, w)
+    prompt, gold, wrong = [3, 14, 15, 9, 26, 5], [35, 8], [9, 7, 11]
+    assert network.log_likelihood(prompt, gold) == pytest.approx(reference_log_likelihood(arch, w, prompt, gold),
+                                                                 abs=1e-4)
+    assert network.timings["reused_tokens"] == 0
+    # a second answer to the same prompt runs only its own tokens and the prompt's last
+    assert network.log_likelihood(prompt, wrong) == pytest.approx(reference_log_likelihood(arch, w, prompt, wrong),
+                                                                  abs=1e-4)
+    assert network.timings["reused_tokens"] == len(prompt) - 1
+    assert network.timings["prefill_tokens"] == len(wrong) + 1
+    # the cache then serves greedy decoding as if it had run the prompt and that answer
+    assert list(network.greedy(prompt + wrong, frozenset(), 3)) == list(
+        Transformer(arch, w).greedy(prompt + wrong, frozenset(), 3))
+    with pytest.raises(ValueError):
+        network.log_likelihood(prompt, [])

@@ -285,7 +285,7 @@ def caching_table(console: Console, measured, name: str, price) -> None:
 
 def replay_tables(console: Console, reports, facts, points, answers, model: str | None, path: str, counter: str,
                   window: tuple[int, str] | None = None, cut_on_record: int = 0, priced: list | None = None,
-                  setup: dict | None = None) -> None:
+                  setup: dict | None = None, likelihood: dict | None = None) -> None:
     """The --replay report: cost per policy against full history, buckets, the state of each fact at each probe point,
     a plot, and with --probe the answers' tallies by probe point and by fact, with Wilson 95% intervals."""
     measured = [r for r in reports if r.measured]
@@ -307,6 +307,8 @@ def replay_tables(console: Console, reports, facts, points, answers, model: str 
     size_plot(console, measured, calls)
     if answers is not None:
         probe_tables(console, answers, model, counter)
+    if likelihood is not None:
+        likelihood_tables(console, measured, facts, points, likelihood, model)
     if setup:
         console.print(plain(f"setup: {said(setup)}", "dim"))
 
@@ -404,6 +406,41 @@ def probe_tables(console: Console, answers, model: str | None, counter: str) -> 
     console.print(plain(f"closed book: no history (a lower bound); facts only: a short prompt holding just the facts "
                         f"stated so far (an upper bound). Contexts counted with {counter}. Every answer is in "
                         "--answers FILE.csv and --json.", "dim"))
+
+
+def likelihood_tables(console: Console, measured, facts, points, likelihood: dict, model: str | None) -> None:
+    """The likelihood reader's lifts: by probe point, with the 95% bootstrap interval and how many of the facts
+    asked there the policy kept; then by fact, each point's lift after its state (kept, gone...)."""
+    labels = [point.label for point in points]
+    states = {report.policy: report.facts for report in measured}
+    rows = []
+    for condition, lifts in likelihood.items():
+        cells = []
+        for label in labels:
+            cell = lifts["likelihood_by_point"].get(label)
+            asked = [fact for fact, by_point in lifts["likelihood"].items() if label in by_point]
+            kept = sum(states.get(condition, {}).get(fact, {}).get(label) == "kept" for fact in asked)
+            cells.append("–" if cell is None else f"{cell['lift']:+.1f} [{cell['low']:+.1f}, {cell['high']:+.1f}]"
+                         + (f" ✓{kept}/{len(asked)}" if condition in states else ""))
+        rows.append([condition, *cells])
+    console.print(Fitted(f"Lift of the gold answer, nats: log p(gold | context, question) less log p(gold | question "
+                         f"alone), mean over facts and phrasings [95% bootstrap], ✓ facts kept of those asked · "
+                         f"model {model}",
+                         [Column("context", "left", "never"), *(Column(label, "center") for label in labels)], rows))
+    rows = []
+    for fact in (fact for fact in facts if fact.gold):
+        row = [f"{fact.id}: {fact.gold[:30]}"]
+        for report in measured:
+            by_point = likelihood.get(report.policy, {}).get("likelihood", {}).get(fact.id, {})
+            row.append(" ".join(f"{STATE_MARKS[report.facts.get(fact.id, {}).get(label, 'unstated')]}"
+                                f"{by_point[label]['lift']:+.1f}" for label in labels if label in by_point))
+        rows.append(row)
+    console.print(Fitted("Each fact's lift at each probe point, after its state there (✓ kept, ◐ partly, ✂ cut, "
+                         "✗ gone): a context that lost the fact should lift it by about nothing",
+                         [Column("fact", "left", "text"), *(Column(r.policy, "center", "never") for r in measured)],
+                         rows))
+    console.print(plain("The likelihood reader generates nothing: each answer is scored as the Answer line after the "
+                        "context. A distractor's lift is in --json and --answers.", "dim"))
 
 
 def _first_line(text: str, limit: int = 70) -> str:

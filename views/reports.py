@@ -321,7 +321,8 @@ def answers_csv(answers: list[ProbeAnswer]) -> str:
     CRLF, as RFC 4180 has them, so that a carriage return inside an answer is quoted like a newline."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    names = list(ProbeAnswer.__dataclass_fields__)
+    kind = type(answers[0]) if answers else ProbeAnswer  # or the likelihood reader's scores, with their lift
+    names = list(kind.__dataclass_fields__) + (["lift"] if hasattr(kind, "lift") else [])
     writer.writerow(names)
     for answer in answers:
         writer.writerow([spreadsheet_safe(getattr(answer, name)) for name in names])
@@ -340,14 +341,17 @@ def spreadsheet_safe(value):
 
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
                 answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
-                priced: list | None = None, setup: dict | None = None) -> dict:
+                priced: list | None = None, setup: dict | None = None, scored: list | None = None,
+                likelihood: dict | None = None) -> dict:
     """The whole replay as one JSON-ready dict. Per policy: PolicyReplay's fields (`calls` holds each call's buckets,
     `repeated` each call's tokens repeating the call before), total, peak, and with `priced` (a list of a model's name
     and list price) what a prefix cache could serve under the first one's caching rule and the input cost without and
     with it (`input_cost`), and the same under every one of them (`input_cost_under`, by model). `setup`: what
     makes the numbers again (experiments/provenance.py: version, date, digests, the observation cut, the caching rule,
     the probe's settings). With a probe: every answer, and the tallies by probe point and by fact with Wilson
-    intervals."""
+    intervals; with the likelihood reader (`scored`, and their `likelihood` lifts by condition, see
+    experiments/likelihood.py): each policy's `likelihood` and `likelihood_by_point`, and under `probe` every score
+    and the facts-only control's lifts."""
     def costs(report: PolicyReplay) -> dict:
         if not priced or not report.measured:  # a policy not measured has no cost, not a cost of $0
             return {}
@@ -361,8 +365,14 @@ def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], po
         "counter": counter, "calls": max((len(r.sizes) for r in reports), default=0), "context_window": window,
         "facts": [asdict(fact) for fact in facts], "probe_points": [asdict(point) for point in points],
         "setup": setup,
-        "policies": [{**asdict(r), "total": r.total, "peak": r.peak, **costs(r)} for r in reports],
-        "probe": ({"model": model_name, "answers": [asdict(a) for a in answers],
+        "policies": [{**asdict(r), "total": r.total, "peak": r.peak, **costs(r), **(likelihood or {}).get(r.policy, {})}
+                     for r in reports],
+        "probe": ({"model": model_name, "reader": "answer", "answers": [asdict(a) for a in answers],
                    "by_point": tally(answers, "point"), "by_fact": tally(answers, "fact")}
-                  if answers is not None else None),
+                  if answers is not None else
+                  {"model": model_name, "reader": "likelihood", "unit": "nats",
+                   "scores": [{**asdict(item), "lift": round(item.lift, 4)} for item in scored],
+                   "controls": {name: lifts for name, lifts in (likelihood or {}).items()
+                                if name not in {r.policy for r in reports}}}
+                  if scored is not None else None),
     }

@@ -55,6 +55,23 @@ class LocalModel:
         return ModelReply(opening + text, input_tokens=len(ids), output_tokens=count, finish=finish,
                           temperature=self.temperature)
 
+    def log_likelihood(self, messages: list[Message], answer: str) -> float:
+        """log p(answer | messages) in nats: how likely the model finds `answer` as the Answer line that continues
+        the transcript of `messages` (`Answer: <answer>`). Nothing is generated. The network's cache is reused for
+        the start this prompt shares with the last one (the conversation, then the question), so scoring several
+        answers to one question, or several questions after one context, works through that context once.
+        ContextOverflow when the prompt and the answer pass the model's window; ValueError for an empty answer."""
+        if not answer.strip():
+            raise ValueError("an empty answer has no likelihood to score")
+        prompt = "\n".join(part.text for message in messages for part in message.parts) + "\nAnswer:"
+        asked = self.start + self.tokenizer.encode(prompt)
+        ids = self.start + self.tokenizer.encode(f"{prompt} {answer.strip()}")
+        shared = next((n for n, (a, b) in enumerate(zip(asked, ids)) if a != b), len(asked))
+        self.fits(ids)
+        if self.prefixes is not None and not self.network.cached:  # a new process: the instructions may be saved
+            self.prefixes.restore(self.network, ids)
+        return self.network.log_likelihood(ids[:shared], ids[shared:])
+
     def native_reply(self, messages: list[Message], tools: list[dict], on_text) -> ModelReply:
         """A model with a chat template for tools overrides this (Qwen: models/embedded/qwen.py)."""
         raise NotImplementedError(f"{self.name} has no chat template for tools")

@@ -138,9 +138,9 @@ class Transformer:
         self.keys = [np.zeros(shape, np.float32) for _ in range(arch.layers)]
         self.values = [np.zeros(shape, np.float32) for _ in range(arch.layers)]
 
-    def forward(self, tokens: list[int], start: int) -> np.ndarray:
+    def forward(self, tokens: list[int], start: int, rows: int = 0) -> np.ndarray:
         """Run `tokens` at positions start, start+1, ...; the cache must hold exactly the first `start` tokens.
-        Returns the logits for the last token."""
+        Returns the logits for the last token; with `rows`, those of the last `rows` tokens, one row each."""
         a, w, count = self.arch, self.w, len(tokens)
         x = np.asarray(w["token_embd.weight"][tokens], dtype=np.float32) * np.float32(a.embedding_scale)
         positions = np.arange(start, start + count, dtype=np.float64)
@@ -162,6 +162,8 @@ class Transformer:
             gate, up = h @ w[p + "ffn_gate.weight"].T, h @ w[p + "ffn_up.weight"].T
             mlp = (a.activation(gate) * up) @ w[p + "ffn_down.weight"].T
             x = x + (rms_norm(mlp, w[p + "post_ffw_norm.weight"], a.eps) if a.post_norms else mlp)
+        if rows:
+            return rms_norm(x[-rows:], w["output_norm.weight"], a.eps) @ self.output.T
         return self.output @ rms_norm(x[-1], w["output_norm.weight"], a.eps)
 
     def snapshot(self, count: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -243,12 +245,33 @@ class Transformer:
             self.cached.append(token)
             self.timings["decode_seconds"] += time.perf_counter() - started
 
-    def _checked_forward(self, tokens: list[int], start: int) -> np.ndarray:
+    def log_likelihood(self, prompt: list[int], continuation: list[int]) -> float:
+        """log p(continuation | prompt) in nats: the sum, over the continuation's tokens, of the log-softmax of the
+        logits before each. Nothing is sampled. The cache is reused for the longest common start with what it
+        holds, up to the prompt's last token (whose logits score the first continuation token), and holds the
+        prompt and the continuation after: the next continuation of the same prompt runs only its own tokens."""
+        if not prompt or not continuation:
+            raise ValueError("a likelihood needs a prompt and a continuation, each of one token or more")
+        ids = prompt + continuation
+        reuse = 0
+        while reuse < min(len(self.cached), len(prompt) - 1) and self.cached[reuse] == ids[reuse]:
+            reuse += 1
+        started = time.perf_counter()
+        self.cached = self.cached[:reuse]
+        logits = self._checked_forward(ids[reuse:], reuse, rows=len(continuation) + 1)[:-1].astype(np.float64)
+        self.cached = list(ids)
+        self.timings = {"prefill_tokens": len(ids) - reuse, "reused_tokens": reuse,
+                        "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
+        top = logits.max(axis=-1)
+        normaliser = top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
+        return float((logits[np.arange(len(continuation)), continuation] - normaliser).sum())
+
+    def _checked_forward(self, tokens: list[int], start: int, rows: int = 0) -> np.ndarray:
         """`forward`, stopped by logits that are not all finite: a damaged weight makes them, and greedy decoding
         would otherwise take NaN for the best token again and again. Numpy's warnings about overflow and invalid
         values are silenced for the pass: a damaged weight makes thousands, and this check says it once."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            logits = self.forward(tokens, start)
+            logits = self.forward(tokens, start, rows)
         if not np.isfinite(logits).all():
             raise self.error("the network's output is not finite (NaN or infinity): a weight file is damaged")
         return logits

@@ -35,13 +35,15 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
                 summaries: Summaries | None = None,
 
                 model: str | None = None, title: str | None = None, priced: list | None = None,
-                setup: dict | None = None) -> str:
+                setup: dict | None = None, likelihood: dict | None = None) -> str:
     """A replay of a recorded session under several policies: context size per call (an inline SVG, probe points
     marked), the totals and buckets, with `priced` (models' names and list prices) the input cost without and with
     prompt caching, the state of each planted fact at each probe point, every probe answer with
     its verdict when probes ran, and every call's context under every measured policy, folded. `facts` and
     `points` default to the trace header's, as replay's do; `summaries` is the replay's, so that compact:T's
-    contexts are rebuilt with the summaries it measured (from its cache: no model is called)."""
+    contexts are rebuilt with the summaries it measured (from its cache: no model is called). `likelihood`: the
+    likelihood reader's lifts by condition (experiments/likelihood.lifts), shown by probe point and beside each
+    fact's state."""
     counter = counter or local_counter()
     store = Store(counter)
     if facts is None:
@@ -72,7 +74,9 @@ def replay_page(header: dict, events: Sequence[dict], reports: list[PolicyReplay
     body += [f'<p class="meta">{esc(report.policy)}: {esc(report.note)}</p>' for report in measured if report.note]
     shown = {report.policy: rendered_calls(events, report, counter, summaries) for report in measured}
     if facts and points and measured:
-        body.append(fact_table(facts, points, measured, left_at(facts, shown, at_call)))
+        if likelihood is not None:
+            body.append(lift_table(points, likelihood, model))
+        body.append(fact_table(facts, points, measured, left_at(facts, shown, at_call), likelihood))
         body.append(missing_table(store, facts, points, measured, shown, at_call, counter))
     if answers is not None:
         body.append(answer_tables(store, facts, answers, model))
@@ -112,10 +116,27 @@ def caching_table(reports: list[PolicyReplay], name: str, price) -> str:
               f'({esc(price.source)}, read {esc(price.read)}).</p>')
 
 
+def lift_table(points: list[ProbePoint], likelihood: dict, model: str | None) -> str:
+    """The likelihood reader's lift of the gold answers at each probe point, per policy and the facts-only control,
+    with the 95% bootstrap interval."""
+    rows = []
+    for condition, lifts in likelihood.items():
+        by_point = lifts["likelihood_by_point"]
+        rows.append([esc(condition), *(f"{by_point[p.label]['lift']:+.2f} [{by_point[p.label]['low']:+.2f}, "
+                                       f"{by_point[p.label]['high']:+.2f}]" if p.label in by_point else "–"
+                                       for p in points)])
+    return (f"<h2>Does the context lift the right answer?{' · model ' + esc(model) if model else ''}</h2>"
+            + table(["context", *(point.label for point in points)], rows, "lifts")
+            + '<p class="legend">log p(gold answer | context, question) less log p(gold answer | question alone), in '
+              'nats, the mean over the facts asked and their phrasings, with its 95% bootstrap interval; nothing '
+              'was generated. Each fact\'s lift is beside its state below.</p>')
+
+
 def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[PolicyReplay],
-               left: dict | None = None) -> str:
+               left: dict | None = None, likelihood: dict | None = None) -> str:
     """For each planted fact, a table of its state (see FACT_STATES) in each policy's context at each probe point;
-    a fact no longer in the context links to the call where it left (`left`, from left_at)."""
+    a fact no longer in the context links to the call where it left (`left`, from left_at); with `likelihood`, the
+    gold answer's lift there beside it."""
     left = left or {}
     labels = "".join(f"<th>{esc(point.label)}</th>" for point in points)
     out, shown = ["<h2>Is each planted fact still in the context?</h2>"], {}
@@ -131,7 +152,10 @@ def fact_table(facts: list[Fact], points: list[ProbePoint], reports: list[Policy
                 gone_at = left.get((fact.id, report.policy, point.label))
                 where = (f' <a class="left" href="#{call_anchor(report.policy, gone_at)}">left at call {gone_at}</a>'
                          if gone_at and css in ("gone", "cut", "partly") else "")
-                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}{where}</td>')
+                lifted = (likelihood or {}).get(report.policy, {}).get("likelihood", {}).get(fact.id, {})
+                lift = (f' <span class="lift">lift {lifted[point.label]["lift"]:+.1f}</span>'
+                        if point.label in lifted else "")
+                cells.append(f'<td class="fact {css}" title="{esc(words)}">{mark} {esc(css)}{where}{lift}</td>')
             rows.append(f'<tr><th>{esc(report.policy)}</th>{"".join(cells)}</tr>')
         out.append(f'<h3 title="{esc(fact.kind)}">{esc(fact.id)}: <q>{esc(fact.text)}</q>'
                    + ('' if fact.keep else ' <span class="note">tracked, not to be kept: where it is still in the '
