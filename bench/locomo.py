@@ -5,6 +5,7 @@ intervals, and what each policy costs with and without prompt caching under thre
     python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N|A-B] [--json] [--plot FILE.svg]
                            [--corrections AUDIT.json] [--cache-ttl SECONDS|none]
     python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
+    python bench/locomo.py PATH/locomo10.zip --probe --reader likelihood --model local:qwen2.5-coder-0.5b [...]
 
 The data is not shipped: LoCoMo's repository (github.com/snap-research/locomo) has no license file, so it is read
 from the path given, as released: its data/locomo10.json (a list of ten samples, each a `conversation` and its `qa`),
@@ -87,6 +88,7 @@ class Question:
     evidence: list[str]  # dialogue ids, "D1:3"
     unread: int = 0  # evidence entries that name no dialogue id ("D")
     corrected: list[str] | None = None  # the audit's evidence, where --corrections gives other evidence
+    corrected_answer: str | None = None  # the audit's answer, where --corrections gives another
 
 
 @dataclass
@@ -568,6 +570,9 @@ def read_corrections(path: str, conversations: list[Conversation]) -> dict:
         evidence = [f"D{int(s)}:{int(n)}" for text in entry["correct_evidence"] for s, n in EVIDENCE.findall(text)]
         if sorted(set(evidence)) != sorted(set(question.evidence)):
             question.corrected, changed = list(dict.fromkeys(evidence)), changed + 1
+        answer = entry.get("correct_answer")
+        if isinstance(answer, str) and answer.strip() and normalise(answer) != normalise(question.answer):
+            question.corrected_answer = answer.strip()  # what the likelihood reader scores beside LoCoMo's
     for conv in conversations:
         for question in conv.questions:
             if question.corrected is None:
@@ -610,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --probe: the number of questions asked (20)")
     parser.add_argument("--seed", type=int, default=1, help="with --probe: the sample's seed (1)")
     parser.add_argument("--answers", metavar="FILE.jsonl", help="with --probe: keep every answer and its score")
+    parser.add_argument("--reader", choices=["answer", "likelihood"], default="answer",
+                        help="with --probe: answer (the model writes an answer, scored with LoCoMo's token F1) or "
+                             "likelihood (an embedded model scores LoCoMo's answer, and the audit's corrected one "
+                             "with --corrections, against closed book: bench/locomo_likelihood.py)")
     parser.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",
                         help="every prompt cache keeps a prefix SECONDS after its last use, whatever its price row "
                              "says (none: caches never expire, the costs as counted before they did)")
@@ -775,6 +784,10 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
               "which the probe does not make", file=sys.stderr)
         return 2
 
+    if args.reader == "likelihood":
+        from locomo_likelihood import run
+
+        return run(args, conversations, specs, folder)
     try:
         stem = stemmer()
         model = load_model(args.model)

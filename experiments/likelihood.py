@@ -112,17 +112,17 @@ def lifts(scored: Sequence[Scored], seed: int = 0) -> dict:
             for fact, (gold, distractors) in by_fact.items():
                 values = np.array(list(gold.values()))
                 groups.append(values)
-                low, high = _interval(rng, [values])
+                low, high = interval(rng, [values])
                 per_fact.setdefault(fact, {})[point] = {
                     "lift": _round(values.mean()), "low": low, "high": high,
                     "distractor_lift": _round(np.mean(distractors)) if distractors else None}
-            low, high = _interval(rng, groups)
+            low, high = interval(rng, groups)
             per_point[point] = {"lift": _round(np.mean([g.mean() for g in groups])), "low": low, "high": high}
         result[condition] = {"likelihood": per_fact, "likelihood_by_point": per_point}
     return result
 
 
-def _interval(rng: np.random.Generator, groups: list[np.ndarray]) -> tuple[float, float]:
+def interval(rng: np.random.Generator, groups: list[np.ndarray]) -> tuple[float, float]:
     """The 2.5th and 97.5th percentiles of the mean of group means, groups drawn with replacement and then the
     values within each drawn group (each draw of a group its own)."""
     chosen = rng.integers(0, len(groups), size=(RESAMPLES, len(groups)))

@@ -1,6 +1,6 @@
 """bench/README.md lists every script in bench/: a row for each script, a script for each row, each row of a kind the
 page names and saying how long the script takes and what it needs. Every script still starts from a folder other than
-the repository's root (its --help, or its import for the five with no --help, which would start their work), and none
+the repository's root (its --help, or its import for the six with no --help, which would start their work), and none
 sets up the import path itself: bench/repository.py does it for all."""
 import ast
 import os

@@ -324,3 +324,49 @@ def test_a_rejected_key_under_probe_is_one_line(monkeypatch, capsys):
         code = locomo.main([SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full", "--sample", "1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and err[-1].startswith("error: ") and "401" in err[-1] and "Traceback" not in "".join(err)
+
+
+class PresenceReader:
+    """Scores an answer -1 when the context before the question holds it, -9 when not (tests/test_likelihood.py)."""
+    name, backend = "presence-reader", "local"
+
+    def log_likelihood(self, messages, answer):
+        before = [part.text for message in messages for part in message.parts][:-1]
+        return -1.0 if any(answer.lower() in text.lower() for text in before) else -9.0
+
+
+def test_the_likelihood_reader_scores_locomo_answers_beside_the_evidence_kept(tmp_path):
+    import locomo_likelihood
+
+    conversations = locomo.read(SYNTHETIC)
+    fixed = conversations[0].questions[0]  # "What is the name of Ines's cat?": Pimenta
+    fixed.corrected_answer = "Pimentinha"  # a corrected answer the conversation does not hold
+    chosen = [(conversations[0], question) for question in conversations[0].questions
+              if question.evidence and question.answer.strip() and question.category != 5]
+    rows = []
+    locomo_likelihood.score_all(chosen, ["full", "window:1"], PresenceReader(), str(tmp_path), rows)
+    summary = locomo_likelihood.summarise(rows, ["full", "window:1"])
+    full, window = summary["full"], summary["window:1"]
+    assert full["questions"] == window["questions"] == len(chosen)
+    assert full["evidence_kept"] > window["evidence_kept"] and full["lift"] > window["lift"]
+    assert full["corrected_questions"] == 1 and full["corrected_lift"] == 0  # not in the conversation: no lift
+    assert full["gold_lift_on_corrected"] == 8  # Pimenta is
+    cat = next(row for row in rows if row["policy"] == "full" and row["question"] == 1 and row["answer_kind"] == "gold")
+    assert cat["evidence"] == "kept" and cat["lift"] == cat["log_p"] - cat["closed_book"] == 8
+
+
+def test_the_audit_s_corrected_answer_is_read_where_it_differs(tmp_path):
+    conversations = locomo.read(SYNTHETIC)
+    entries = [{**AUDITED, "golden_answer": "Lisbon", "correct_answer": "Porto"},
+               {**AUDITED, "question_id": "locomo_1_qa0", "question": "What is Wen's sourdough starter called?",
+                "correct_answer": conversations[1].questions[0].answer.upper()}]  # the same answer: no change
+    locomo.read_corrections(corrections(tmp_path, entries), conversations)
+    assert conversations[0].questions[5].corrected_answer == "Porto"
+    assert conversations[1].questions[0].corrected_answer is None
+
+
+def test_the_likelihood_reader_refuses_a_model_that_cannot_score(capsys):
+    assert locomo.main([SYNTHETIC, "--probe", "--reader", "likelihood", "--model", "ollama:qwen2.5"]) == 2
+    err = capsys.readouterr().err
+    assert "which qwen2.5 does not give here: use an embedded model (local:qwen2.5-coder-0.5b" in err
+    assert err.count("\n") == 1
