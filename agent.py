@@ -97,11 +97,17 @@ class TinyReAct:
     def query(self, question: str, finish: bool = False) -> Result:
         """Reason, act, observe until an answer, the TTL, or a stop: three unreadable replies in a
         row, or one call refused twice in a row (stuck)."""
-        first, started, error = len(self.trace), time.monotonic(), None
         self.trace.add("question", text=question)
-        self._over_window = False
+        return self.resume(finish)
+
+    def resume(self, finish: bool = False) -> Result:
+        """Go on with the trace's last question from its next step: its steps so far may come from
+        another trace (a fork: cli/fork.py)."""
+        first = max(i for i, event in enumerate(self.trace.events) if event["type"] == "question")
+        done = max((e["step"] for e in self.trace.events[first:] if e["type"] == "reply"), default=0)
+        started, error, self._over_window = time.monotonic(), None, False
         try:
-            for step in range(1, self.ttl + 1):
+            for step in range(done + 1, self.ttl + 1):
                 messages = self._context()  # the policy renders what the model sees from the trace
                 reply = self._generate(messages)  # <- the model is called here
                 parsed = self._read(step, reply, messages)  # recorded, then read by the protocol
@@ -291,8 +297,18 @@ class TinyReAct:
             docs = tool_docs(self.tools.values())
             self._tool_docs = "" if schemas else docs  # in the instructions: the text protocol's
             self._offered = json.dumps(offer.schemas, ensure_ascii=False) if schemas else ""
-            self.trace.add("instructions", text=offer.instructions, tools=docs, **offered)
+            fields = {"text": offer.instructions, "tools": docs, **offered}
+            if self._offer is not None or self._in_force() != fields:  # a fork's are in force
+                self.trace.add("instructions", **fields)
         self._offer = offer
+
+    def _in_force(self) -> dict | None:
+        """The fields of the instructions the trace holds in force (none after a reset)."""
+        for event in reversed(self.trace):
+            if event["type"] in ("instructions", "reset"):
+                return {k: v for k, v in event.items() if k not in ("type", "t")} \
+                    if event["type"] == "instructions" else None
+        return None
 
     def _same_calls(self, call: str) -> list[dict]:
         """This query's latest observations, back to back, that came from this very call (a reply

@@ -15,7 +15,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from files import open_for_one_run, read_input
 from redaction import blanked, redacted_fields, secrets
@@ -144,6 +144,15 @@ class Trace:
         if self._on_event:
             self._on_event(event)
         return event
+
+    def copy(self, events: Sequence[dict]) -> None:
+        """Add these events again as they were recorded, but for their times (a fork's, cli/fork.py)."""
+        for event in events:
+            self.add(event["type"], **{name: value for name, value in event.items() if name not in ("type", "t")})
+
+    def watch(self, on_event: Callable[[dict], None] | None) -> None:
+        """Call `on_event` with each event added from now on (a fork's copied events are not shown)."""
+        self._on_event = on_event
 
     def blanked(self, text: str) -> str:
         """`text` with this run's secrets blanked, as `add` blanks every event: for a text cut

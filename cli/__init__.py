@@ -31,6 +31,7 @@ from policies import Policy, make_policy
 from cli.arguments import DEFAULT_POLICIES, parse_args, policy_specs
 from cli.ask import ask
 from cli.compare import compare
+from cli.fork import fork
 from cli.models import list_tools, show_models, show_prompt, verify_cache
 from cli.modes import as_comparison, conflict, mode_of
 from cli.output import EXIT_INTERRUPTED, EXIT_OUTPUT, OutputFailed, PipeGuard, UsageError, fail, readable
@@ -42,7 +43,7 @@ from cli.replay import replay_trace
 HANDLERS: dict[str, Callable[[argparse.Namespace, Policy, list[str]], int]] = {
     "run": ask, "chat": ask, "compare": compare, "replay": replay_trace, "probe": replay_trace, "record": record,
     "saved": saved_trace, "models": show_models, "verify_cache": verify_cache, "show_prompt": show_prompt,
-    "tools": list_tools,
+    "tools": list_tools, "fork": fork,
 }
 
 

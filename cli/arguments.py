@@ -140,6 +140,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
                        help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file); "
                             "with --otel: send its spans, at the times it recorded")
+    group.add_argument("--fork", type=_positive_int, metavar="N",
+                       help="with --from: run the saved trace again from its model call N, the calls before it "
+                            "copied from the trace (no model or tool called for them) and live from N on, under "
+                            "--policy, --model, --protocol or --ttl (by default the trace's), into --trace")
     parser.set_defaults(given_model=None)  # not an option: the model main() may be given (cli/__init__.py)
     return parser.parse_args(argv)
 

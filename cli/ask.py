@@ -56,9 +56,11 @@ def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list, 
             _write_run_page(args.html, model, trace, agent.counter)
 
 
-def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -> tuple[TinyReAct, object]:
+def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None, before: list | None = None,
+                 meta: dict | None = None) -> tuple[TinyReAct, object]:
     """The agent of a run or a chat, its trace written to --trace (and sent through `export`), and the terminal view
-    that shows it as it goes."""
+    that shows it as it goes; a fork's trace begins with the events `before` (not shown again) and its header with
+    `meta`."""
     protocol = _protocol_for(args, model)
     # rich takes longer to import than --help takes to run: only when showing a run
     from views.display import LiveDisplay
@@ -68,11 +70,8 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
     sent = {}  # what each call sends, by digest: the loop fills it, the view, the spans and the page read it
     follow = export.follow(_header(model), sent) if export else None
     on_event = display.show if follow is None else lambda event: (display.show(event), follow(event))
-    try:
-        trace = Trace(args.trace, on_event=on_event, meta=_header(model),
-                      on_error=lambda message: print(f"warning: {message}", file=sys.stderr), sent=sent)
-    except OSError as problem:
-        raise UsageError(f"cannot write the trace file: {problem.strerror}: {args.trace}") from None
+    trace = _trace(args.trace, meta or _header(model), sent, before or [])
+    trace.watch(on_event)
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
     agent = TinyReAct(model, tools, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
                       on_text=display.stream if stream else None, protocol=protocol,
@@ -81,6 +80,17 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None) -
     display.render_context = lambda event: trace.sent[event["sent"]]  # what the loop sent, as it sent it
     display.offered = lambda: agent.protocol.offer(agent.tools.values(), model.name).schemas
     return agent, display
+
+
+def _trace(path: str | None, meta: dict, sent: dict, before: list[dict]) -> Trace:
+    """The run's trace, written to `path` if given, beginning with the events `before` (a fork's)."""
+    try:
+        trace = Trace(path, meta=meta, on_error=lambda message: print(f"warning: {message}", file=sys.stderr),
+                      sent=sent)
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {path}") from None
+    trace.copy(before)
+    return trace
 
 
 def _protocol_for(args, model: Model):

@@ -492,7 +492,7 @@ def test_html_pages_from_a_run_a_comparison_a_replay_and_a_saved_trace(world, tm
     assert f"<h1>The Super Bowl LIX temperature question: 6 steps — {shipped}</h1>" in titled.read_text()
     capsys.readouterr()
     assert agent.main(["--from", str(trace)]) == 2
-    assert capsys.readouterr().err == "error: --from only works with --html or --otel\n"
+    assert capsys.readouterr().err == "error: --from only works with --html or --otel or --fork\n"
 
 
 def test_a_streamed_reply_is_shown_once_as_it_comes_and_the_trace_is_unchanged(capsys):

@@ -65,7 +65,7 @@ def test_every_triple_is_refused_or_allowed_as_before(tmp_path, monkeypatch):
     (["--replay", "r", "--probe"], "probe"), (["--record", "s.json"], "record"),
     (["--html", "p", "--from", "t"], "saved"), (["--otel", "--from", "t"], "saved"), (["--models"], "models"),
     (["--show-prompt", "--policy", "pinned"], "show_prompt"), (["--verify-cache"], "verify_cache"),
-    (["--tools"], "tools"),
+    (["--tools"], "tools"), (["--from", "t", "--fork", "2"], "fork"),
 ])
 def test_each_mode_has_its_handler(argv, mode):
     args = parse_args(argv)
@@ -86,7 +86,7 @@ def test_no_function_of_the_command_line_is_above_complexity_10():
 
 def modes_table() -> str:
     """The table of docs/command-line.md, read from cli.modes.MODES."""
-    order = ["run", "chat", "compare", "replay", "probe", "record", "saved", "models", "show_prompt", "tools",
+    order = ["run", "chat", "compare", "replay", "probe", "record", "saved", "fork", "models", "show_prompt", "tools",
              "verify_cache"]
     assert sorted(order) == sorted(MODES)
     rows = ["| mode | chosen by | takes |", "| --- | --- | --- |"]

@@ -1,0 +1,171 @@
+"""Forking a saved trace at a model call (`--from TRACE --fork N`, cli/fork.py): the calls before N are copied from
+the trace, and the loop goes on live from N (agent.TinyReAct.resume). Unedited, with a model that answers as before,
+the fork's events are its parent's, times aside: checked on the shipped conversations at several calls, through the
+command line on a run, and (slow) on a run of the embedded model. Under another policy, what is sent changes only
+from call N on. Bad input is one line and leaves the parent as it was."""
+import hashlib
+import json
+import os
+
+import pytest
+
+import cli
+from agent import TinyReAct
+from cli.fork import _run, fork_plan
+from experiments.recording import _stand_in
+from models.scripted import ScriptedModel
+from policies import make_policy
+from tools import shipped_by_name
+from traces import Trace, load_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONVERSATIONS = os.path.join(ROOT, "conversations")
+
+
+def untimed(events) -> list[dict]:
+    return [{name: value for name, value in event.items() if name != "t"} for event in events]
+
+
+def replayed(parent, cut: int):
+    """A scripted model that replies as the parent did from the event `cut` on (plain text, so that its usage is
+    estimated from what it is sent, as when the parent was recorded), and tools that answer as the parent's did there:
+    each tool's results in order, the shipped tools' documentation or the recording's stand-ins'."""
+    later = parent.events[cut:]
+    model = ScriptedModel([event["raw"] for event in later if event["type"] == "reply"])
+    results: dict[str, list] = {}
+    for event in later:
+        if event["type"] == "observation" and "call" in event and "refused" not in event:
+            results.setdefault(event["call"].split("(", 1)[0], []).append(event["text"])
+    plan_tools = fork_plan(parent, 1)["tools"]
+    known = shipped_by_name()
+
+    def taped(name):
+        tool = known.get(name) or _stand_in(name)
+
+        def answer(*args, **kwargs):
+            return results[name].pop(0)
+        answer.__name__, answer.__doc__, answer.__wrapped__ = name, tool.__doc__, tool
+        return answer
+    return model, [taped(name) for name in plan_tools]
+
+
+@pytest.mark.parametrize("name, calls", [("short", [1, 2, 6, 11]), ("renovation", [3, 25, 47]),
+                                         ("support", [2, 30, 57]), ("superbowl", [1, 4, 7]),
+                                         ("long", [5, 84])])
+def test_an_unedited_fork_of_a_shipped_conversation_is_its_parent(name, calls):
+    parent = load_trace(os.path.join(CONVERSATIONS, f"{name}.jsonl"))
+    for n in calls:
+        plan = fork_plan(parent, n)
+        model, tools = replayed(parent, len(plan["copied"]))
+        trace = Trace()
+        trace.copy(plan["copied"])
+        agent = TinyReAct(model, tools, ttl=plan["ttl"], policy=make_policy(plan["policy"]), trace=trace)
+        _run(agent, plan)
+        assert untimed(agent.trace.events) == untimed(parent.events), (name, n)
+        assert model.unused == []  # every call from N on was made, and none before it
+
+
+def scripted_run(tmp_path, replies: list[str], question: str = "What is (2 + 3) * 4 - 1?", *extra):
+    path = tmp_path / "parent.jsonl"
+    assert cli.main([question, "--trace", str(path), "--json", *extra], model=ScriptedModel(replies)) == 0
+    return path
+
+
+REPLIES = ["Thought: add first\nAction: add_numbers(2, 3)", "Thought: then multiply\nAction: multiply_numbers(5, 4)",
+           "Thought: then subtract\nAction: subtract_numbers(20, 1)", "Thought: done\nAnswer: 19"]
+
+
+def test_a_fork_through_the_command_line_copies_the_calls_before_n_and_runs_the_rest(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    before = parent.read_bytes()
+    capsys.readouterr()
+    child = tmp_path / "child.jsonl"
+    model = ScriptedModel(REPLIES[2:])  # asked only from call 3 on
+    assert cli.main(["--from", str(parent), "--fork", "3", "--trace", str(child), "--json"], model=model) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"] == "19" and out["fork"]["call"] == 3 and model.unused == []
+    assert len(model.calls) == 2  # calls 3 and 4
+    forked = load_trace(str(child))
+    assert untimed(forked.events) == untimed(load_trace(str(parent)).events)
+    assert forked.header["parent"] == hashlib.sha256(before).hexdigest() and forked.header["fork"] == 3
+    assert parent.read_bytes() == before  # only read
+
+
+def test_a_fork_under_another_policy_changes_what_is_sent_only_from_call_n(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    child = tmp_path / "child.jsonl"
+    assert cli.main(["--from", str(parent), "--fork", "3", "--policy", "window:0", "--trace", str(child), "-q"],
+                    model=ScriptedModel(REPLIES[2:])) == 0
+    assert capsys.readouterr().out.strip() == "19"
+    contexts = [[e for e in load_trace(str(path)).events if e["type"] == "context"] for path in (parent, child)]
+    assert untimed(contexts[0][:2]) == untimed(contexts[1][:2])  # calls 1 and 2: copied, as they were
+    assert all(c["policy"] == "window:0" for c in contexts[1][2:])
+    assert all(sum(c["tokens"].values()) < sum(p["tokens"].values()) for p, c in zip(contexts[0][2:], contexts[1][2:]))
+
+
+def test_a_fork_of_a_chat_asks_its_later_questions_again(tmp_path, capsys):
+    parent = tmp_path / "chat.jsonl"
+    replies = ["Thought: add\nAction: add_numbers(2, 3)", "Answer: 5", "Thought: again\nAction: add_numbers(5, 5)",
+               "Answer: 10"]
+    trace = Trace(str(parent))
+    agent = TinyReAct(ScriptedModel(replies), trace=trace)
+    for question in ["What is 2 + 3?", "And that plus 5?"]:
+        agent.query(question)
+    trace.close()
+    child = tmp_path / "child.jsonl"
+    model = ScriptedModel(replies[1:])
+    assert cli.main(["--from", str(parent), "--fork", "2", "--trace", str(child), "-q"], model=model) == 0
+    assert capsys.readouterr().out.strip() == "10" and model.unused == []
+    assert untimed(load_trace(str(child)).events) == untimed(load_trace(str(parent)).events)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--fork", "9"], "--fork 9: the trace has 4 model calls, numbered 1 to 4"),
+    (["--fork", "2", "--trace", "PARENT"], "--from and --trace name the same file"),
+])
+def test_bad_input_is_one_line_and_leaves_the_parent(tmp_path, capsys, argv, said):
+    parent = scripted_run(tmp_path, REPLIES)
+    before = parent.read_bytes()
+    capsys.readouterr()
+    argv = [str(parent) if word == "PARENT" else word for word in argv]
+    assert cli.main(["--from", str(parent), *argv], model=ScriptedModel(REPLIES)) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+    assert parent.read_bytes() == before
+
+
+def test_a_trace_whose_tools_are_gone_names_them(tmp_path, capsys):
+    recorded = tmp_path / "example.jsonl"
+    assert cli.main(["--record", os.path.join(CONVERSATIONS, "example.script.json"), "--trace", str(recorded)]) == 0
+    capsys.readouterr()
+    assert cli.main(["--from", str(recorded), "--fork", "2"], model=ScriptedModel(["Answer: x"])) == 2
+    err = capsys.readouterr().err
+    assert "the trace's tools lookup_order are not among this TinyReAct's" in err and err.count("\n") == 1
+
+
+def test_a_trace_that_fails_its_checks_is_one_line(tmp_path, capsys):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"format": "tinyreact-trace", "version": 2}\n{"type": "reply", "step": "one"}\n')
+    assert cli.main(["--from", str(broken), "--fork", "1"], model=ScriptedModel(["Answer: x"])) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and err.count("\n") == 1
+
+
+def test_a_model_that_cannot_be_loaded_again_asks_for_model(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    assert cli.main(["--from", str(parent), "--fork", "2"]) == 2
+    assert "was made by scripted (scripted), which cannot be loaded: give --model" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_unedited_fork_of_an_embedded_model_s_run_is_its_parent(tmp_path, capsys):
+    parent = tmp_path / "parent.jsonl"
+    assert cli.main(["What is 7 * 6 + 5?", "--model", "local:qwen2.5-coder-0.5b", "--trace", str(parent), "-q"]) == 0
+    calls = sum(event["type"] == "context" for event in load_trace(str(parent)).events)
+    assert calls >= 2
+    child = tmp_path / "child.jsonl"
+    assert cli.main(["--from", str(parent), "--fork", "2", "--trace", str(child), "-q"]) == 0
+    capsys.readouterr()
+    assert untimed(load_trace(str(child)).events) == untimed(load_trace(str(parent)).events)
