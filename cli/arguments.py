@@ -140,6 +140,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--from", type=_given, dest="source", metavar="TRACE.jsonl",
                        help="with --html: write the page of a saved trace (a run, a chat, or a --compare run's file); "
                             "with --otel: send its spans, at the times it recorded")
+    group.add_argument("--resume", type=_given, metavar="TRACE.jsonl",
+                       help="go on from a saved conversation (a run's or a chat's --trace): the policy renders from "
+                            "all of it, and the new --trace holds it and what follows")
     group.add_argument("--fork", type=_positive_int, metavar="N",
                        help="with --from: run the saved trace again from its model call N, the calls before it "
                             "copied from the trace (no model or tool called for them) and live from N on, under "

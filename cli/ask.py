@@ -40,7 +40,10 @@ def ask(args, policy: Policy, specs: list[str]) -> int:
 def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list, export=None) -> int:
     """A question or a chat, with the built-in tools and `more_tools` (an MCP server's); its spans sent through
     `export` (--otel)."""
-    agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools, export)
+    before = _resumed(args.resume) if args.resume else None
+    agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools, export, before)
+    if before:
+        display.note(f"resumed {args.resume}: {sum(e['type'] == 'question' for e in before)} questions so far")
     trace = agent.trace
     try:
         return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
@@ -80,6 +83,17 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None, b
     display.render_context = lambda event: trace.sent[event["sent"]]  # what the loop sent, as it sent it
     display.offered = lambda: agent.protocol.offer(agent.tools.values(), model.name).schemas
     return agent, display
+
+
+def _resumed(path: str) -> list[dict]:
+    """--resume: the saved conversation the run goes on from (its policy renders from all of it), without its
+    header; UsageError for a file that is not a trace."""
+    from cli.loading import open_trace
+
+    events = open_trace(path).events
+    if not any(event["type"] == "question" for event in events):
+        raise UsageError(f"--resume {path}: it holds no question to go on from")
+    return events
 
 
 def _trace(path: str | None, meta: dict, sent: dict, before: list[dict]) -> Trace:

@@ -31,9 +31,9 @@ MODES = {
                              "prices_of cache_ttl pace observation_cut"),
     "probe": Mode("probe", "repeat phrasings jobs answers reader", needs="replay"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
-                         "otel"),
+                         "otel resume"),
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp "
-                      "confirm yes otel"),
+                      "confirm yes otel resume"),
     "models": Mode("models", "", exits="lists the models and exits"),
     "verify_cache": Mode("verify_cache", "", exits="checks the model cache and exits"),
     "show_prompt": Mode("show_prompt", "policy model protocol mcp", exits="prints the prompt and exits"),
@@ -42,14 +42,13 @@ MODES = {
 # Options that a mode takes, but not together.
 EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
-OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points", "prices_of",
-           "cache_ttl", "pace", "observation_cut", "reader",
-           "phrasings", "jobs", "answers", "source", "fork", "question", "chat", "compare", "replay", "record", "html",
-           "otel", "model",
-           "policy", "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
+OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points",
+           "prices_of", "cache_ttl", "pace", "observation_cut", "reader", "phrasings", "jobs", "answers", "source",
+           "fork", "resume", "question", "chat", "compare", "replay", "record", "html", "otel", "model", "policy",
+           "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
            "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
-FILES = ["replay", "record", "source", "facts", "trace", "html", "plot", "csv", "answers"]
+FILES = ["replay", "record", "source", "resume", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}
 
 

@@ -169,3 +169,44 @@ def test_an_unedited_fork_of_an_embedded_model_s_run_is_its_parent(tmp_path, cap
     assert cli.main(["--from", str(parent), "--fork", "2", "--trace", str(child), "-q"]) == 0
     capsys.readouterr()
     assert untimed(load_trace(str(child)).events) == untimed(load_trace(str(parent)).events)
+
+
+def test_a_resumed_conversation_s_first_request_carries_it(tmp_path, capsys):
+    parent = scripted_run(tmp_path, ["Thought: add\nAction: add_numbers(2, 3)", "Answer: 5"], "What is 2 + 3?")
+    before = parent.read_bytes()
+    capsys.readouterr()
+    model, child = ScriptedModel(["Answer: 10"]), tmp_path / "child.jsonl"
+    assert cli.main(["And that plus 5?", "--resume", str(parent), "--trace", str(child), "-q"], model=model) == 0
+    assert capsys.readouterr().out.strip() == "10"
+    sent = "\n".join(message.text for message in model.calls[0])
+    assert "What is 2 + 3?" in sent and "Answer: 5" in sent and "And that plus 5?" in sent
+    events = load_trace(str(child)).events
+    assert untimed(events[:len(load_trace(str(parent)).events)]) == untimed(load_trace(str(parent)).events)
+    assert parent.read_bytes() == before
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["q?", "--resume", "PARENT", "--trace", "PARENT"], "--resume and --trace name the same file"),
+    (["q?", "--resume", "EMPTY"], "it holds no question to go on from"),
+])
+def test_a_resume_that_cannot_go_on_is_one_line(tmp_path, capsys, argv, said):
+    parent = scripted_run(tmp_path, REPLIES)
+    empty = tmp_path / "empty.jsonl"
+    Trace(str(empty)).close()
+    capsys.readouterr()
+    argv = [{"PARENT": str(parent), "EMPTY": str(empty)}.get(word, word) for word in argv]
+    assert cli.main(argv, model=ScriptedModel(["Answer: x"])) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
+
+
+def test_a_resumed_chat_goes_on_from_the_saved_one(tmp_path, capsys, monkeypatch):
+    import io
+
+    parent = scripted_run(tmp_path, ["Thought: add\nAction: add_numbers(2, 3)", "Answer: 5"], "What is 2 + 3?")
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.StringIO("And that plus 5?\n"))
+    model = ScriptedModel(["Answer: 10"])
+    assert cli.main(["--chat", "--resume", str(parent), "--no-stream"], model=model) == 0
+    assert "What is 2 + 3?" in "\n".join(message.text for message in model.calls[0])
+    assert "resumed" in capsys.readouterr().out
