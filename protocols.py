@@ -22,7 +22,7 @@ from string import Template
 from typing import Callable, Iterable, Mapping, NamedTuple, Protocol as Seam
 
 from models import MAX_CALL_CHARS, ModelConfigError, ModelReply, ToolCall, native_calls
-from prompts import render_instructions
+from prompts import render_instructions, tool_docs
 from replies import STOP_SEQUENCES, ActionError, cut_at_observation, parse_action, parse_reply
 from tools import bind_arguments
 from tools.schema import tool_schema
@@ -192,6 +192,23 @@ class NativeProtocol:
             return (f"Error: your reply was blocked ({reply.blocked}). Rephrase your answer, or "
                     "call a tool.")
         return "Error: your reply was empty. Call a tool, or reply with your answer as text."
+
+
+class Instructed:
+    """A protocol with instructions of one's own (a fork's --instructions): `template`, its $tools the tools'
+    documentation, in place of the protocol's; all else is the protocol's."""
+
+    def __init__(self, protocol, template: str):
+        self.protocol, self.template = protocol, Template(template)
+
+    def __getattr__(self, name):
+        return getattr(self.protocol, name)
+
+    def offer(self, tools: Iterable[Callable], model: str) -> Offer:
+        tools = list(tools)
+        offer = self.protocol.offer(tools, model)
+        text = self.template.safe_substitute(tools=tool_docs(tools)).strip()
+        return Offer(text, offer.stop, offer.schemas)
 
 
 PROTOCOLS = {"text": TextProtocol, "native": NativeProtocol}

@@ -87,6 +87,8 @@ EVENT_FIELDS: dict[str, tuple[dict, dict]] = {
                  {"by": TEXT, "why": TEXT, "arguments": TEXT, "edited": TEXT}),
     "stop": ({"reason": TEXT}, {"answer": OPTIONAL_TEXT}),
     "reset": ({}, {}),
+    # a fork's change to what its parent recorded or would have done (cli/fork.py)
+    "edit": ({"what": TEXT, "call": WHOLE, "text": TEXT}, {}),
 }
 # What an optional field a reader relies on holds when a file (hand-made, another's) leaves it out.
 DEFAULTS: dict[str, dict] = {"context": {"policy": "unnamed", "counter": "an unnamed counter"},

@@ -147,6 +147,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --from: run the saved trace again from its model call N, the calls before it "
                             "copied from the trace (no model or tool called for them) and live from N on, under "
                             "--policy, --model, --protocol or --ttl (by default the trace's), into --trace")
+    group.add_argument("--set-observation", nargs=2, metavar=("K", "TEXT"), type=str, dest="set_observation",
+                       help="with --fork: call K's tool result (K before the fork) is TEXT instead, recorded as "
+                            "an edit")
+    group.add_argument("--set-reply", type=str, metavar="TEXT", dest="set_reply",
+                       help="with --fork: the reply of the call forked at is TEXT, recorded as an edit; the model "
+                            "answers from the next call on")
+    group.add_argument("--instructions", type=_given, metavar="FILE",
+                       help="with --fork: the instructions from the fork on are FILE's text ($tools: the tools' "
+                            "documentation), recorded as an edit")
     parser.set_defaults(given_model=None)  # not an option: the model main() may be given (cli/__init__.py)
     return parser.parse_args(argv)
 

@@ -6,7 +6,7 @@ from agent import TinyReAct
 from results import echoed_error
 from models import Model, ModelConfigError
 from policies import POLICIES, Policy, make_policy
-from protocols import make_protocol
+from protocols import Instructed, make_protocol
 from tokens import local_counter
 from traces import Trace
 from views.terminal import clean
@@ -111,6 +111,8 @@ def _protocol_for(args, model: Model):
     """The --protocol of a run or a chat, checked against the model before a trace file is made; a model measured to
     fail at it is said so, once."""
     protocol = make_protocol((args.protocol or ["text"])[0])
+    if getattr(args, "instructions_text", None):  # a fork's --instructions
+        protocol = Instructed(protocol, args.instructions_text)
     try:
         protocol.check(model)
     except ModelConfigError as problem:

@@ -28,11 +28,14 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     parent = open_trace(args.source)
     plan = fork_plan(parent, args.fork)
     plan["parent"] = _digest(args.source)
+    plan["copied"] += _edits(args, plan)
     policy = make_policy(plan["policy"]) if args.policy is None else policy
     args.protocol = args.protocol or [plan["protocol"]]
     args.ttl = args.ttl or plan["ttl"]
     with exporting(args) as export:  # --otel: the live questions' spans
         model = _model(args, parent)
+        if args.set_reply is not None:
+            model = Answered(model, args.set_reply)
         meta = {**_header(model), "parent": plan["parent"], "fork": args.fork}
         agent, display = _agent_shown(args, model, policy, _tools(plan, policy), export, plan["copied"], meta)
         try:
@@ -46,6 +49,59 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
             if args.html:
                 _write_run_page(args.html, model, agent.trace, agent.counter)
     return _outcome(args, agent, display, result, plan)
+
+
+def _edits(args, plan: dict) -> list[dict]:
+    """The copied events edited as --set-observation asks (in place), and an edit event for each edit asked for:
+    the observation, the reply of call N (--set-reply), the instructions (--instructions, made by the protocol)."""
+    edits = [_observation_edited(args.set_observation, plan, args.fork)] if args.set_observation else []
+    if args.set_reply is not None:
+        edits.append({"type": "edit", "what": "reply", "call": args.fork, "text": args.set_reply})
+    if args.instructions:
+        try:
+            with open(args.instructions, encoding="utf-8") as file:
+                args.instructions_text = file.read()
+        except (OSError, UnicodeDecodeError) as problem:
+            raise UsageError(f"--instructions {args.instructions}: {getattr(problem, 'strerror', None) or problem}")
+        edits.append({"type": "edit", "what": "instructions", "call": args.fork, "text": args.instructions_text})
+    return edits
+
+
+def _observation_edited(given: list[str], plan: dict, fork_at: int) -> dict:
+    """--set-observation K TEXT: the first tool result of call K (before the fork) made TEXT in the copied events;
+    the edit event saying so."""
+    number, text = given
+    if not number.strip().isdigit():
+        raise UsageError(f"--set-observation takes a call's number, then the text, got {number!r}")
+    call, copied = int(number), plan["copied"]
+    contexts = [index for index, event in enumerate(copied) if event["type"] == "context"]
+    if not 1 <= call <= len(contexts):
+        raise UsageError(f"--set-observation {call}: only calls 1 to {len(contexts)} come before the fork at "
+                         f"call {fork_at}; a later call's result is the live run's")
+    end = contexts[call] if call < len(contexts) else len(copied)
+    found = next((index for index in range(contexts[call - 1], end) if copied[index]["type"] == "observation"), None)
+    if found is None:
+        raise UsageError(f"--set-observation {call}: call {call} ran no tool, so it has no result to edit")
+    copied[found] = {**copied[found], "text": text}
+    return {"type": "edit", "what": "observation", "call": call, "text": text}
+
+
+class Answered:
+    """A model whose first reply is given (--set-reply), counted here; the model itself answers the rest."""
+
+    def __init__(self, model, text: str):
+        self.model, self.text = model, text
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def generate(self, messages, stop, **options):
+        from models import COUNTED_LOCALLY, ModelReply
+
+        if self.text is None:
+            return self.model.generate(messages, stop, **options)
+        text, self.text = self.text, None
+        return ModelReply(text, usage_source=COUNTED_LOCALLY)
 
 
 def _run(agent, plan: dict):

@@ -24,7 +24,8 @@ class Mode:
 # When several modes are given, the first of them here speaks.
 MODES = {
     "saved": Mode("source", "html otel no_stream", needs="html otel fork"),
-    "fork": Mode("fork", "model policy ttl trace json quiet html no_stream protocol", needs="source"),
+    "fork": Mode("fork", "model policy ttl trace json quiet html no_stream protocol set_observation set_reply "
+                         "instructions", needs="source"),
     "record": Mode("record", "trace policy no_stream otel"),
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
@@ -44,11 +45,11 @@ EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points",
            "prices_of", "cache_ttl", "pace", "observation_cut", "reader", "phrasings", "jobs", "answers", "source",
-           "fork", "resume", "question", "chat", "compare", "replay", "record", "html", "otel", "model", "policy",
-           "ttl", "trace", "json", "quiet", "finish", "show_context", "no_stream", "models", "verify_cache",
-           "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
+           "fork", "set_observation", "set_reply", "instructions", "resume", "question", "chat", "compare", "replay",
+           "record", "html", "otel", "model", "policy", "ttl", "trace", "json", "quiet", "finish", "show_context",
+           "no_stream", "models", "verify_cache", "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
-FILES = ["replay", "record", "source", "resume", "facts", "trace", "html", "plot", "csv", "answers"]
+FILES = ["replay", "record", "source", "resume", "instructions", "facts", "trace", "html", "plot", "csv", "answers"]
 WRITTEN = {"trace", "html", "plot", "csv", "answers"}
 
 

@@ -210,3 +210,55 @@ def test_a_resumed_chat_goes_on_from_the_saved_one(tmp_path, capsys, monkeypatch
     assert cli.main(["--chat", "--resume", str(parent), "--no-stream"], model=model) == 0
     assert "What is 2 + 3?" in "\n".join(message.text for message in model.calls[0])
     assert "resumed" in capsys.readouterr().out
+
+
+def test_an_edited_tool_result_is_what_the_forked_calls_see(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    child, model = tmp_path / "child.jsonl", ScriptedModel(REPLIES[1:])
+    assert cli.main(["--from", str(parent), "--fork", "2", "--set-observation", "1", "6", "--trace", str(child),
+                     "-q"], model=model) == 0
+    sent = "\n".join(message.text for message in model.calls[0])
+    assert "Observation1: 6" in sent and "Observation1: 5" not in sent
+    events = load_trace(str(child)).events
+    assert {"type": "edit", "what": "observation", "call": 1, "text": "6"} in untimed(events)
+    assert [e["text"] for e in events if e["type"] == "observation"][0] == "6"
+
+
+def test_an_edited_reply_is_taken_and_the_model_answers_after_it(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    model = ScriptedModel([])
+    assert cli.main(["--from", str(parent), "--fork", "2", "--set-reply", "Thought: I know\nAnswer: 42", "-q"],
+                    model=model) == 0
+    assert capsys.readouterr().out.strip() == "42" and model.calls == []
+
+
+def test_edited_instructions_are_sent_from_the_fork_on(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Be brief. Tools:\n$tools\n", encoding="utf-8")
+    model, child = ScriptedModel(REPLIES[1:]), tmp_path / "child.jsonl"
+    assert cli.main(["--from", str(parent), "--fork", "2", "--instructions", str(prompt), "--trace", str(child),
+                     "-q"], model=model) == 0
+    assert model.calls[0][0].text.startswith("Be brief. Tools:\nadd_numbers(")
+    kinds = [event["type"] for event in load_trace(str(child)).events]
+    assert kinds.count("instructions") == 2 and "edit" in kinds
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--set-observation", "3", "x"], "--set-observation 3: only calls 1 to 1 come before the fork at call 2"),
+    (["--set-observation", "one", "x"], "--set-observation takes a call's number, then the text"),
+    (["--instructions", "/no/such/prompt.txt"], "--instructions /no/such/prompt.txt: No such file"),
+    (["--set-reply", "x"], None),
+])
+def test_an_edit_that_cannot_be_made_is_one_line(tmp_path, capsys, argv, said):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    code = cli.main(["--from", str(parent), "--fork", "2", *argv, "-q"], model=ScriptedModel(REPLIES[2:]))
+    err = capsys.readouterr().err
+    if said is None:  # a reply with no Action or Answer is told so, as any: the model goes on
+        assert code == 0 and err == ""
+    else:
+        assert code == 2 and said in err and err.count("\n") == 1
