@@ -10,15 +10,12 @@ the fork's events are the parent's, times aside: the loop goes on from the copie
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
 import hashlib
 
+from experiments.fork import fork_plan, parent_tools, run
 from policies import Policy, make_policy
-from tools import shipped_by_name
 from traces import TraceFile
 from cli.loading import open_trace
 from views.terminal import clean
 from cli.output import EXIT_INTERRUPTED, UsageError, print_json
-
-DEFAULT_TTL = 8  # a run's (cli/ask.py); a parent that stopped at its TTL shows its own
-
 
 def fork(args, policy: Policy, specs: list[str]) -> int:
     """Fork the trace --from names at call --fork: copied before it, live from it, shown as a run is."""
@@ -26,7 +23,7 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     from cli.otel import exporting
 
     parent = open_trace(args.source)
-    plan = fork_plan(parent, args.fork)
+    plan = _planned(parent, args.fork)
     plan["parent"] = _digest(args.source)
     plan["copied"] += _edits(args, plan)
     policy = make_policy(plan["policy"]) if args.policy is None else policy
@@ -39,7 +36,7 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
         meta = {**_header(model), "parent": plan["parent"], "fork": args.fork}
         agent, display = _agent_shown(args, model, policy, _tools(plan, policy), export, plan["copied"], meta)
         try:
-            result = _run(agent, plan)
+            result = run(agent, plan)
         except KeyboardInterrupt:
             _interrupted(agent, display, args)
             return EXIT_INTERRUPTED
@@ -104,17 +101,6 @@ class Answered:
         return ModelReply(text, usage_source=COUNTED_LOCALLY)
 
 
-def _run(agent, plan: dict):
-    """The fork's question from its call on, then each later question and reset; the last question's Result."""
-    result = agent.resume(finish=plan["finish"])
-    for kind, text, finish in plan["later"]:
-        if kind == "reset":
-            agent.reset()
-        else:
-            result = agent.query(text, finish)
-    return result
-
-
 def _outcome(args, agent, display, result, plan: dict) -> int:
     """The last question's outcome, printed as a run's is, and the exit code."""
     from cli.ask import _exit_code
@@ -129,86 +115,6 @@ def _outcome(args, agent, display, result, plan: dict) -> int:
     else:
         display.summary(result)
     return _exit_code(result)
-
-
-def fork_plan(parent: TraceFile, n: int) -> dict:
-    """What a fork at call `n` copies and what it asks again: the events before the call (`copied`, less a
-    last-answer request, which is made again), the policy, protocol and tools in force there, the TTL the parent
-    shows, whether the question asked for a last answer (--finish), and the later questions (each with its own) and
-    resets in order. UsageError for an `n` the trace does not have."""
-    events = parent.events
-    at, cut = _cut(events, n)
-    instructions = next(event for event in reversed(events[:cut]) if event["type"] == "instructions")
-    asked = max(index for index, event in enumerate(events[:cut]) if event["type"] == "question")
-    finish = iter(_finishes(events, asked))
-    now = next(finish)
-    later = [(event["type"], event.get("text"), next(finish) if event["type"] == "question" else False)
-             for event in events[cut:] if event["type"] in ("question", "reset")]
-    return {"copied": events[:cut], "policy": events[at].get("policy", "full"),
-            "protocol": instructions.get("protocol", "text"), "tools": _tool_names(instructions),
-            "ttl": _ttl(events), "finish": now, "later": later}
-
-
-def _cut(events: list[dict], n: int) -> tuple[int, int]:
-    """The index of call `n`'s context event, and where the copy ends: before it, and before the last-answer
-    request it may answer (made again, live). UsageError for a call the trace does not have."""
-    calls = [index for index, event in enumerate(events) if event["type"] == "context"]
-    if not 1 <= n <= len(calls):
-        raise UsageError(f"--fork {n}: the trace has {len(calls)} model calls, numbered 1 to {len(calls)}"
-                         if calls else "--fork: the trace has no model call to fork at")
-    cut = calls[n - 1]
-    while events[cut - 1]["type"] == "finish":
-        cut -= 1
-    if not any(event["type"] == "question" for event in events[:cut]):
-        raise UsageError(f"--fork {n}: no question comes before that call")
-    return calls[n - 1], cut
-
-
-def _finishes(events: list[dict], first: int) -> list[bool]:
-    """For the question at `first` and each after it: whether it asked for a last answer at its TTL (--finish)."""
-    found = []
-    for event in events[first:]:
-        if event["type"] == "question":
-            found.append(False)
-        elif event["type"] == "finish" and found:
-            found[-1] = True
-    return found
-
-
-def _ttl(events: list[dict]) -> int:
-    """The parent's TTL where a question shows it (it stopped at it: its steps), else the default."""
-    steps, shown, finishing = 0, [], False
-    for event in events:
-        if event["type"] == "question":
-            steps, finishing = 0, False
-        elif event["type"] == "finish":
-            finishing = True  # its reply is numbered past the TTL
-        elif event["type"] == "reply" and not finishing:
-            steps = max(steps, event["step"])
-        elif event["type"] == "stop" and event.get("reason") == "ttl":
-            shown.append(steps)
-    return max(shown) if shown else DEFAULT_TTL
-
-
-def _tool_names(instructions: dict) -> list[str]:
-    """The tools the instructions list, in order: each tool's documentation begins unindented with its name."""
-    return [line.split("(", 1)[0] for line in (instructions.get("tools") or "").splitlines()
-            if line and not line[0].isspace() and "(" in line]
-
-
-def _tools(plan: dict, policy: Policy) -> list:
-    """The parent's tools by name, those of its policy (pinned's notes) aside: UsageError naming any this
-    TinyReAct does not have."""
-    from traces import Trace
-
-    own = {tool.__name__ for spec in {plan["policy"], policy.name} for tool in make_policy(spec).tools(Trace())}
-    known = shipped_by_name()
-    wanted = [name for name in plan["tools"] if name not in own]
-    missing = [name for name in wanted if name not in known]
-    if missing:
-        raise UsageError(f"the trace's tools {', '.join(missing)} are not among this TinyReAct's "
-                         f"({', '.join(known)}): its calls could not be run again")
-    return [known[name] for name in wanted]
 
 
 def _model(args, parent: TraceFile):
@@ -228,3 +134,17 @@ def _model(args, parent: TraceFile):
 def _digest(path: str) -> str:
     with open(path, "rb") as file:
         return hashlib.sha256(file.read()).hexdigest()
+
+
+def _planned(parent: TraceFile, n: int) -> dict:
+    try:
+        return fork_plan(parent.events, n)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+
+
+def _tools(plan: dict, policy: Policy) -> list:
+    try:
+        return parent_tools(plan, policy)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None

@@ -11,7 +11,7 @@ import pytest
 
 import cli
 from agent import TinyReAct
-from cli.fork import _run, fork_plan
+from experiments.fork import fork_plan, run as _run
 from experiments.recording import _stand_in
 from models.scripted import ScriptedModel
 from policies import make_policy
@@ -36,7 +36,7 @@ def replayed(parent, cut: int):
     for event in later:
         if event["type"] == "observation" and "call" in event and "refused" not in event:
             results.setdefault(event["call"].split("(", 1)[0], []).append(event["text"])
-    plan_tools = fork_plan(parent, 1)["tools"]
+    plan_tools = fork_plan(parent.events, 1)["tools"]
     known = shipped_by_name()
 
     def taped(name):
@@ -55,7 +55,7 @@ def replayed(parent, cut: int):
 def test_an_unedited_fork_of_a_shipped_conversation_is_its_parent(name, calls):
     parent = load_trace(os.path.join(CONVERSATIONS, f"{name}.jsonl"))
     for n in calls:
-        plan = fork_plan(parent, n)
+        plan = fork_plan(parent.events, n)
         model, tools = replayed(parent, len(plan["copied"]))
         trace = Trace()
         trace.copy(plan["copied"])

@@ -1,5 +1,6 @@
 """In Jupyter a Result, an agent's session and a replay show as their page, inline, in a frame of their own, once
 `%load_ext views.notebook` has registered the display (the loop and the experiments know nothing of pages)."""
+import ast
 import html
 import os
 import re
@@ -64,9 +65,13 @@ def test_the_teaching_notebook_runs_and_each_object_shows_its_page():
                    resources={"metadata": {"path": os.path.join(ROOT, "docs")}}).execute()
     pages = [framed(output["data"]["text/html"]) for cell in notebook.cells if cell.cell_type == "code"
              for output in cell.outputs if "text/html" in output.get("data", {})]
-    assert len(pages) == 3  # the result, the agent, the replay
+    assert len(pages) == 4  # the result, the agent, the fork, the replay
     assert "<title>Run: What is 7 * 6 + 5?</title>" in pages[0] and "Answer: 47" in pages[0]
     assert "And 2 + 2?" in pages[1] and "What is 7 * 6 + 5?" in pages[1]
-    assert "<title>Replay: " in pages[2] and "window:2" in pages[2]
+    assert "window:0" in pages[2] and "I do not see 7 * 6 any more" in pages[2]
+    assert "<title>Replay: " in pages[3] and "window:2" in pages[3]
+    compared = next(cell for cell in notebook.cells if "before, after = " in cell.source).outputs[0]["data"]
+    before, after = ast.literal_eval(compared["text/plain"])
+    assert any("Observation1: 42" in text for text in before) and not any("Observation1" in text for text in after)
     errors = [output for cell in notebook.cells for output in cell.get("outputs", []) if output.output_type == "error"]
     assert errors == []
