@@ -96,7 +96,7 @@ def _main(argv: list[str] | None, model: Model | None) -> int:
     try:  # the policies as given: one for a run, a chat, a recording or the prompt; a list to compare or replay
         policy = make_policy(args.policy or "full")
         listed = args.compare if mode == "compare" else args.policies or DEFAULT_POLICIES
-        specs = policy_specs(listed) if mode in ("compare", "replay", "probe") else []
+        specs = policy_specs(listed) if mode in ("compare", "replay", "probe", "fork") else []
     except ValueError as problem:
         return fail(str(problem))
     return HANDLERS[mode](args, policy, specs)

@@ -26,6 +26,8 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     plan = _planned(parent, args.fork)
     plan["parent"] = _digest(args.source)
     plan["copied"] += _edits(args, plan)
+    if args.policies:
+        return _branches(args, parent, plan, specs)
     policy = make_policy(plan["policy"]) if args.policy is None else policy
     args.protocol = args.protocol or [plan["protocol"]]
     args.ttl = args.ttl or plan["ttl"]
@@ -148,3 +150,50 @@ def _tools(plan: dict, policy: Policy) -> list:
         return parent_tools(plan, policy)
     except ValueError as problem:
         raise UsageError(str(problem)) from None
+
+
+def _branches(args, parent: TraceFile, plan: dict, specs: list[str]) -> int:
+    """--fork N --policies A,B: one fork a policy, the same model and tool results, one table (or --json) counted
+    from call N on, with the cost with caching at the replay's price (cli/arguments.PRICED_REPLAY); a trace file a
+    branch beside --trace, and the branches side by side on one --html page."""
+    from experiments.fork import branches
+    from experiments.live import summarise_runs
+    from models.prices import price_of
+    from protocols import make_protocol
+    from tokens import local_counter
+    from views.pages import compare_page
+    from cli.arguments import PRICED_REPLAY
+    from cli.compare import compare_trace_path
+    from cli.output import EXIT_ANSWERED, EXIT_NO_ANSWER, write_output
+
+    if args.set_observation or args.set_reply is not None or args.instructions:
+        raise UsageError("--policies forks one branch a policy, unedited: edits go with a single --fork")
+    args.protocol = args.protocol or [plan["protocol"]]
+    model, counter, traces, runs = _model(args, parent), local_counter(), [], []
+    tools = _tools(plan, make_policy(plan["policy"]))
+    try:
+        for run in branches(parent.events, args.fork, specs, model, tools, price_of(PRICED_REPLAY),
+                            lambda name: compare_trace_path(args.trace, name, 0, 1), counter, traces,
+                            protocol=make_protocol(args.protocol[0])):
+            runs.append(run)
+    except OSError as problem:
+        raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
+    _branches_shown(args, plan, model, counter, summarise_runs(runs))
+    if args.html:
+        write_output(args.html, lambda: compare_page(traces, counter, title=f"Forks of {args.source} at call "
+                                                                             f"{args.fork}"))
+    return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def _branches_shown(args, plan: dict, model, counter, rows: list[dict]) -> None:
+    """The branches' table, or their JSON."""
+    from views.display import LiveDisplay, live_table
+    from cli.arguments import PRICED_REPLAY
+
+    if args.json:
+        print_json({"parent": plan["parent"], "call": args.fork, "model": model.name, "counter": counter.name,
+                    "priced_as": PRICED_REPLAY, "rows": rows})
+        return
+    live_table(LiveDisplay().console, rows, model.name, None, counter.name)
+    print(f"Counted from call {args.fork} on (the calls before it are the parent's, the same in every branch); "
+          f"cost: input with caching at {PRICED_REPLAY}'s list price and rule.")

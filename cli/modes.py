@@ -24,13 +24,13 @@ class Mode:
 # When several modes are given, the first of them here speaks.
 MODES = {
     "saved": Mode("source", "html otel no_stream", needs="html otel fork"),
-    "fork": Mode("fork", "model policy ttl trace json quiet html no_stream protocol set_observation set_reply "
-                         "instructions", needs="source"),
     "record": Mode("record", "trace policy no_stream otel"),
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of cache_ttl pace observation_cut"),
     "probe": Mode("probe", "repeat phrasings jobs answers reader", needs="replay"),
+    "fork": Mode("fork", "model policy policies ttl trace json quiet html no_stream protocol set_observation "
+                         "set_reply instructions", needs="source"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
                          "otel resume"),
     "run": Mode(None, "question model policy ttl trace json quiet finish show_context html no_stream protocol mcp "

@@ -119,3 +119,39 @@ def parent_tools(plan: dict, policy: Policy) -> list:
         raise ValueError(f"the trace's tools {', '.join(missing)} are not among this TinyReAct's "
                          f"({', '.join(known)}): its calls could not be run again")
     return [known[name] for name in wanted]
+
+
+def branches(events: Sequence[dict], n: int, specs: Sequence[str], model, tools: list, price=None,
+             trace_path=lambda policy: None, counter=None, traces: list | None = None, **options):
+    """The trace forked at call `n` once under each policy of `specs`, with the same model and the same tool
+    results (the first branch to make a call runs the tool; the others are given its result): a LiveRun each, its
+    numbers counted from call `n` on (the copied calls are the same in every branch), its cost with caching at
+    `price`'s rule (by default none). Each branch's (header, events) is appended to `traces`."""
+    from experiments.live import LiveRun, ToolTape
+    from experiments.replay import replay
+    from results import summarise, unreadable_replies
+
+    tape, plan = ToolTape(), fork_plan(events, n)
+    taped = [tape.wrap(tool) for tool in tools]
+    for spec in specs:
+        policy = make_policy(spec)
+        meta = {"policy": policy.name, "model": model.name, "backend": model.backend,
+                "temperature": model.temperature, "fork": n}
+        before, trace = tape.live_calls, Trace(trace_path(policy.name), meta=meta)
+        try:
+            agent, result = fork(events, n, model, taped, policy=policy, trace=trace, counter=counter, **options)
+        finally:
+            trace.close()
+        live = list(trace.events)[len(plan["copied"]):]
+        counts = summarise(live)
+        cost = None
+        if price is not None:
+            report = replay({}, list(trace.events), [spec], counter, facts=[], points=[])[0]
+            cost = report.input_cost(price, True, from_call=n) if report.measured else None
+        if traces is not None:
+            traces.append((meta, list(trace.events)))
+        yield LiveRun(policy.name, result.answer, result.stop_reason.value, counts["steps"], counts["model_calls"],
+                      counts["usage"].input_tokens, counts["usage"].output_tokens, counts["context"].peak,
+                      round(result.seconds, 2), tape.live_calls - before, None,
+                      counts["usage"].cached_input_tokens, cost, agent.protocol.name, unreadable_replies(live))
+

@@ -70,16 +70,20 @@ class PolicyReplay:
         repeats the previous call's start, when that is at least the rule's minimum and the cache still holds it."""
         return sum(hit for hit, _ in self._cached(price))
 
-    def input_cost(self, price, cached: bool) -> float:
+    def input_cost(self, price, cached: bool, from_call: int = 1) -> float:
         """The session's input tokens (summary calls included) at a model's list price, in dollars. With `cached`, by
         the price's caching rule, call by call, at the time each call was made: what repeats the previous call's start
         is read at the cached price when it is at least the minimum and the cache still holds it; the rest of a call
         that is at least the minimum is written to the cache, at the write price where the provider bills writes; a
-        shorter call is not cached and costs the input price. Summary calls are priced as uncached."""
+        shorter call is not cached and costs the input price. Summary calls are priced as uncached. From call
+        `from_call` on only (a fork's own calls): the calls before it fill the cache but are not counted, nor are
+        summary calls."""
         if not cached:
-            return self.total * price.input / 1_000_000
-        plain, served, written = self.summary_input, 0, 0  # tokens at the input, cached and write prices
-        for size, (hit, _) in zip(self.sizes, self._cached(price)):
+            counted = self.total if from_call == 1 else sum(self.sizes[from_call - 1:])
+            return counted * price.input / 1_000_000
+        plain, served, written = self.summary_input if from_call == 1 else 0, 0, 0  # input, cached, write prices
+        calls = list(zip(self.sizes, self._cached(price)))[from_call - 1:]
+        for size, (hit, _) in calls:
             if size < price.minimum:
                 plain += size
             else:

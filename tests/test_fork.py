@@ -6,6 +6,7 @@ from call N on. Bad input is one line and leaves the parent as it was."""
 import hashlib
 import json
 import os
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ import cli
 from agent import TinyReAct
 from experiments.fork import fork_plan, run as _run
 from experiments.recording import _stand_in
+from models import ModelReply
 from models.scripted import ScriptedModel
 from policies import make_policy
 from tools import shipped_by_name
@@ -262,3 +264,38 @@ def test_an_edit_that_cannot_be_made_is_one_line(tmp_path, capsys, argv, said):
         assert code == 0 and err == ""
     else:
         assert code == 2 and said in err and err.count("\n") == 1
+
+
+STEP_RESULT = re.compile(r"Observation\d")
+
+
+class Counting:
+    """Answers with how many Observations it was shown: a model whose answer depends on the context."""
+    name, backend, usage_source, temperature, window, native_tools = "counting", "counting", "none", None, None, False
+
+    def generate(self, messages, stop, **options):
+        shown = sum(len(STEP_RESULT.findall(message.text)) for message in messages[1:])  # past the instructions
+        return ModelReply(f"Answer: {shown}")
+
+
+def test_branches_under_several_policies_are_one_table_counted_from_call_n(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    page, trace = tmp_path / "forks.html", tmp_path / "fork.jsonl"
+    assert cli.main(["--from", str(parent), "--fork", "3", "--policies", "full,window:0", "--json", "--trace",
+                     str(trace), "--html", str(page)], model=Counting()) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {row["policy"]: row for row in data["rows"]}
+    assert rows["full"]["answers"] == ["2"] and rows["window:0"]["answers"] == ["0"]  # what each was shown
+    assert rows["full"]["model_calls"]["median"] == 1  # call 3 alone: calls 1 and 2 are the parent's
+    assert rows["full"]["peak_context"]["median"] > rows["window:0"]["peak_context"]["median"]
+    assert (tmp_path / "fork.full.jsonl").exists() and (tmp_path / "fork.window-0.jsonl").exists()
+    assert "window:0" in page.read_text(encoding="utf-8")
+
+
+def test_branches_take_no_edits(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    assert cli.main(["--from", str(parent), "--fork", "3", "--policies", "full,window:0", "--set-reply", "x"],
+                    model=Counting()) == 2
+    assert "edits go with a single --fork" in capsys.readouterr().err
