@@ -101,10 +101,10 @@ class TinyReAct:
         return self.resume(finish)
 
     def resume(self, finish: bool = False) -> Result:
-        """Go on with the trace's last question from its next step: its steps so far may come from
-        another trace (a fork: cli/fork.py)."""
-        first = max(i for i, event in enumerate(self.trace.events) if event["type"] == "question")
-        done = max((e["step"] for e in self.trace.events[first:] if e["type"] == "reply"), default=0)
+        """Go on with the trace's last question from its next step (a fork's came from another)."""
+        events = self.trace.events
+        first = max(i for i, event in enumerate(events) if event["type"] == "question")
+        done = max((e["step"] for e in events[first:] if e["type"] == "reply"), default=0)
         started, error, self._over_window = time.monotonic(), None, False
         try:
             for step in range(done + 1, self.ttl + 1):

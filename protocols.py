@@ -195,8 +195,8 @@ class NativeProtocol:
 
 
 class Instructed:
-    """A protocol with instructions of one's own (a fork's --instructions): `template`, its $tools the tools'
-    documentation, in place of the protocol's; all else is the protocol's."""
+    """A protocol with instructions of one's own (a fork's --instructions): `template`, its
+    $tools the tools' documentation, in place of the protocol's; all else is the protocol's."""
 
     def __init__(self, protocol, template: str):
         self.protocol, self.template = protocol, Template(template)

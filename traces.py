@@ -148,12 +148,12 @@ class Trace:
         return event
 
     def copy(self, events: Sequence[dict]) -> None:
-        """Add these events again as they were recorded, but for their times (a fork's, cli/fork.py)."""
+        """Add these events again as they were recorded, but for their times (a fork's)."""
         for event in events:
-            self.add(event["type"], **{name: value for name, value in event.items() if name not in ("type", "t")})
+            self.add(event["type"], **{k: v for k, v in event.items() if k not in ("type", "t")})
 
     def watch(self, on_event: Callable[[dict], None] | None) -> None:
-        """Call `on_event` with each event added from now on (a fork's copied events are not shown)."""
+        """Call `on_event` with each event added from now on (not a fork's copied ones)."""
         self._on_event = on_event
 
     def blanked(self, text: str) -> str:

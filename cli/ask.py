@@ -12,7 +12,7 @@ from traces import Trace
 from views.terminal import clean
 from tools import DEFAULT_TOOLS
 from cli.approval import approval_for
-from cli.loading import mcp_servers, model_for_a_run
+from cli.loading import mcp_servers, model_for_a_run, open_trace
 from cli.otel import exporting
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         write_output)
@@ -88,8 +88,6 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None, b
 def _resumed(path: str) -> list[dict]:
     """--resume: the saved conversation the run goes on from (its policy renders from all of it), without its
     header; UsageError for a file that is not a trace."""
-    from cli.loading import open_trace
-
     events = open_trace(path).events
     if not any(event["type"] == "question" for event in events):
         raise UsageError(f"--resume {path}: it holds no question to go on from")

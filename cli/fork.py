@@ -10,17 +10,23 @@ the fork's events are the parent's, times aside: the loop goes on from the copie
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
 import hashlib
 
-from experiments.fork import fork_plan, parent_tools, run
+from experiments.fork import branches, fork_plan, parent_tools, run
+from models import BACKENDS, COUNTED_LOCALLY, ModelReply
+from models.prices import price_of
 from policies import Policy, make_policy
+from protocols import make_protocol
+from tokens import local_counter
 from traces import TraceFile
-from cli.loading import open_trace
 from views.terminal import clean
-from cli.output import EXIT_INTERRUPTED, UsageError, print_json
+from cli.arguments import PRICED_REPLAY
+from cli.ask import _agent_shown, _exit_code, _header, _interrupted, _write_run_page  # a run's view
+from cli.compare import compare_trace_path
+from cli.loading import model_for_a_run, open_trace
+from cli.otel import exporting
+from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageError, print_json, write_output
 
 def fork(args, policy: Policy, specs: list[str]) -> int:
     """Fork the trace --from names at call --fork: copied before it, live from it, shown as a run is."""
-    from cli.ask import _agent_shown, _header, _interrupted, _write_run_page  # a run's view
-    from cli.otel import exporting
 
     parent = open_trace(args.source)
     plan = _planned(parent, args.fork)
@@ -95,7 +101,6 @@ class Answered:
         return getattr(self.model, name)
 
     def generate(self, messages, stop, **options):
-        from models import COUNTED_LOCALLY, ModelReply
 
         if self.text is None:
             return self.model.generate(messages, stop, **options)
@@ -105,7 +110,6 @@ class Answered:
 
 def _outcome(args, agent, display, result, plan: dict) -> int:
     """The last question's outcome, printed as a run's is, and the exit code."""
-    from cli.ask import _exit_code
 
     if args.json:
         print_json({**result.to_dict(), "fork": {"parent": plan["parent"], "call": args.fork,
@@ -121,8 +125,6 @@ def _outcome(args, agent, display, result, plan: dict) -> int:
 
 def _model(args, parent: TraceFile):
     """--model, else the parent's model where its header names one that can be loaded."""
-    from cli.loading import model_for_a_run
-    from models import BACKENDS
 
     header = parent.header
     if not args.model and args.given_model is None:
@@ -156,15 +158,8 @@ def _branches(args, parent: TraceFile, plan: dict, specs: list[str]) -> int:
     """--fork N --policies A,B: one fork a policy, the same model and tool results, one table (or --json) counted
     from call N on, with the cost with caching at the replay's price (cli/arguments.PRICED_REPLAY); a trace file a
     branch beside --trace, and the branches side by side on one --html page."""
-    from experiments.fork import branches
     from experiments.live import summarise_runs
-    from models.prices import price_of
-    from protocols import make_protocol
-    from tokens import local_counter
     from views.pages import compare_page
-    from cli.arguments import PRICED_REPLAY
-    from cli.compare import compare_trace_path
-    from cli.output import EXIT_ANSWERED, EXIT_NO_ANSWER, write_output
 
     if args.set_observation or args.set_reply is not None or args.instructions:
         raise UsageError("--policies forks one branch a policy, unedited: edits go with a single --fork")
@@ -188,7 +183,6 @@ def _branches(args, parent: TraceFile, plan: dict, specs: list[str]) -> int:
 def _branches_shown(args, plan: dict, model, counter, rows: list[dict]) -> None:
     """The branches' table, or their JSON."""
     from views.display import LiveDisplay, live_table
-    from cli.arguments import PRICED_REPLAY
 
     if args.json:
         print_json({"parent": plan["parent"], "call": args.fork, "model": model.name, "counter": counter.name,

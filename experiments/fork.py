@@ -12,7 +12,10 @@ is `agent.py --from TRACE --fork N` (cli/fork.py).
 from typing import Sequence
 
 from agent import TinyReAct
+from experiments.live import LiveRun, ToolTape
+from experiments.replay import replay
 from policies import Policy, make_policy
+from results import summarise, unreadable_replies
 from tools import shipped_by_name
 from traces import Trace
 
@@ -127,10 +130,6 @@ def branches(events: Sequence[dict], n: int, specs: Sequence[str], model, tools:
     results (the first branch to make a call runs the tool; the others are given its result): a LiveRun each, its
     numbers counted from call `n` on (the copied calls are the same in every branch), its cost with caching at
     `price`'s rule (by default none). Each branch's (header, events) is appended to `traces`."""
-    from experiments.live import LiveRun, ToolTape
-    from experiments.replay import replay
-    from results import summarise, unreadable_replies
-
     tape, plan = ToolTape(), fork_plan(events, n)
     taped = [tape.wrap(tool) for tool in tools]
     for spec in specs:

@@ -167,14 +167,16 @@ def test_the_engine_and_the_services_are_rooms_apart():
 
 
 def test_the_readme_quotes_the_loop_as_it_is():
-    """The README shows `TinyReAct.query` whole, as the loop a reader learns from: it must be the code that runs."""
+    """The README shows `TinyReAct.query` and `resume` whole, the loop a reader learns from: the code that runs."""
     with open(os.path.join(ROOT, "agent.py"), encoding="utf-8") as file:
         source = file.read()
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
         readme = file.read()
-    query = source[source.index("    def query(self"):
-                   source.index("\n    def ", source.index("    def query(self") + 1)]
-    assert query.rstrip() + "\n```" in readme
+    start = source.index("    def query(self")
+    resume = source.index("    def resume(self")
+    loop = source[start:source.index("\n    def ", resume + 1)]
+    assert source.index("\n    def ", start + 1) + 1 == resume  # query, then resume
+    assert loop.rstrip() + "\n```" in readme
 
 
 # The files a learner projects to follow one step of the loop (the loop, the trace, the model, tool and protocol
