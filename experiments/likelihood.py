@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from experiments.facts import Fact, ProbePoint
-from experiments.probe import _sessions, contexts
+from experiments.probe import contexts, prepared
 from experiments.replay import Summaries
 from models import ContextOverflow, Model
 from tokens import TokenCounter, local_counter
@@ -57,11 +57,7 @@ def score(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
         raise ValueError(f"the gold answer of {', '.join(empty)} is empty: the likelihood reader scores it")
     counter = counter or local_counter()
     scored = scored if scored is not None else []
-    instructions = next((e for e in events if e["type"] == "instructions"), None)
-    if instructions is None:
-        raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
-                         "(a trace cut short before its first model call has none)")
-    sessions = _sessions(events, specs, counter, summaries)
+    instructions, sessions = prepared(events, specs, counter, summaries)
     tasks = {}  # condition -> [(point, fact, phrasing, question, messages)], each condition's points in order
     for point in points:
         for condition, fact, number, question, messages in contexts(events, instructions, sessions, facts, point,

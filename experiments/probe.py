@@ -89,11 +89,7 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     instructions (one cut short before its first model call): the probes are asked under its instructions."""
     counter = counter or local_counter()
     answers = answers if answers is not None else []
-    instructions = next((e for e in events if e["type"] == "instructions"), None)
-    if instructions is None:
-        raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
-                         "(a trace cut short before its first model call has none)")
-    sessions = _sessions(events, specs, counter, summaries)
+    instructions, sessions = prepared(events, specs, counter, summaries)
     order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
     # Asked point by point and, at each point, condition by condition: the calls of one condition at one point share
     # their context up to the question, so a model that keeps the last prompt's keys and values (the embedded models)
@@ -104,6 +100,17 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     _ask_all(model, tasks, jobs, progress, answers)
     answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
     return answers
+
+
+def prepared(events: Sequence[dict], specs: Sequence[str], counter: TokenCounter,
+             summaries: Summaries | None) -> tuple[dict, dict]:
+    """The instructions the probes are asked under, and each policy's session (_sessions); ValueError for a trace
+    with no instructions (one cut short before its first model call)."""
+    instructions = next((e for e in events if e["type"] == "instructions"), None)
+    if instructions is None:
+        raise ValueError("the trace has no instructions to probe with: it holds no instructions event "
+                         "(a trace cut short before its first model call has none)")
+    return instructions, _sessions(events, specs, counter, summaries)
 
 
 def _sessions(events: Sequence[dict], specs: Sequence[str], counter: TokenCounter,
