@@ -88,7 +88,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--replay", type=_given, metavar="FILE",
                        help="replay a recorded session (a --trace file) under each policy")
     group.add_argument("--policies", type=_given, metavar="LIST",
-                       help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES})")
+                       help=f"with --replay: the policies to measure (default: {DEFAULT_POLICIES}); with --fork: "
+                            "one fork each")
     group.add_argument("--probe", action="store_true", help="with --replay: ask the probe questions with the model")
     group.add_argument("--plot", type=_given, metavar="FILE.svg",
                        help="with --replay: also save the context-size chart as SVG")
@@ -146,7 +147,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--fork", type=_positive_int, metavar="N",
                        help="with --from: run the saved trace again from its model call N, the calls before it "
                             "copied from the trace (no model or tool called for them) and live from N on, under "
-                            "--policy, --model, --protocol or --ttl (by default the trace's), into --trace")
+                            "--policy, --model, --protocol or --ttl (by default the trace's), into --trace; with "
+                            "--policies A,B, one fork a policy, side by side")
     group.add_argument("--set-observation", nargs=2, metavar=("K", "TEXT"), type=str, dest="set_observation",
                        help="with --fork: call K's tool result (K before the fork) is TEXT instead, recorded as "
                             "an edit")
