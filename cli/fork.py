@@ -10,7 +10,7 @@ the fork's events are the parent's, times aside: the loop goes on from the copie
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
 import hashlib
 
-from experiments.fork import branches, fork_plan, parent_tools, run
+from experiments.fork import branches, first_difference, fork_plan, parent_tools, run
 from models import BACKENDS, COUNTED_LOCALLY, ModelReply
 from models.prices import price_of
 from policies import Policy, make_policy
@@ -173,21 +173,28 @@ def _branches(args, parent: TraceFile, plan: dict, specs: list[str]) -> int:
             runs.append(run)
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
-    _branches_shown(args, plan, model, counter, summarise_runs(runs))
+    parted = first_difference(traces)
+    said = _parted(args.fork, parted)
+    _branches_shown(args, plan, model, counter, summarise_runs(runs), parted, said)
     if args.html:
         write_output(args.html, lambda: compare_page(traces, counter, title=f"Forks of {args.source} at call "
-                                                                             f"{args.fork}"))
+                                                                             f"{args.fork}", note=said))
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
 
 
-def _branches_shown(args, plan: dict, model, counter, rows: list[dict]) -> None:
+def _parted(n: int, parted: int | None) -> str:
+    where = f"first differ at call {parted}" if parted else "never differ"
+    return f"the calls before {n} are the parent's, the same in every branch; the branches' contexts {where}"
+
+
+def _branches_shown(args, plan: dict, model, counter, rows: list[dict], parted: int | None, said: str) -> None:
     """The branches' table, or their JSON."""
     from views.display import LiveDisplay, live_table
 
     if args.json:
         print_json({"parent": plan["parent"], "call": args.fork, "model": model.name, "counter": counter.name,
-                    "priced_as": PRICED_REPLAY, "rows": rows})
+                    "priced_as": PRICED_REPLAY, "first_difference": parted, "rows": rows})
         return
     live_table(LiveDisplay().console, rows, model.name, None, counter.name)
-    print(f"Counted from call {args.fork} on (the calls before it are the parent's, the same in every branch); "
-          f"cost: input with caching at {PRICED_REPLAY}'s list price and rule.")
+    print(f"Counted from call {args.fork} on: {said}; cost: input with caching at {PRICED_REPLAY}'s list price "
+          "and rule.")

@@ -154,3 +154,12 @@ def branches(events: Sequence[dict], n: int, specs: Sequence[str], model, tools:
                       round(result.seconds, 2), tape.live_calls - before, None,
                       counts["usage"].cached_input_tokens, cost, agent.protocol.name, unreadable_replies(live))
 
+
+def first_difference(traces: Sequence[tuple[dict, Sequence[dict]]]) -> int | None:
+    """The first model call at which the branches' contexts differ (by the digest of what each call sent), or None
+    when they never do."""
+    sent = [[event.get("sent") for event in events if event["type"] == "context"] for _, events in traces]
+    for number in range(max(map(len, sent), default=0)):
+        if len({calls[number] if number < len(calls) else None for calls in sent}) > 1:
+            return number + 1
+    return None

@@ -290,7 +290,8 @@ def test_branches_under_several_policies_are_one_table_counted_from_call_n(tmp_p
     assert rows["full"]["model_calls"]["median"] == 1  # call 3 alone: calls 1 and 2 are the parent's
     assert rows["full"]["peak_context"]["median"] > rows["window:0"]["peak_context"]["median"]
     assert (tmp_path / "fork.full.jsonl").exists() and (tmp_path / "fork.window-0.jsonl").exists()
-    assert "window:0" in page.read_text(encoding="utf-8")
+    assert data["first_difference"] == 3  # the contexts part at the fork
+    assert "window:0" in page.read_text(encoding="utf-8") and "first differ at call 3" in page.read_text()
 
 
 def test_branches_take_no_edits(tmp_path, capsys):

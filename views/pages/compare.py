@@ -13,12 +13,13 @@ from views.pages.parts import Store, bar, esc, folded_context, legend, page, tab
 
 def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCounter | None = None,
                  expect: str | None = None, title: str | None = None,
-                 sent: Mapping[str, list[Message]] | None = None) -> str:
+                 sent: Mapping[str, list[Message]] | None = None, note: str | None = None) -> str:
     """Runs of one question under several policies (one trace each, as `--compare --trace` writes them), side by
     side: a totals table, then one column per run with the calls aligned by number, each with its context as a
     small bar (the full text folded), the reply and the observation. With `expect`, each answer is marked right
     or wrong as --compare marks it. `sent`, what the runs' calls sent (their Traces' `sent`, joined): shown as it was,
-    where a saved trace's calls are rebuilt."""
+    where a saved trace's calls are rebuilt. `note`: a line said under the title (a fork's branches: where they
+    part)."""
     counter = counter or local_counter()
     store = Store(counter)
     runs = [run_of(header, events) for header, events in traces]
@@ -32,7 +33,8 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
     first_events = next((events for _, _, events, _ in runs), [])
     body = [f"<h1>{esc(title)}</h1>",
             f'<p class="meta">{len(runs)} runs · model: {esc(models or "not recorded")}'
-            + (f" · expected answer: {esc(expect)}" if expect else "") + "</p>",
+            + (f" · expected answer: {esc(expect)}" if expect else "") + "</p>"
+            + (f'<p class="meta">{esc(note)}</p>' if note else ""),
             totals_table(runs, labels, expect), legend(counter_name(first_events, counter)),
             side_by_side(store, runs, labels, sent)]
     return page(title, body, store)
