@@ -17,6 +17,9 @@ PROMPTS = Path(__file__).parent
 # whole expression in one call, a unit turned into a number, no tool, a call corrected, a result that is undefined, a
 # tool that cannot be reached) against react.txt's one: 32/40 on the tuning set, where the profile before it (a chain
 # of single operations) got 22/40 (bench/results/tuning-*.json; docs/embedded-models.md has the held-out test set).
+# Its undefined-result Thought says to answer ("so I say so in the Answer"), no longer "calling again gives the same
+# error": chosen with convert among the defaults by the tuning set's rule, 32/40 in 79 model calls with the 0.5B and
+# 2/40 in 130 with Gemma (bench/results/tuning-units-*.json, docs/embedded-models.md, "Chosen by measurement").
 # Qwen2.5-Coder 1.5B (embedded, or as Ollama names it): react-small.txt too, chosen when the profile was a chain of
 # single operations (32/40 against react.txt's 29/40 on the tuning set through llama.cpp); kept, not chosen again.
 PROFILES: dict[str, str] = {"qwen2.5-coder-0.5b": "react-small.txt", "qwen2.5-coder:0.5b": "react-small.txt",

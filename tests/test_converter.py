@@ -198,8 +198,10 @@ def test_units_that_cannot_be_read_say_why(unit, says):
     assert convert(1, unit, "MB").startswith(f"Error: {says}")
 
 
-def test_convert_is_shipped_by_name_and_not_offered_by_default():
-    assert convert not in DEFAULT_TOOLS and convert in SHIPPED
+def test_convert_is_offered_by_default_after_calculate_and_named_by_evaluate():
+    """convert joined the defaults by the tuning set's rule (docs/embedded-models.md, "Chosen by measurement")."""
+    assert convert in DEFAULT_TOOLS and convert in SHIPPED
+    assert DEFAULT_TOOLS[DEFAULT_TOOLS.index(convert) - 1].__name__ == "calculate"
     assert tools_named(["calculate", "convert"])[1] is convert
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:

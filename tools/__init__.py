@@ -29,6 +29,7 @@ DEFAULT_TOOLS: list[Callable] = [
     multiply_numbers,
     divide_numbers,
     calculate,
+    convert,
     get_temperature,
     search_wikipedia_page,
     wikipedia_coordinates,
@@ -44,9 +45,9 @@ FIRST_DEFAULTS = [
 
 # Every tool the project ships, offered by default or not: what a recording names is looked up among
 # these too, so a recording still replays with its tools after one of them leaves the defaults.
-# `convert` is offered only by name (`bench/evaluate.py --tools calculate,convert`, or
-# `tools=[..., convert]`): whether the defaults should hold it is for a measurement to say.
-SHIPPED: list[Callable] = [*DEFAULT_TOOLS, convert]
+# `convert` joined the defaults by the tuning set's rule (docs/embedded-models.md, "Chosen by
+# measurement"); every shipped tool is a default today.
+SHIPPED: list[Callable] = [*DEFAULT_TOOLS]
 
 
 def shipped_by_name() -> dict[str, Callable]:
