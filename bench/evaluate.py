@@ -151,8 +151,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         print(f"  {'right' if right else 'wrong'}  {question} expected {expected}: {result.answer!r} "
               f"({result.stop_reason.value}) {actions}", flush=True)
     from tokens import count_tokens
-    offer = speaking.offer(offered, model.name)  # the schemas as the protocol's first form sent them, for the digest
-    instructions = offer.instructions + json.dumps({"tools": offer.schemas} if offer.schemas is not None else "")
+    instructions = offered_text(speaking.offer(offered, model.name))
     default_prompt = prompts.template_for(model.name) if protocol == "text" else "native.txt"
     return {"label": label, "model": model.name, "spec": spec, "prompt": prompt or default_prompt, "protocol": protocol,
             "layout": layout,
@@ -161,6 +160,13 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
             "tools": [tool.__name__ for tool in offered],
             "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
+
+
+def offered_text(offer) -> str:
+    """What a run's instructions digest and token count are of: the instructions, then the tools' schemas as the
+    protocol's first form sent them, as JSON ("" for the text protocol, which sends none). Runs saved before the
+    schemas were added (0f57a8d) digested the instructions alone."""
+    return offer.instructions + json.dumps({"tools": offer.schemas} if offer.schemas is not None else "")
 
 
 def text_sha256(text: str) -> str:

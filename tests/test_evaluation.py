@@ -1,6 +1,6 @@
 """The README's accuracy table is the saved evaluation of today's default prompt, not figures typed once and left.
 
-`bench/evaluate.py --set test` saves every answer in bench/results/test-react-small.json; the README quotes its
+`bench/evaluate.py --set test` saves every answer in bench/results/test-chosen-0.5b.json; the README quotes its
 totals per kind. When the prompt, the documentation of the tools the run names or the matcher changes, these fail
 until the evaluation is run again and the README pasted from it; a tool added to DEFAULT_TOOLS does not, as the saved
 run says which tools it offered (bench/evaluate.py's run_tools)."""
@@ -33,12 +33,14 @@ def readme() -> str:
 
 
 def instructions_of(run: dict, model: str) -> str:
-    """The instructions `model` is given today with the tools the run offered."""
-    import prompts
-    from evaluate import run_tools
+    """The instructions `model` is given today with the tools the run offered, as bench/evaluate.py digests and counts
+    them (the text protocol's, which sends no schemas: the README's runs are of it)."""
+    from evaluate import offered_text, run_tools
+    from protocols import TextProtocol
     from tools import tools_named
 
-    return prompts.render_instructions(tools_named(run_tools(run)), model)
+    assert run.get("protocol", "text") == "text"
+    return offered_text(TextProtocol().offer(tools_named(run_tools(run)), model))
 
 
 def assert_of_todays_prompt(run: dict, model: str) -> None:
@@ -52,7 +54,7 @@ def assert_of_todays_prompt(run: dict, model: str) -> None:
 def test_the_readme_quotes_every_kind_of_the_saved_test_run_with_its_interval():
     from evaluate import cell
 
-    run = saved_run("test-react-small.json", f"local:{DEFAULT}")
+    run = saved_run("test-chosen-0.5b.json", f"local:{DEFAULT}")
     cells = re.findall(r"\| \**([a-z ]+?)\** \| \**(\d+/\d+ \(\d+–\d+%\))\** ", readme())
     assert dict(cells) == {kind: cell(row) for kind, row in run["kinds"].items()}
 
@@ -61,7 +63,7 @@ def test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today():
     import prompts
     from tokens import count_tokens
 
-    run = saved_run("test-react-small.json", f"local:{DEFAULT}")
+    run = saved_run("test-chosen-0.5b.json", f"local:{DEFAULT}")
     assert os.path.basename(run["prompt"]) == prompts.template_for(DEFAULT)
     assert run.get("layout", "transcript") == "transcript"  # runs saved before --layout existed had only this one
     assert_of_todays_prompt(run, DEFAULT)
@@ -70,11 +72,11 @@ def test_the_saved_test_run_is_of_the_default_models_prompt_as_it_is_today():
 
 def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():
     text = readme()
-    total = saved_run("test-react-small.json", f"local:{DEFAULT}")["kinds"]["all"]
+    total = saved_run("test-chosen-0.5b.json", f"local:{DEFAULT}")["kinds"]["all"]
     said = re.search(r"it\s+answers\s+(\d+)\s+right\s+\((\d+)%\)", text)
     assert said and (int(said[1]), int(said[2])) == (total["k"], round(100 * total["k"] / total["n"]))
 
-    larger = saved_run("test-1.5b-numpy-react-small.json", "local:qwen2.5-coder-1.5b")
+    larger = saved_run("test-chosen-1.5b.json", "local:qwen2.5-coder-1.5b")
     assert_of_todays_prompt(larger, "qwen2.5-coder-1.5b")
     said = re.search(r"--model local:qwen2\.5-coder-1\.5b +# (\d+)/(\d+) right", text)
     assert said and (int(said[1]), int(said[2])) == (larger["kinds"]["all"]["k"], larger["kinds"]["all"]["n"])
