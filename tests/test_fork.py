@@ -165,7 +165,7 @@ def test_a_model_that_cannot_be_loaded_again_asks_for_model(tmp_path, capsys):
 @pytest.mark.parametrize("model", ["local:qwen2.5-coder-0.5b", "local:gemma-3-270m"])
 def test_an_unedited_fork_of_an_embedded_model_s_run_is_its_parent(tmp_path, capsys, model):
     parent = tmp_path / "parent.jsonl"
-    cli.main(["What is 7 * 6 + 5?", "--model", model, "--trace", str(parent), "-q"])  # answered or not, it is a run
+    cli.main(["What is 7 * 6 + 5?", "--model", model, "--ttl", "3", "--trace", str(parent), "-q"])  # answered or not
     calls = sum(event["type"] == "context" for event in load_trace(str(parent)).events)
     assert calls >= 2
     child = tmp_path / "child.jsonl"

@@ -195,8 +195,8 @@ def test_the_embedded_qwen_lifts_a_kept_fact_far_above_a_lost_one(capsys):
     """The 0.5B on the short conversation: the lock code, kept by full history and lost by window:2 at the last
     probe point, is lifted by several nats under full and by about nothing under window:2."""
     code = cli.main(["--replay", SHORT, "--facts", SHORT_FACTS, "--policies", "full,window:2", "--probe", "--reader",
-                     "likelihood", "--model", "local:qwen2.5-coder-0.5b", "--probe-facts", "lock", "--phrasings", "2",
-                     "--json"])
+                     "likelihood", "--model", "local:qwen2.5-coder-0.5b", "--probe-facts", "lock", "--probe-points",
+                     "9", "--phrasings", "1", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     policies = {policy["policy"]: policy for policy in json.loads(out)["policies"]}
