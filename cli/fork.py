@@ -25,9 +25,9 @@ from cli.loading import model_for_a_run, open_trace
 from cli.otel import exporting
 from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageError, print_json, write_output
 
+
 def fork(args, policy: Policy, specs: list[str]) -> int:
     """Fork the trace --from names at call --fork: copied before it, live from it, shown as a run is."""
-
     parent = open_trace(args.source)
     plan = _planned(parent, args.fork)
     plan["parent"] = _digest(args.source)
