@@ -31,6 +31,7 @@ from tools.approval import Approval, guarded
 from traces import Trace
 
 __version__ = "0.4.0"  # the project's; a replay's outputs carry it (experiments/provenance.py)
+DEFAULT_TTL = 8  # model calls a question may make, unless told otherwise
 MAX_REPEATS = 3  # identical actions in a row before a fourth is refused with a warning
 # the same call refused this often in a row (a repeat, a decline): the run stops, stuck (it
 # stops at once: asking for a last answer first was measured no better, docs/embedded-models.md)
@@ -61,7 +62,7 @@ class Stop(Exception):
 
 
 class TinyReAct:
-    def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = 8,
+    def __init__(self, model: Model, tools: list[Callable] = DEFAULT_TOOLS, ttl: int = DEFAULT_TTL,
                  policy: Policy | None = None, trace: Trace | None = None,
                  counter: TokenCounter | None = None, on_text: Callable[[str], None] | None = None,
                  protocol: Protocol | None = None, approval: Approval | None = None):

@@ -2,7 +2,7 @@
 wired to the terminal view (views/display.py), the trace written as it happens, and the page kept."""
 import sys
 
-from agent import TinyReAct
+from agent import DEFAULT_TTL, TinyReAct
 from results import echoed_error
 from models import Model, ModelConfigError
 from policies import POLICIES, Policy, make_policy
@@ -76,7 +76,7 @@ def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None, b
     trace = _trace(args.trace, meta or _header(model), sent, before or [])
     trace.watch(on_event)
     stream = not (args.no_stream or quiet) and sys.stdout.isatty()
-    agent = TinyReAct(model, tools, ttl=args.ttl or 8, policy=policy, trace=trace, counter=local_counter(),
+    agent = TinyReAct(model, tools, ttl=args.ttl or DEFAULT_TTL, policy=policy, trace=trace, counter=local_counter(),
                       on_text=display.stream if stream else None, protocol=protocol,
                       approval=approval_for(args, display))
     display.counter = agent.counter
@@ -142,8 +142,14 @@ def _answer(agent: TinyReAct, display, args, question: str) -> int:
     """One question: run it, print the outcome as asked, and return the exit code."""
     result = agent.query(question, finish=args.finish)
     display.close()
+    return outcome(agent, display, args, result)
+
+
+def outcome(agent: TinyReAct, display, args, result, said: dict | None = None) -> int:
+    """A question's outcome printed as asked (--json, with `said` beside the result; -q; the summary line), and
+    the exit code."""
     if args.json:
-        print_json({**result.to_dict(), "trace": list(agent.trace.events)})
+        print_json({**result.to_dict(), **(said or {}), "trace": list(agent.trace.events)})
     elif args.quiet:
         if result.answer is not None:
             print(clean(result.answer))

@@ -5,6 +5,7 @@ import re
 import sys
 from dataclasses import asdict
 
+from agent import DEFAULT_TTL
 from models import Model, ModelConfigError
 from policies import Policy, make_policy
 from tokens import local_counter
@@ -65,7 +66,7 @@ def _run_comparison(args, specs: list[str], model: Model, counter, runs: list, t
     spanned = 0  # of the runs' traces, sent as spans
     try:
         with spinner("starting…") as update:
-            for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or 8,
+            for run in compare_live(args.question.strip(), specs, model, DEFAULT_TOOLS, ttl=args.ttl or DEFAULT_TTL,
                                     finish=args.finish, expect=args.expect, repeat=repeat, counter=counter,
                                     trace_path=trace_path, progress=lambda text: update(f"running {text}"),
                                     traces=traces, protocols=args.protocol or ["text"], sent=sent):

@@ -8,18 +8,16 @@ and N; the parent is only read.
 Unedited, and with a model that answers as before (a scripted model, or an embedded one, which decodes greedily),
 the fork's events are the parent's, times aside: the loop goes on from the copied events as it went on then
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
-import hashlib
-
 from experiments.fork import branches, first_difference, fork_plan, parent_tools, run
+from experiments.provenance import digest
 from models import BACKENDS, COUNTED_LOCALLY, ModelReply
 from models.prices import price_of
 from policies import Policy, make_policy
 from protocols import make_protocol
 from tokens import local_counter
 from traces import TraceFile
-from views.terminal import clean
 from cli.arguments import PRICED_REPLAY
-from cli.ask import _agent_shown, _exit_code, _header, _interrupted, _write_run_page  # a run's view
+from cli.ask import _agent_shown, _header, _interrupted, _write_run_page, outcome  # a run's view
 from cli.compare import compare_trace_path
 from cli.loading import model_for_a_run, open_trace
 from cli.otel import exporting
@@ -30,7 +28,7 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     """Fork the trace --from names at call --fork: copied before it, live from it, shown as a run is."""
     parent = open_trace(args.source)
     plan = _planned(parent, args.fork)
-    plan["parent"] = _digest(args.source)
+    plan["parent"] = digest(args.source)
     plan["copied"] += _edits(args, plan)
     if args.policies:
         return _branches(args, parent, plan, specs)
@@ -53,7 +51,9 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
             agent.trace.close()
             if args.html:
                 _write_run_page(args.html, model, agent.trace, agent.counter)
-    return _outcome(args, agent, display, result, plan)
+    return outcome(agent, display, args, result, {"fork": {"parent": plan["parent"], "call": args.fork,
+                                                            "copied_events": len(plan["copied"]),
+                                                            "policy": agent.policy.name}})
 
 
 def _edits(args, plan: dict) -> list[dict]:
@@ -101,31 +101,14 @@ class Answered:
         return getattr(self.model, name)
 
     def generate(self, messages, stop, **options):
-
         if self.text is None:
             return self.model.generate(messages, stop, **options)
         text, self.text = self.text, None
         return ModelReply(text, usage_source=COUNTED_LOCALLY)
 
 
-def _outcome(args, agent, display, result, plan: dict) -> int:
-    """The last question's outcome, printed as a run's is, and the exit code."""
-
-    if args.json:
-        print_json({**result.to_dict(), "fork": {"parent": plan["parent"], "call": args.fork,
-                                                  "copied_events": len(plan["copied"]), "policy": agent.policy.name},
-                    "trace": list(agent.trace.events)})
-    elif args.quiet:
-        if result.answer is not None:
-            print(clean(result.answer))
-    else:
-        display.summary(result)
-    return _exit_code(result)
-
-
 def _model(args, parent: TraceFile):
     """--model, else the parent's model where its header names one that can be loaded."""
-
     header = parent.header
     if not args.model and args.given_model is None:
         if header.get("backend") not in BACKENDS:
@@ -133,11 +116,6 @@ def _model(args, parent: TraceFile):
                              f"({header.get('backend') or 'no backend'}), which cannot be loaded: give --model")
         args.model = f"{header['backend']}:{header['model']}"
     return model_for_a_run(args)
-
-
-def _digest(path: str) -> str:
-    with open(path, "rb") as file:
-        return hashlib.sha256(file.read()).hexdigest()
 
 
 def _planned(parent: TraceFile, n: int) -> dict:

@@ -11,15 +11,13 @@ is `agent.py --from TRACE --fork N` (cli/fork.py).
 """
 from typing import Sequence
 
-from agent import TinyReAct
+from agent import DEFAULT_TTL, TinyReAct
 from experiments.live import LiveRun, ToolTape
 from experiments.replay import replay
 from policies import Policy, make_policy
 from results import summarise, unreadable_replies
 from tools import shipped_by_name
 from traces import Trace
-
-DEFAULT_TTL = 8  # a run's (cli/ask.py); a parent that stopped at its TTL shows its own
 
 
 def fork(events: Sequence[dict], n: int, model, tools: list | None = None, policy: Policy | None = None,
@@ -91,7 +89,7 @@ def _finishes(events: list[dict], first: int) -> list[bool]:
 
 
 def _ttl(events: list[dict]) -> int:
-    """The parent's TTL where a question shows it (it stopped at it: its steps), else the default."""
+    """The parent's TTL where a question shows it (it stopped at it: its steps), else a run's default."""
     steps, shown, finishing = 0, [], False
     for event in events:
         if event["type"] == "question":

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from agent import TinyReAct
+from agent import DEFAULT_TTL, TinyReAct
 from experiments import warn as _warn
 from experiments.facts import matches
 from results import unreadable_replies
@@ -55,7 +55,7 @@ class LiveRun:
     unreadable: int = 0  # replies with neither a call nor an answer
 
 
-def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = 8,
+def compare_live(question: str, specs: Sequence[str], model: Model, tools: list[Callable], ttl: int = DEFAULT_TTL,
                  finish: bool = False, expect: str | None = None, repeat: int = 1, counter: TokenCounter | None = None,
                  trace_path: Callable[[str, int], str | None] = lambda name, attempt: None,
                  progress: Callable[[str], None] = lambda text: None,
