@@ -224,15 +224,7 @@ class Transformer:
         """Greedy decoding: yields each next token until an end token, `limit` tokens, or a full context.
         The cache is reused for the longest common start with the previous prompt (at least the last prompt
         token is run, for its logits). `self.timings` says how the time went."""
-        reuse = 0
-        while reuse < min(len(self.cached), len(prompt) - 1) and self.cached[reuse] == prompt[reuse]:
-            reuse += 1
-        started = time.perf_counter()
-        self.cached = self.cached[:reuse]  # first, so that an interrupted forward pass leaves no stale claim
-        logits = self._checked_forward(prompt[reuse:], reuse)
-        self.cached = list(prompt)
-        self.timings = {"prefill_tokens": len(prompt) - reuse, "reused_tokens": reuse,
-                        "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
+        logits = self._prefill(prompt, len(prompt) - 1)
         for count in range(1, min(limit, self.arch.context - len(prompt)) + 1):
             token = int(np.argmax(logits))
             if token in end_tokens:
@@ -252,19 +244,26 @@ class Transformer:
         prompt and the continuation after: the next continuation of the same prompt runs only its own tokens."""
         if not prompt or not continuation:
             raise ValueError("a likelihood needs a prompt and a continuation, each of one token or more")
-        ids = prompt + continuation
-        reuse = 0
-        while reuse < min(len(self.cached), len(prompt) - 1) and self.cached[reuse] == ids[reuse]:
-            reuse += 1
-        started = time.perf_counter()
-        self.cached = self.cached[:reuse]
-        logits = self._checked_forward(ids[reuse:], reuse, rows=len(continuation) + 1)[:-1].astype(np.float64)
-        self.cached = list(ids)
-        self.timings = {"prefill_tokens": len(ids) - reuse, "reused_tokens": reuse,
-                        "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
+        rows = self._prefill(prompt + continuation, len(prompt) - 1, rows=len(continuation) + 1)
+        logits = rows[:-1].astype(np.float64)  # the last row scores what would follow the continuation
         top = logits.max(axis=-1)
         normaliser = top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
         return float((logits[np.arange(len(continuation)), continuation] - normaliser).sum())
+
+    def _prefill(self, ids: list[int], most: int, rows: int = 0) -> np.ndarray:
+        """Run `ids`, reusing the cache for their longest common start with what it holds, at most `most` tokens
+        of it; the logits of the last token (or of the last `rows`). The cache then holds `ids`, and
+        `self.timings` says how the time went."""
+        reuse = 0
+        while reuse < min(len(self.cached), most) and self.cached[reuse] == ids[reuse]:
+            reuse += 1
+        started = time.perf_counter()
+        self.cached = self.cached[:reuse]  # first, so that an interrupted forward pass leaves no stale claim
+        logits = self._checked_forward(ids[reuse:], reuse, rows)
+        self.cached = list(ids)
+        self.timings = {"prefill_tokens": len(ids) - reuse, "reused_tokens": reuse,
+                        "prefill_seconds": time.perf_counter() - started, "decode_seconds": 0.0}
+        return logits
 
     def _checked_forward(self, tokens: list[int], start: int, rows: int = 0) -> np.ndarray:
         """`forward`, stopped by logits that are not all finite: a damaged weight makes them, and greedy decoding
