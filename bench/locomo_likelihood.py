@@ -20,7 +20,7 @@ from locomo import ASK, CATEGORIES, Conversation, Question, evidence_state, need
 
 def run(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
     """The likelihood probe of `args.sample` questions (seed `args.seed`) under `specs`; the exit code."""
-    from experiments.likelihood import SCORERS, can_score
+    from experiments.likelihood import cannot_score
     from models import ModelError, load_model
 
     try:
@@ -28,9 +28,8 @@ def run(args, conversations: list[Conversation], specs: list[str], folder: str) 
     except Exception as problem:  # a model that cannot be loaded: one line
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if not can_score(model):
-        print(f"error: --reader likelihood scores with the model's own probabilities, which {model.name} does not "
-              f"give here: use an embedded model ({', '.join(SCORERS)})", file=sys.stderr)
+    if cannot_score(model):
+        print(f"error: {cannot_score(model)}", file=sys.stderr)
         return 2
     pool = [(conv, question) for conv in conversations for question in conv.questions
             if question.evidence and question.answer.strip() and CATEGORIES[question.category] != "adversarial"]

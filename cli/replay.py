@@ -182,20 +182,16 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
 
 def _check_reader(args, run: Replaying) -> None:
     """--reader likelihood needs a model that can score text it did not write, and facts whose gold is not empty."""
-    from experiments.likelihood import SCORERS, can_score
+    from experiments.likelihood import cannot_score, empty_gold
 
     if not (args.probe and args.reader == "likelihood"):
         return
-    if not can_score(run.model):
-        raise UsageError(f"--reader likelihood scores the gold answer with the model's own probabilities, which "
-                         f"{run.model.name} ({run.model.backend}) does not give here: use an embedded model "
-                         f"({', '.join(SCORERS)})")
+    if cannot_score(run.model):
+        raise UsageError(cannot_score(run.model))
     if args.repeat:
         raise UsageError("--repeat has nothing to repeat with --reader likelihood: a score is the same every time")
-    empty = [fact.id for fact in run.facts if fact.gold is not None and not fact.gold.strip()]
-    if empty:
-        raise UsageError(f"the gold answer of {', '.join(empty)} is empty: the likelihood reader scores it "
-                         "(give the fact a gold answer, or leave it out with --probe-facts)")
+    if empty_gold(run.facts):
+        raise UsageError(f"{empty_gold(run.facts)} (give the fact a gold answer, or leave it out with --probe-facts)")
 
 
 def _score(args, run: Replaying, specs: list[str], counter) -> None:

@@ -40,9 +40,19 @@ class Scored:
         return self.log_p - self.closed_book
 
 
-def can_score(model: Model) -> bool:
-    """Whether `model` can score text it did not write: an embedded model, whose every logit is at hand."""
-    return callable(getattr(model, "log_likelihood", None))
+def cannot_score(model: Model) -> str | None:
+    """Why `model` cannot be the reader, in one line: only an embedded model, whose every logit is at hand, scores
+    text it did not write; None when it can."""
+    if callable(getattr(model, "log_likelihood", None)):
+        return None
+    return (f"--reader likelihood scores the gold answer with the model's own probabilities, which {model.name} "
+            f"does not give here: use an embedded model ({', '.join(SCORERS)})")
+
+
+def empty_gold(facts: list[Fact]) -> str | None:
+    """The facts whose gold answer is given but empty, in one line (the reader scores the gold); None if none."""
+    empty = [fact.id for fact in facts if fact.gold is not None and not fact.gold.strip()]
+    return f"the gold answer of {', '.join(empty)} is empty: the likelihood reader scores it" if empty else None
 
 
 def score(events: Sequence[dict], specs: Sequence[str], model: Model, facts: list[Fact], points: list[ProbePoint],
@@ -52,9 +62,8 @@ def score(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     point, after each policy's context and the facts-only control; each also after the question alone, once.
     Scores are appended to `scored` as they come, so that a caller interrupted midway keeps them. ValueError
     for a fact whose gold answer is empty; ContextOverflow naming the context that does not fit."""
-    empty = [fact.id for fact in facts if fact.gold is not None and not fact.gold.strip()]
-    if empty:
-        raise ValueError(f"the gold answer of {', '.join(empty)} is empty: the likelihood reader scores it")
+    if empty_gold(facts):
+        raise ValueError(empty_gold(facts))
     counter = counter or local_counter()
     scored = scored if scored is not None else []
     instructions, sessions = prepared(events, specs, counter, summaries)
