@@ -165,18 +165,25 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
     """Ask the probes; the answers so far are kept when Ctrl-C or a failing model stops it (run.stopped says which)."""
     from experiments.probe import probe
     from experiments.replay import paced
-    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
     if args.reader == "likelihood":
         return _score(args, run, specs, counter)
     run.answers = []
+    _going(run, "probing…", lambda update: probe(
+        paced(run.events, args.pace) if args.pace else run.events,  # the clock cold:T reads
+        specs, run.model, run.facts, run.points, phrasings=args.phrasings, repeat=args.repeat or 1,
+        jobs=args.jobs or 1, summaries=run.summaries, counter=counter, progress=update, answers=run.answers))
+
+
+def _going(run: Replaying, label: str, ask) -> None:
+    """`ask(progress)` under a spinner; when Ctrl-C or a failing model stops it, run.stopped says which, and what
+    came before is kept (the tables say how far it got)."""
+    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
+
     try:
-        with spinner("probing…") as update:
-            probe(paced(run.events, args.pace) if args.pace else run.events,  # the clock cold:T reads
-                  specs, run.model, run.facts, run.points, phrasings=args.phrasings,
-                  repeat=args.repeat or 1, jobs=args.jobs or 1, summaries=run.summaries, counter=counter,
-                  progress=update, answers=run.answers)
-    except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
+        with spinner(label) as update:
+            ask(update)
+    except (KeyboardInterrupt, ModelError) as stopped:
         run.stopped = stopped
 
 
@@ -198,16 +205,11 @@ def _score(args, run: Replaying, specs: list[str], counter) -> None:
     """Score the gold answers and distractors; the scores so far are kept when Ctrl-C or the model stops it."""
     from experiments.likelihood import score
     from experiments.replay import paced
-    from views.display import spinner  # rich: only when showing a run (see cli/__init__.py)
 
     run.scored = []
-    try:
-        with spinner("scoring…") as update:
-            score(paced(run.events, args.pace) if args.pace else run.events, specs, run.model, run.facts,
-                  run.points, phrasings=args.phrasings, summaries=run.summaries, counter=counter, progress=update,
-                  scored=run.scored)
-    except (KeyboardInterrupt, ModelError) as stopped:  # the tables say how far it got
-        run.stopped = stopped
+    _going(run, "scoring…", lambda update: score(
+        paced(run.events, args.pace) if args.pace else run.events, specs, run.model, run.facts, run.points,
+        phrasings=args.phrasings, summaries=run.summaries, counter=counter, progress=update, scored=run.scored))
 
 
 def _replay_outputs(args, run: Replaying, counter) -> list[str]:
