@@ -23,7 +23,7 @@ from models.services.retry import describe
 from policies import BASELINE, BUCKET_NAMES as BUCKETS
 from redaction import StreamRedactor
 from replies import answer_at, answer_may_begin, continued
-from views.reports import CACHING_COLUMNS, caching_cells, noise_kept
+from views.reports import CACHING_COLUMNS, caching_cells, lift_cell, noise_kept
 from views.tables import Column, Fitted
 from views.terminal import clean
 from tokens import TokenCounter, local_counter
@@ -420,7 +420,7 @@ def likelihood_tables(console: Console, measured, facts, points, likelihood: dic
             cell = lifts["likelihood_by_point"].get(label)
             asked = [fact for fact, by_point in lifts["likelihood"].items() if label in by_point]
             kept = sum(states.get(condition, {}).get(fact, {}).get(label) == "kept" for fact in asked)
-            cells.append("–" if cell is None else f"{cell['lift']:+.1f} [{cell['low']:+.1f}, {cell['high']:+.1f}]"
+            cells.append("–" if cell is None else lift_cell(cell)
                          + (f" ✓{kept}/{len(asked)}" if condition in states else ""))
         rows.append([condition, *cells])
     console.print(Fitted(f"Lift of the gold answer, nats: log p(gold | context, question) less log p(gold | question "

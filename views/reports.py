@@ -339,6 +339,11 @@ def spreadsheet_safe(value):
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
+def lift_cell(cell: dict, digits: int = 1) -> str:
+    """A likelihood lift with its interval, as the tables and the page show it: `+2.3 [+1.1, +3.4]`."""
+    return f"{cell['lift']:+.{digits}f} [{cell['low']:+.{digits}f}, {cell['high']:+.{digits}f}]"
+
+
 def replay_json(reports: list[PolicyReplay], counter: str, facts: list[Fact], points: list[ProbePoint],
                 answers: list[ProbeAnswer] | None = None, model_name: str | None = None, window: int | None = None,
                 priced: list | None = None, setup: dict | None = None, scored: list | None = None,

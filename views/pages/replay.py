@@ -14,8 +14,8 @@ from tokens import TokenCounter, local_counter
 from views.pages.calls import change_line, change_list
 from views.reading import changes
 from views.pages.parts import PREVIEW, Store, bar, esc, folded, folded_context, legend, page, plural, preview, table
-from views.reports import (CACHING_COLUMNS, caching_cells, context_chart, frontier, frontier_sentence, tradeoff_chart,
-                           tradeoff_panels)
+from views.reports import (CACHING_COLUMNS, caching_cells, context_chart, frontier, frontier_sentence, lift_cell,
+                           tradeoff_chart, tradeoff_panels)
 
 # What replay says about a fact at a probe point (experiments.facts.fact_state) -> (CSS class, mark, words). A state
 # added there needs one line here; one missing is shown as "?" with its name.
@@ -122,8 +122,7 @@ def lift_table(points: list[ProbePoint], likelihood: dict, model: str | None) ->
     rows = []
     for condition, lifts in likelihood.items():
         by_point = lifts["likelihood_by_point"]
-        rows.append([esc(condition), *(f"{by_point[p.label]['lift']:+.2f} [{by_point[p.label]['low']:+.2f}, "
-                                       f"{by_point[p.label]['high']:+.2f}]" if p.label in by_point else "–"
+        rows.append([esc(condition), *(lift_cell(by_point[p.label], 2) if p.label in by_point else "–"
                                        for p in points)])
     return (f"<h2>Does the context lift the right answer?{' · model ' + esc(model) if model else ''}</h2>"
             + table(["context", *(point.label for point in points)], rows, "lifts")
