@@ -49,8 +49,10 @@ BUCKETS = {"instructions": "instructions", "question": "user", "reply": "model",
 
 
 def make_policy(spec: str) -> Policy:
-    """A policy from its command-line form: `full`, `window:4`, `pinned:end`, `compact:8000`, `elide:2+pinned`. The
-    argument is converted to the type of the constructor's first parameter."""
+    """A policy from its command-line form: `full`, `window:4`, `pinned:end`, `compact:8000`, `elide:2+pinned`, or
+    with its parameters named, `anthropic-clear:trigger=5000/keep=2` (a parameter that holds several values is
+    written once for each: `exclude_tools=a/exclude_tools=b`). A bare argument is converted to the type of the
+    constructor's first parameter, a named one to its own parameter's type."""
     if "+" in spec:
         return Composed([make_policy(part) for part in spec.split("+")])
     name, _, argument = spec.strip().partition(":")
@@ -62,12 +64,54 @@ def make_policy(spec: str) -> Policy:
     parameters = list(inspect.signature(kind).parameters)
     if not parameters:
         raise ValueError(f"policy {name!r} takes no argument")
+    if "=" in argument:
+        return _with_parameters(name, kind, argument)
     convert = typing.get_type_hints(kind.__init__).get(parameters[0], str)
     try:
         value = convert(argument)
     except ValueError:
         raise ValueError(f"policy {name!r} takes a whole number, as in {name}:4; got {argument!r}") from None
     return kind(value)
+
+
+def _with_parameters(name: str, kind, argument: str) -> Policy:
+    """`name:key=value/key=value`: each value converted to its parameter's type (int, float, bool, str, or a tuple
+    of str, given once a value); ValueError in one line, naming the policy's parameters, for an unknown key, a key
+    given twice, a value of the wrong type, or values the policy refuses."""
+    hints = typing.get_type_hints(kind.__init__)
+    takes = list(inspect.signature(kind).parameters)
+    listed = f"{name} takes " + ", ".join(f"{key}=" for key in takes)
+    given: dict = {}
+    for pair in argument.split("/"):
+        key, equals, value = (text.strip() for text in pair.partition("="))
+        if not equals or key not in takes:
+            raise ValueError(f"policy {name!r}: unknown parameter {key or pair!r}; {listed}")
+        hint = hints.get(key, str)
+        if typing.get_origin(hint) is tuple:
+            given[key] = given.get(key, ()) + (value,)
+            continue
+        if key in given:
+            raise ValueError(f"policy {name!r}: {key} is given twice; {listed}")
+        try:
+            given[key] = _converted(value, hint)
+        except ValueError:
+            raise ValueError(f"policy {name!r}: {key} takes {_TYPE_NAMES.get(hint, 'text')}, got {value!r}; "
+                             f"{listed}") from None
+    try:
+        return kind(**given)
+    except ValueError as problem:
+        raise ValueError(f"policy {name!r}: {problem}; {listed}") from None
+
+
+_TYPE_NAMES = {int: "a whole number", float: "a number", bool: "true or false"}
+
+
+def _converted(value: str, hint):
+    if hint is bool:
+        if value.lower() not in ("true", "false"):
+            raise ValueError(value)
+        return value.lower() == "true"
+    return hint(value)
 
 
 def measure(messages: list[Message], tool_docs: str, count: Callable[[str], int]) -> dict[str, int]:

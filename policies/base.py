@@ -12,6 +12,7 @@ feed the help text and the property tests. Policies subclass this Protocol expli
 those defaults; the loop calls them on every policy. The base also gives each policy its trace
 reader (`_read`, made on first use), so a policy writes a constructor only to take an argument.
 """
+import inspect
 from functools import cached_property
 from typing import Callable, Protocol, Sequence
 
@@ -59,3 +60,18 @@ class Policy(Protocol):
     def replay_caveat(self, events: Sequence[dict]) -> str:
         """What a replay under this policy cannot show of `events`, in one clause; "" if nothing."""
         return ""
+
+
+def written(name: str, policy: Policy, **values) -> str:
+    """How a policy with named parameters is written, as make_policy reads it: `name` alone when every value is the
+    constructor's default, else `name:key=value/...` for those that are not (in the constructor's order, a tuple's
+    values one key each), so that two settings of one policy never share a name in a report."""
+    defaults = {key: parameter.default for key, parameter in inspect.signature(type(policy)).parameters.items()}
+    changed = []
+    for key in defaults:
+        value = values.get(key, defaults[key])
+        if key not in values or value == defaults[key]:
+            continue
+        for one in value if isinstance(value, tuple) else (value,):
+            changed.append(f"{key}={str(one).lower() if isinstance(one, bool) else one}")
+    return f"{name}:{'/'.join(changed)}" if changed else name

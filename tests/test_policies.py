@@ -14,6 +14,7 @@ from models.scripted import ScriptedModel
 from policies import POLICIES, POLICY_HELP, Policy, make_policy, measure
 from policies.invariants import Checker, violations
 from tokens import count_tokens
+from policies.base import written as written_as
 from policies.budget import ORDER_NOTE
 from policies.rendering import NOT_SHOWN, View, lay_out, read_conversation
 from policies.window import hide_all_but_recent
@@ -575,3 +576,43 @@ def test_a_window_still_shows_an_earlier_question_that_got_no_reply_and_says_wha
                                      ("question", "Question: What is 2 + 2 and 3 + 3?"),
                                      ("placeholder", "[1 earlier step not shown]")]
     assert_laid_out_as_if_walked(agent.policy, agent.trace.events)
+
+
+class Clearing(Policy):
+    """A policy whose parameters are named on the command line, as the vendors' context managers are written."""
+    name = "clearing"
+    usage = "clearing[:trigger=N/keep=N/exclude=TOOL]"
+
+    def __init__(self, trigger: int = 100, keep: int = 3, share: float = 0.5, inputs: bool = False,
+                 exclude: tuple[str, ...] = ()):
+        if trigger < 0:
+            raise ValueError("trigger needs >= 0 tokens")
+        if keep > trigger:
+            raise ValueError(f"keep={keep} is more than trigger={trigger} allows")
+        self.trigger, self.keep, self.share, self.inputs, self.exclude = trigger, keep, share, inputs, exclude
+        self.name = written_as("clearing", self, trigger=trigger, keep=keep, share=share, inputs=inputs,
+                            exclude=exclude)
+
+
+def test_named_parameters_are_read_by_their_types_and_named_back_as_written(monkeypatch):
+    monkeypatch.setitem(POLICIES, "clearing", Clearing)
+    policy = make_policy("clearing:trigger=500/keep=2/share=0.25/inputs=true/exclude=a/exclude=b")
+    read = (policy.trigger, policy.keep, policy.share, policy.inputs, policy.exclude)
+    assert read == (500, 2, 0.25, True, ("a", "b"))
+    assert policy.name == "clearing:trigger=500/keep=2/share=0.25/inputs=true/exclude=a/exclude=b"
+    assert make_policy(policy.name).name == policy.name  # a report's name is a spec that builds the same policy
+    assert make_policy("clearing:keep=3").name == "clearing"  # the defaults are not written
+    assert make_policy("clearing:keep=1+elide:2").name == "clearing:keep=1+elide:2"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("clearing:foo=1", "unknown parameter 'foo'"), ("clearing:=4", "unknown parameter"),
+    ("clearing:trigger=-5", "trigger needs >= 0"), ("clearing:trigger=10/keep=20", "keep=20 is more than trigger"),
+    ("clearing:trigger=x", "trigger takes a whole number, got 'x'"), ("clearing:keep=1/keep=2", "keep is given twice"),
+    ("clearing:inputs=yes", "inputs takes true or false")])
+def test_bad_named_parameters_are_one_line_naming_the_policy_s_parameters(monkeypatch, spec, message):
+    monkeypatch.setitem(POLICIES, "clearing", Clearing)
+    with pytest.raises(ValueError, match=message) as raised:
+        make_policy(spec)
+    said = str(raised.value)
+    assert "\n" not in said and said.endswith("clearing takes trigger=, keep=, share=, inputs=, exclude=")
