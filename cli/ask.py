@@ -1,5 +1,7 @@
 """A question (`agent.py "question"`) and a chat (`--chat`, or no question on a terminal): the loop (agent.py)
 wired to the terminal view (views/display.py), the trace written as it happens, and the page kept."""
+import argparse
+import os
 import sys
 
 from agent import DEFAULT_TTL, TinyReAct
@@ -22,7 +24,7 @@ NATIVE_WEAK = {"qwen2.5-coder-0.5b": "the embedded 0.5B repeats its tool calls i
                                      "questions right, against 30 with text): use --protocol text, or --model "
                                      "local:qwen2.5-coder-1.5b"}
 CHAT_HELP = ("one question per line · /context shows what the model sees · "
-             "/policy [NAME] names or switches the policy · "
+             "/policy [NAME] names or switches the policy · /fork N goes on from model call N, asked again · "
              "/confirm [on|off] asks before every tool call, or only where needed · /reset starts over · Ctrl-D quits")
 
 
@@ -44,19 +46,28 @@ def _run_with(args, model: Model, policy: Policy, chat: bool, more_tools: list, 
     agent, display = _agent_shown(args, model, policy, DEFAULT_TOOLS + more_tools, export, before)
     if before:
         display.note(f"resumed {args.resume}: {sum(e['type'] == 'question' for e in before)} questions so far")
-    trace = agent.trace
+    session = Session(agent, display, args.trace, export)
     try:
-        return _chat(agent, display, args) if chat else _answer(agent, display, args, args.question.strip())
+        return _chat(session, args) if chat else _answer(agent, display, args, args.question.strip())
     except KeyboardInterrupt:
-        _interrupted(agent, display, args)
+        _interrupted(session.agent, session.display, args)
         if args.json:
-            print_json({"answer": None, "stop_reason": "interrupted", "trace": list(trace.events)})
+            print_json({"answer": None, "stop_reason": "interrupted", "trace": list(session.agent.trace.events)})
         return EXIT_INTERRUPTED
     finally:
-        display.close()
-        trace.close()
+        session.display.close()
+        session.agent.trace.close()
         if args.html:  # written whatever happened, Ctrl-C included: the page shows what there is
-            _write_run_page(args.html, model, trace, agent.counter)
+            _write_run_page(args.html, model, session.agent.trace, session.agent.counter)
+
+
+class Session:
+    """What a chat goes on with: its agent, the view that shows it, and the file its trace is written to (None:
+    none). /fork N replaces them with the fork's, in a new file beside the chat's; the chat's own file is left as it
+    was, and is the fork's parent."""
+
+    def __init__(self, agent: TinyReAct, display, path: str | None, export=None):
+        self.agent, self.display, self.path, self.export = agent, display, path, export
 
 
 def _agent_shown(args, model: Model, policy: Policy, tools: list, export=None, before: list | None = None,
@@ -170,10 +181,10 @@ def _exit_code(result) -> int:
     return EXIT_ANSWERED if result.answer is not None else EXIT_NO_ANSWER
 
 
-def _chat(agent: TinyReAct, display, args) -> int:
-    """A conversation in one trace: each line is a question; a few /commands look inside. Ctrl-C during a question
-    cancels it and returns to the prompt; Ctrl-C at the prompt, or Ctrl-D, leaves."""
-    display.note(f"TinyReAct chat, policy {agent.policy.name}: {CHAT_HELP}")
+def _chat(session: Session, args) -> int:
+    """A conversation in one trace: each line is a question; a few /commands look inside, and /fork N goes on in a
+    fork. Ctrl-C during a question cancels it and returns to the prompt; Ctrl-C at the prompt, or Ctrl-D, leaves."""
+    session.display.note(f"TinyReAct chat, policy {session.agent.policy.name}: {CHAT_HELP}")
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")  # bytes that are not UTF-8 become U+FFFD, as in a question argument
     if sys.stdin.isatty():
@@ -188,17 +199,63 @@ def _chat(agent: TinyReAct, display, args) -> int:
             return code
         if not line:
             continue
-        if line.startswith("/"):
-            _chat_command(agent, display, line)
-        else:
-            try:
-                code = _answer(agent, display, args, line)
-            except KeyboardInterrupt:
-                _interrupted(agent, display, args)
-                display.note("the question was cancelled; ask another, or Ctrl-D to leave")
-                continue
-            if code == EXIT_USAGE:
-                return code
+        try:
+            code = _line(session, args, line, code)
+        except KeyboardInterrupt:
+            _interrupted(session.agent, session.display, args)
+            session.display.note("the question was cancelled; ask another, or Ctrl-D to leave")
+            continue
+        if code == EXIT_USAGE:
+            return code
+
+
+def _line(session: Session, args, line: str, code: int) -> int:
+    """One line of a chat: /fork N, another /command, or a question; the exit code so far."""
+    if line.startswith("/fork"):
+        _fork_command(session, args, line.removeprefix("/fork"))
+    elif line.startswith("/"):
+        _chat_command(session.agent, session.display, line)
+    else:
+        return _answer(session.agent, session.display, args, line)
+    return code
+
+
+def _fork_command(session: Session, args, argument: str) -> None:
+    """/fork N: the chat so far forked at its model call N, as --from TRACE --fork N forks a saved one: the calls
+    before N copied, the rest asked again live under the chat's policy, into a new trace beside the chat's (its
+    header names the chat's file's SHA-256 and N); the chat then goes on in the fork."""
+    from experiments.fork import fork_plan, run
+    from experiments.provenance import digest
+
+    agent = session.agent
+    if not argument.strip().isdigit():
+        session.display.note("error: /fork takes a model call's number, as in /fork 2")
+        return
+    try:
+        plan = fork_plan(agent.trace.events, int(argument))
+    except ValueError as problem:
+        session.display.note(f"error: {str(problem).replace('--fork', '/fork', 1)}")
+        return
+    session.display.close()
+    agent.trace.close()  # the parent is whole before its digest is taken; the chat goes on in the fork
+    n, path = int(argument), _fork_path(session.path, int(argument))
+    meta = {**_header(agent.model), **({"parent": digest(session.path)} if session.path else {}), "fork": n}
+    forked = argparse.Namespace(**{**vars(args), "trace": path})
+    session.agent, session.display = _agent_shown(forked, agent.model, make_policy(agent.policy.name),
+                                                  agent.base_tools, session.export, plan["copied"], meta)
+    session.path = path
+    session.display.note(f"forked at call {n} under {agent.policy.name}: the calls before it are the chat's"
+                         + (f"; the chat goes on in {path}" if path else ""))
+    session.display.summary(run(session.agent, plan))
+
+
+def _fork_path(path: str | None, n: int) -> str | None:
+    """Where a chat's fork at call `n` is written: beside the chat's trace, a name no file has yet."""
+    if not path:
+        return None
+    stem = path[:-6] if path.endswith(".jsonl") else path
+    taken = (f"{stem}.fork-{n}{f'.{number}' if number > 1 else ''}.jsonl" for number in range(1, 10_000))
+    return next(name for name in taken if not os.path.exists(name))
 
 
 def _policy_command(agent: TinyReAct, display, name: str) -> None:

@@ -16,7 +16,7 @@ from policies import Policy, make_policy
 from protocols import make_protocol
 from tokens import local_counter
 from traces import TraceFile
-from cli.arguments import PRICED_REPLAY
+from cli.arguments import PRICED_REPLAY, comma_separated
 from cli.ask import _agent_shown, _header, _interrupted, _write_run_page, outcome  # a run's view
 from cli.compare import compare_trace_path
 from cli.loading import model_for_a_run, open_trace
@@ -30,8 +30,9 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     plan = _planned(parent, args.fork)
     plan["parent"] = digest(args.source)
     plan["copied"] += _edits(args, plan)
-    if args.policies:
-        return _branches(args, parent, plan, specs)
+    models = comma_separated(args.model or "")
+    if args.policies or len(models) > 1:
+        return _branches(args, parent, plan, specs, models)
     policy = make_policy(plan["policy"]) if args.policy is None else policy
     args.protocol = args.protocol or [plan["protocol"]]
     args.ttl = args.ttl or plan["ttl"]
@@ -132,32 +133,60 @@ def _tools(plan: dict, policy: Policy) -> list:
         raise UsageError(str(problem)) from None
 
 
-def _branches(args, parent: TraceFile, plan: dict, specs: list[str]) -> int:
-    """--fork N --policies A,B: one fork a policy, the same model and tool results, one table (or --json) counted
-    from call N on, with the cost with caching at the replay's price (cli/arguments.PRICED_REPLAY); a trace file a
-    branch beside --trace, and the branches side by side on one --html page."""
+def _branches(args, parent: TraceFile, plan: dict, specs: list[str], models: list[str]) -> int:
+    """--fork N --policies A,B (or --model A,B): one fork a policy (or a model), the same tool results, one table
+    (or --json) counted from call N on, with the cost with caching at the replay's price (PRICED_REPLAY); a trace file
+    a branch beside --trace, and the branches side by side on one --html page."""
     from experiments.live import summarise_runs
     from views.pages import compare_page
 
-    if args.set_observation or args.set_reply is not None or args.instructions:
-        raise UsageError("--policies forks one branch a policy, unedited: edits go with a single --fork")
     args.protocol = args.protocol or [plan["protocol"]]
-    model, counter, traces, runs = _model(args, parent), local_counter(), [], []
+    counter, traces, runs = local_counter(), [], []
+    variants = _variants(args, parent, plan, specs, models)
     tools = _tools(plan, make_policy(plan["policy"]))
     try:
-        for run in branches(parent.events, args.fork, specs, model, tools, price_of(PRICED_REPLAY),
-                            lambda name: compare_trace_path(args.trace, name, 0, 1), counter, traces,
+        for run in branches(parent.events, args.fork, variants, tools, price_of(PRICED_REPLAY),
+                            lambda label: compare_trace_path(args.trace, label, 0, 1), counter, traces,
                             protocol=make_protocol(args.protocol[0])):
             runs.append(run)
     except OSError as problem:
         raise UsageError(f"cannot write the trace file: {problem.strerror}: {problem.filename}") from None
     parted = first_difference(traces)
     said = _parted(args.fork, parted)
-    _branches_shown(args, plan, model, counter, summarise_runs(runs), parted, said)
+    names = ", ".join(dict.fromkeys(model.name for _, model in variants))
+    _branches_shown(args, plan, names, counter, summarise_runs(runs), parted, said)
     if args.html:
         write_output(args.html, lambda: compare_page(traces, counter, title=f"Forks of {args.source} at call "
                                                                              f"{args.fork}", note=said))
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def _variants(args, parent: TraceFile, plan: dict, specs: list[str], models: list[str]) -> list[tuple]:
+    """The branches as (policy spec, model): one a policy of --policies with the model, or one a model of --model
+    A,B under --policy (by default the parent's); each model loaded once."""
+    refused = _refused(args, models)
+    if refused:
+        raise UsageError(refused)
+    if len(models) <= 1:
+        model = _model(args, parent)
+        return [(spec, model) for spec in specs]
+    loaded = []
+    for spec in models:
+        args.model = spec
+        loaded.append(model_for_a_run(args))
+    return [(args.policy or plan["policy"], model) for model in loaded]
+
+
+def _refused(args, models: list[str]) -> str | None:
+    """Why branches cannot be forked as asked, in one line; None when they can."""
+    twice = sorted({spec for spec in models if models.count(spec) > 1})
+    if any((args.set_observation, args.set_reply is not None, args.instructions)):
+        return "branches are forked unedited: edits go with a single --fork"
+    if len(models) > 1 and args.policies:
+        return "branches differ in one thing: --policies A,B or --model A,B, not both"
+    if len(models) > 1 and args.given_model is not None:
+        return "--model A,B loads its models: it does not go with the model main() was given"
+    return f"--model names {', '.join(twice)} twice: a branch a model" if twice else None
 
 
 def _parted(n: int, parted: int | None) -> str:
@@ -165,14 +194,14 @@ def _parted(n: int, parted: int | None) -> str:
     return f"the calls before {n} are the parent's, the same in every branch; the branches' contexts {where}"
 
 
-def _branches_shown(args, plan: dict, model, counter, rows: list[dict], parted: int | None, said: str) -> None:
-    """The branches' table, or their JSON."""
+def _branches_shown(args, plan: dict, model: str, counter, rows: list[dict], parted: int | None, said: str) -> None:
+    """The branches' table, or their JSON; `model`: the models' names."""
     from views.display import LiveDisplay, live_table
 
     if args.json:
-        print_json({"parent": plan["parent"], "call": args.fork, "model": model.name, "counter": counter.name,
+        print_json({"parent": plan["parent"], "call": args.fork, "model": model, "counter": counter.name,
                     "priced_as": PRICED_REPLAY, "first_difference": parted, "rows": rows})
         return
-    live_table(LiveDisplay().console, rows, model.name, None, counter.name)
+    live_table(LiveDisplay().console, rows, model, None, counter.name)
     print(f"Counted from call {args.fork} on: {said}; cost: input with caching at {PRICED_REPLAY}'s list price "
           "and rule.")

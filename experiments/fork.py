@@ -122,19 +122,21 @@ def parent_tools(plan: dict, policy: Policy) -> list:
     return [known[name] for name in wanted]
 
 
-def branches(events: Sequence[dict], n: int, specs: Sequence[str], model, tools: list, price=None,
-             trace_path=lambda policy: None, counter=None, traces: list | None = None, **options):
-    """The trace forked at call `n` once under each policy of `specs`, with the same model and the same tool
-    results (the first branch to make a call runs the tool; the others are given its result): a LiveRun each, its
-    numbers counted from call `n` on (the copied calls are the same in every branch), its cost with caching at
-    `price`'s rule (by default none). Each branch's (header, events) is appended to `traces`."""
+def branches(events: Sequence[dict], n: int, variants: Sequence[tuple[str, object]], tools: list, price=None,
+             trace_path=lambda label: None, counter=None, traces: list | None = None, **options):
+    """The trace forked at call `n` once for each (policy spec, model) of `variants`, with the same tool results
+    (the first branch to make a call runs the tool; the others are given its result): a LiveRun each, named by what
+    differs between the branches (the policy, the model, or both), its numbers counted from call `n` on (the copied
+    calls are the same in every branch), its cost with caching at `price`'s rule (by default none). Each branch's
+    (header, events) is appended to `traces`."""
     tape, plan = ToolTape(), fork_plan(events, n)
     taped = [tape.wrap(tool) for tool in tools]
-    for spec in specs:
-        policy = make_policy(spec)
+    made = [(make_policy(spec), model) for spec, model in variants]
+    for policy, model in made:
+        label = _label(made, policy, model)
         meta = {"policy": policy.name, "model": model.name, "backend": model.backend,
                 "temperature": model.temperature, "fork": n}
-        before, trace = tape.live_calls, Trace(trace_path(policy.name), meta=meta)
+        before, trace = tape.live_calls, Trace(trace_path(label), meta=meta)
         try:
             agent, result = fork(events, n, model, taped, policy=policy, trace=trace, counter=counter, **options)
         finally:
@@ -143,14 +145,22 @@ def branches(events: Sequence[dict], n: int, specs: Sequence[str], model, tools:
         counts = summarise(live)
         cost = None
         if price is not None:
-            report = replay({}, list(trace.events), [spec], counter, facts=[], points=[])[0]
+            report = replay({}, list(trace.events), [policy.name], counter, facts=[], points=[])[0]
             cost = report.input_cost(price, True, from_call=n) if report.measured else None
         if traces is not None:
             traces.append((meta, list(trace.events)))
-        yield LiveRun(policy.name, result.answer, result.stop_reason.value, counts["steps"], counts["model_calls"],
+        yield LiveRun(label, result.answer, result.stop_reason.value, counts["steps"], counts["model_calls"],
                       counts["usage"].input_tokens, counts["usage"].output_tokens, counts["context"].peak,
                       round(result.seconds, 2), tape.live_calls - before, None,
                       counts["usage"].cached_input_tokens, cost, agent.protocol.name, unreadable_replies(live))
+
+
+def _label(made: list, policy, model) -> str:
+    """A branch's name: its policy when the branches differ in policy, its model when in model, else both."""
+    policies, models = len({p.name for p, _ in made}) > 1, len({m.name for _, m in made}) > 1
+    if policies != models:
+        return policy.name if policies else model.name
+    return f"{policy.name} · {model.name}"
 
 
 def first_difference(traces: Sequence[tuple[dict, Sequence[dict]]]) -> int | None:

@@ -63,14 +63,15 @@ class Policy(Protocol):
 
 
 def written(name: str, policy: Policy, **values) -> str:
-    """How a policy with named parameters is written, as make_policy reads it: `name` alone when every value is the
-    constructor's default, else `name:key=value/...` for those that are not (in the constructor's order, a tuple's
-    values one key each), so that two settings of one policy never share a name in a report."""
-    defaults = {key: parameter.default for key, parameter in inspect.signature(type(policy)).parameters.items()}
+    """How a policy with named parameters is written, as make_policy reads it: `name` alone when
+    every value is the constructor's default, else `name:key=value/...` for those that are not (in
+    the constructor's order, a tuple's values one key each), so that two settings of one policy
+    never share a name in a report."""
+    parameters = inspect.signature(type(policy)).parameters
     changed = []
-    for key in defaults:
-        value = values.get(key, defaults[key])
-        if key not in values or value == defaults[key]:
+    for key, parameter in parameters.items():
+        value = values.get(key, parameter.default)
+        if value == parameter.default:
             continue
         for one in value if isinstance(value, tuple) else (value,):
             changed.append(f"{key}={str(one).lower() if isinstance(one, bool) else one}")

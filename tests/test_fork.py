@@ -301,3 +301,63 @@ def test_branches_take_no_edits(tmp_path, capsys):
     assert cli.main(["--from", str(parent), "--fork", "3", "--policies", "full,window:0", "--set-reply", "x"],
                     model=Counting()) == 2
     assert "edits go with a single --fork" in capsys.readouterr().err
+
+
+def test_branches_on_several_models_run_each_model_from_call_n(tmp_path, capsys, monkeypatch):
+    from model_servers import OpenAIStandIn
+
+    parent = scripted_run(tmp_path, REPLIES)
+    before = parent.read_bytes()
+    capsys.readouterr()
+    # the first branch (model m) answers at once; the second (model n) subtracts, then answers otherwise
+    replies = ["Thought: known\nAnswer: 19", "Action: subtract_numbers(20, 1)", "Answer: nineteen"]
+    with OpenAIStandIn(replies, models=("m", "n")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+        page, trace = tmp_path / "forks.html", tmp_path / "fork.jsonl"
+        assert cli.main(["--from", str(parent), "--fork", "3", "--model", "openai:m,openai:n", "--json",
+                         "--trace", str(trace), "--html", str(page)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {row["policy"]: row for row in data["rows"]}
+    assert rows["m"]["answers"] == ["19"] and rows["n"]["answers"] == ["nineteen"]
+    assert rows["m"]["model_calls"]["median"] == 1 and rows["n"]["model_calls"]["median"] == 2
+    assert [body["model"] for body in server.bodies] == ["m", "n", "n"]  # calls 1 and 2 are the parent's
+    assert len(server.bodies[0]["messages"]) == len(server.bodies[1]["messages"])  # both shown the same call 3
+    assert load_trace(str(tmp_path / "fork.m.jsonl")).header["model"] == "m"
+    assert load_trace(str(tmp_path / "fork.n.jsonl")).header["fork"] == 3
+    assert data["model"] == "m, n" and parent.read_bytes() == before
+    shown = page.read_text(encoding="utf-8")
+    assert "full · m" in shown and "full · n" in shown
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "openai:m,openai:m"], "--model names openai:m twice"),
+    (["--model", "openai:m,openai:n", "--policies", "full,window:0"], "branches differ in one thing")])
+def test_model_branches_refuse_what_they_cannot_run(tmp_path, capsys, argv, message):
+    parent = scripted_run(tmp_path, REPLIES)
+    capsys.readouterr()
+    assert cli.main(["--from", str(parent), "--fork", "3", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_fork_inside_a_chat_goes_on_from_that_call_as_the_flag_does(tmp_path, capsys, monkeypatch):
+    import io
+
+    chat = tmp_path / "chat.jsonl"
+    lines = "What is (2 + 3) * 4 - 1?\n/policy window:0\n/fork 3\n/fork 9\nAnd plus 1?\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    # the chat's four calls; from its call 3 again under window:0; then the next question, in the fork
+    model = ScriptedModel(REPLIES + ["Thought: again\nAction: subtract_numbers(20, 1)", "Answer: 19", "Answer: 20"])
+    assert cli.main(["--chat", "--trace", str(chat), "--no-stream"], model=model) == 0
+    out = " ".join(capsys.readouterr().out.split())  # as said, the terminal's line breaks aside
+    assert "forked at call 3 under window:0" in out and "error: /fork 9: the trace has 4 model calls" in out
+    fork = load_trace(str(tmp_path / "chat.fork-3.jsonl"))
+    parent = load_trace(str(chat)).events
+    assert fork.header["parent"] == hashlib.sha256(chat.read_bytes()).hexdigest() and fork.header["fork"] == 3
+    calls = [index for index, event in enumerate(parent) if event["type"] == "context"]
+    assert untimed(fork.events[:calls[2]]) == untimed(parent[:calls[2]])  # calls 1 and 2 are the chat's
+    assert [e["text"] for e in fork.events if e["type"] == "question"][-1] == "And plus 1?"
+    assert not any(e["type"] == "question" and e["text"] == "And plus 1?" for e in parent)  # the chat's is as it was
+    def shown(call):  # what a call showed past the instructions
+        return "\n".join(message.text for message in model.calls[call][1:])
+    assert "Observation2: 20" in shown(2) and "Observation2: 20" not in shown(4)  # the chat's call 3, the fork's

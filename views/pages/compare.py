@@ -23,7 +23,8 @@ def compare_page(traces: Sequence[tuple[dict, Sequence[dict]]], counter: TokenCo
     counter = counter or local_counter()
     store = Store(counter)
     runs = [run_of(header, events) for header, events in traces]
-    names = [name for name, *_ in runs]
+    several = len({header.get("model") for _, header, _, _ in runs}) > 1  # branches on several models
+    names = [f"{name} · {header.get('model')}" if several else name for name, header, *_ in runs]
     labels = [name if names.count(name) == 1 else f"{name} (run {names[:i + 1].count(name)})"
               for i, name in enumerate(names)]
     asked = next((e["text"] for _, _, events, _ in runs for e in events if e["type"] == "question"), "")
