@@ -148,7 +148,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --from: run the saved trace again from its model call N, the calls before it "
                             "copied from the trace (no model or tool called for them) and live from N on, under "
                             "--policy, --model, --protocol or --ttl (by default the trace's), into --trace; with "
-                            "--policies A,B, one fork a policy, side by side")
+                            "--policies A,B (or --model A,B), one fork a policy (or a model), side by side")
     group.add_argument("--set-observation", nargs=2, metavar=("K", "TEXT"), type=str, dest="set_observation",
                        help="with --fork: call K's tool result (K before the fork) is TEXT instead, recorded as "
                             "an edit")
