@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from policies.base import Policy
 from policies.relevance import scores
-from policies.rendering import NOT_SHOWN, Conversation, View, lay_out, question_part, step_parts
+from policies.rendering import NOT_SHOWN, Conversation, View, lay_out, question_part
 from tokens import local_counter
 
 ORDER_NOTE = ("earlier steps are chosen for their relevance to the current question and shown most relevant first "
@@ -41,7 +41,7 @@ class Budget(Policy):
 
         shown = [step for step in current.steps if view.why_hidden(step.index) is None]
         left = self.tokens - count(conversation.instructions["text"]) - cost([question_part(current)]) \
-            - sum(cost(step_parts(step, view.stand_ins.get(step.index), view.limit)) for step in shown) \
+            - sum(cost(view.parts(step)) for step in shown) \
             - sum(count(part.text) for _, part in view.blocks) - count(ORDER_NOTE)
         turn_of = {step.index: turn for turn in earlier for step in turn.steps
                    if view.why_hidden(step.index) is None}
@@ -50,7 +50,7 @@ class Budget(Policy):
         for index in sorted(turn_of, key=lambda i: (-relevance[i], -i)):
             turn = turn_of[index]
             step = next(s for s in turn.steps if s.index == index)
-            price = cost(step_parts(step, view.stand_ins.get(index), view.limit))
+            price = cost(view.parts(step))
             price += 0 if turn.index in turns else cost([question_part(turn)])
             if price <= left:
                 left -= price

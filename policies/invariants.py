@@ -57,7 +57,9 @@ class Held:
             self.said.append(text)
             self._shown(f"Question: {text}", index)
         elif kind == "reply":
-            self._shown(reply_text(e), index)
+            shown, bare = reply_text(e), reply_text(e, inputs=False)  # bare: as a policy clearing inputs shows it
+            for said in (shown, bare) if bare != shown else (shown,):
+                self._shown(said, index)
         elif kind == "observation":
             self._shown(observation_text(e["step"], text, None), index)
             self.observations.setdefault(f"Observation{e['step']}: ", []).append(continued(text))

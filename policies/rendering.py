@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Sequence
 
 from models import Message, Part, ToolCall
-from replies import continued
+from replies import continued, parse_reply
 
 
 OBSERVATION_LIMIT = 2_000  # characters of one observation shown to the model, unless a policy chooses otherwise
@@ -56,13 +56,25 @@ def cap(text: str, limit: int, indent: str = "") -> str:
     return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{indent}{tail}"[:limit]
 
 
-def observation_text(step: int, text: str, limit: int | None = USUAL) -> str:
+def observation_text(step: int, text: str, limit: int | None = USUAL, trim: tuple[int, int] | None = None) -> str:
     """An observation as the model is shown it: its continuation lines indented (replies.continued), then cut to
-    `limit` characters (None: whole; by default, the cut in force). The one rendering: the invariants and the fact
-    states read it back."""
+    `limit` characters (None: whole; by default, the cut in force), or to its first and last characters when a
+    policy `trim`s it (see shortened). The one rendering: the invariants and the fact states read it back."""
     limit = observation_cut() if limit == USUAL else limit
-    body = continued(text)
-    return f"Observation{step}: {body if limit is None else cap(body, limit, INDENT)}"  # the cut tail indented too
+    return f"Observation{step}: {shortened(continued(text), limit, trim, INDENT)}"  # the cut tail indented too
+
+
+def shortened(text: str, limit: int | None, trim: tuple[int, int] | None = None, indent: str = "") -> str:
+    """`text` cut to `limit` characters (None: whole), or, when `trim` is (head, tail), its first head and last
+    tail characters with the same marker between them, if that is shorter: a policy that trims a tool result as a
+    vendor does never shows more of it than the cut in force."""
+    if trim is not None and len(text) > sum(trim):
+        head, tail = trim
+        gone = len(text) - head - tail
+        trimmed = f"{text[:head]}\n[... {gone:,} characters cut ...]\n{indent}{text[len(text) - tail:]}"
+        if limit is None or len(trimmed) <= min(limit, len(text)):
+            return trimmed
+    return text if limit is None else cap(text, limit, indent)
 
 
 @dataclass(slots=True)
@@ -197,11 +209,13 @@ def question_part(turn: Turn) -> tuple[str, Part]:
     return turn.part
 
 
-def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL) -> list[tuple[str, Part]]:
-    """A step as the model saw it, its observation cut to `limit` characters (by default, the cut in force);
-    `stand_in` replaces the observation with a marked placeholder (elide)."""
+def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL, trim: tuple[int, int] | None = None,
+               inputs: bool = True) -> list[tuple[str, Part]]:
+    """A step as the model saw it, its observation cut to `limit` characters (by default, the cut in force) or
+    trimmed to (head, tail) characters (`trim`, see shortened); `stand_in` replaces the observation with a marked
+    placeholder (elide); `inputs=False` shows its tool calls without their arguments (reply_text)."""
     limit = observation_cut() if limit == USUAL else limit
-    usual = stand_in is None and limit == observation_cut()
+    usual = stand_in is None and limit == observation_cut() and trim is None and inputs
     if usual and step.parts is not None and step.parts_cut == limit:
         return step.parts
     parts = []
@@ -209,10 +223,12 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL) -> l
         parts.append(("user", Part("request", step.request["text"])))
     calls = recorded_calls(step.reply) if "calls" in step.reply else ()
     if calls:  # said: what goes to the service (an empty reply goes empty)
-        parts.append(("model", Part("reply", reply_text(step.reply), calls=calls, said=step.reply["text"],
-                                    native=step.reply.get("native"))))
+        calls = calls if inputs else tuple(call._replace(arguments="{}") for call in calls)
+        parts.append(("model", Part("reply", reply_text(step.reply, inputs), calls=calls, said=step.reply["text"],
+                                    native=step.reply.get("native") if inputs else None)))
     else:
-        parts.append(("model", Part("reply", step.reply["text"] or "(empty reply)", said=step.reply["text"])))
+        text = reply_text(step.reply, inputs)
+        parts.append(("model", Part("reply", text, said=text if step.reply["text"] else "")))
     for number, call in enumerate(calls or [None]):  # each native call answered, in the order made (the loop records
         # one observation a call, in that order); a text step's one observation
         observation = step.observations[number] if number < len(step.observations) else None
@@ -220,8 +236,8 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL) -> l
             said, kind = f"[{stand_in}]", "placeholder"
             shown = f"Observation{observation['step']}: {said}"
         elif observation:
-            said, kind = cap(observation["text"], limit) if call else None, "observation"
-            shown = observation_text(observation["step"], observation["text"], limit)
+            said, kind = shortened(observation["text"], limit, trim) if call else None, "observation"
+            shown = observation_text(observation["step"], observation["text"], limit, trim)
         elif step.action or call:  # the run ended before the action ran (the --finish call, Ctrl-C): say so
             said, kind = "[not run: the run had ended]", "observation"
             shown = f"Observation{step.reply['step']}: {said}"
@@ -233,11 +249,26 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL) -> l
     return parts
 
 
-def reply_text(reply: dict) -> str:
+def reply_text(reply: dict, inputs: bool = True) -> str:
     """A reply as the context shows and counts it: its text; a native reply's calls follow it, one a line (they go
-    to the service as calls)."""
-    calls = [f"Call: {call['name']}({call['arguments']})" for call in reply.get("calls") or ()]
-    return "\n".join([reply["text"]] * bool(reply["text"]) + calls) or "(empty reply)"
+    to the service as calls). With `inputs=False`, its tool calls are shown without their arguments: INPUTS_CLEARED
+    stands in the parentheses of its Action (a text reply's first) or of each call."""
+    calls = [f"Call: {call['name']}({call['arguments'] if inputs else INPUTS_CLEARED})"
+             for call in reply.get("calls") or ()]
+    text = reply["text"] if inputs or calls else _without_inputs(reply["text"])
+    return "\n".join([text] * bool(text) + calls) or "(empty reply)"
+
+
+INPUTS_CLEARED = "[input cleared]"
+
+
+def _without_inputs(text: str) -> str:
+    action = parse_reply(text).action
+    # the Action line's call, not an earlier mention of it
+    at = text.find(action, max(text.find("Action"), 0)) if action and "(" in action else -1
+    if at < 0:
+        return text
+    return f"{text[:at]}{action[:action.index('(')]}({INPUTS_CLEARED}){text[at + len(action):]}"
 
 
 def recorded_calls(reply: dict) -> tuple[ToolCall, ...]:
@@ -303,6 +334,9 @@ class View:
     # `retrieved` brings it back: a window says what it hides in one number, however long the session
     hidden_before: int = 0
     stand_ins: dict[int, str] = field(default_factory=dict)  # step -> the marker shown instead of its observation
+    # step -> (head, tail): the characters shown of each of its observations, a marker for the middle (shortened)
+    trims: dict[int, tuple[int, int]] = field(default_factory=dict)
+    bare: set[int] = field(default_factory=set)  # steps whose tool calls are shown without their arguments
     retrieved: set[int] = field(default_factory=set)  # steps brought back for the current question, marked as such
     all_questions: bool = False  # every question is shown, even of turns whose steps are all hidden (user-only)
     blocks: list[tuple[str, Part]] = field(default_factory=list)  # (where: "top" or "end", a block of notes)
@@ -310,6 +344,11 @@ class View:
     arrangement: list[int] | None = None
     note: str | None = None  # a marker shown first, saying how the view was made (budget's order)
     limit: int = field(default_factory=observation_cut)  # characters of each observation shown
+
+    def parts(self, step: Step) -> list[tuple[str, Part]]:
+        """The step as this view shows it: its stand-in, trim, cut, and its calls' arguments or not."""
+        index = step.index
+        return step_parts(step, self.stand_ins.get(index), self.limit, self.trims.get(index), index not in self.bare)
 
     def why_hidden(self, step: int) -> str | None:
         """Why the step whose reply is at trace index `step` is not shown (NOT_SHOWN, FORGOTTEN), or None."""
@@ -359,7 +398,7 @@ def lay_out(conversation: Conversation, view: View) -> list[tuple[str, Part]]:
                 continue
             marker = [placeholder("brought back: an earlier step relevant to the current question")] \
                 if step.index in view.retrieved else []
-            show(marker + step_parts(step, view.stand_ins.get(step.index), view.limit))
+            show(marker + view.parts(step))
         if current:
             show(pending_parts(turn))
     show([])  # steps left out at the very end are said too: nothing disappears without a marker

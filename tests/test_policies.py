@@ -16,7 +16,7 @@ from policies.invariants import Checker, violations
 from tokens import count_tokens
 from policies.base import written as written_as
 from policies.budget import ORDER_NOTE
-from policies.rendering import NOT_SHOWN, View, lay_out, read_conversation
+from policies.rendering import NOT_SHOWN, View, assemble, lay_out, read_conversation
 from policies.window import hide_all_but_recent
 from tools.arithmetic import add_numbers, multiply_numbers
 
@@ -616,3 +616,43 @@ def test_bad_named_parameters_are_one_line_naming_the_policy_s_parameters(monkey
         make_policy(spec)
     said = str(raised.value)
     assert "\n" not in said and said.endswith("clearing takes trigger=, keep=, share=, inputs=, exclude=")
+
+
+def test_a_view_trims_an_observation_to_its_head_and_tail_and_shows_calls_without_their_arguments():
+    """The view's `trims` (step -> characters kept at the head and the tail of its result) and `bare` (steps whose
+    calls are shown without their arguments), which the vendors' clearing policies are written with; what they show
+    keeps every invariant, and a trim longer than the cut in force shows what the cut shows."""
+    agent, model = session("full", ['Thought: read\nAction: fetch("alpha")', "Action: add_numbers(2, 3)",
+                                    "Answer: ok"], ["q"])
+    events = before_last_call(agent.trace.events)
+    conversation = read_conversation(events)
+    first, second = conversation.steps[:2]
+    messages = assemble(conversation, lay_out(conversation, View(trims={first.index: (10, 5)},
+                                                                 bare={first.index, second.index})))
+    whole = fetch("alpha")
+    assert [part.text for message in messages[1:] for part in message.parts][1:5] == [
+        "Thought: read\nAction: fetch([input cleared])",
+        f"Observation1: {whole[:10]}\n[... {len(whole) - 15:,} characters cut ...]\n  {whole[-5:]}",
+        "Action: add_numbers([input cleared])", "Observation2: 5"]
+    assert violations(messages, events) == []
+    assert lay_out(conversation, View(trims={first.index: (5000, 5000)})) == lay_out(conversation, View())
+
+
+def test_a_native_call_shown_without_its_arguments_goes_to_the_service_with_none():
+    from models import ToolCall
+    from protocols import NativeProtocol
+    model = ScriptedModel([ModelReply("", calls=(ToolCall("c1", "add_numbers", '{"x": 2, "y": 3}'),)),
+                           ModelReply("5")])
+    agent = TinyReAct(model, tools=[add_numbers], protocol=NativeProtocol())
+    agent.query("What is 2 + 3?")
+    events = before_last_call(agent.trace.events)
+    conversation = read_conversation(events)
+    messages = assemble(conversation, lay_out(conversation, View(bare={conversation.steps[0].index})))
+    reply = next(part for message in messages for part in message.parts if part.kind == "reply")
+    assert reply.text == "Call: add_numbers([input cleared])" and reply.calls[0].arguments == "{}"
+    assert reply.calls[0].id == "c1" and violations(messages, events) == []
+
+
+def before_last_call(events):
+    """The trace as it stood when its last model call was made."""
+    return events[:max(index for index, event in enumerate(events) if event["type"] == "context")]
