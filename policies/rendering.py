@@ -120,7 +120,13 @@ class Conversation:
     laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
     steps: list[Step] = field(default_factory=list)  # every turn's steps, in order
     stepless: list[int] = field(default_factory=list)  # positions of earlier turns that ended with no step
-    now: float | None = None  # the trace's clock at its latest event that has a time (`t`): when the next call is made
+    # the trace's clock at its latest event that has a time (`t`): when the next call is made. The record of a call made
+    # (`context`, and a `warning` about it) is written after the call's context was rendered: its time is not read, so
+    # that a context rendered again from the trace as it stood after the call is the one that was sent
+    now: float | None = None
+
+
+AFTER_A_CALL = ("context", "warning")  # events recording a call, written after its context was rendered
 
 
 def read_conversation(events: Sequence[dict]) -> Conversation:
@@ -144,7 +150,7 @@ class ConversationReader:
         conversation = self._conversation
         for index in range(self._read, len(events)):
             _read_event(conversation, events[index], index)
-            if events[index].get("t").__class__ in (int, float):
+            if events[index].get("t").__class__ in (int, float) and events[index]["type"] not in AFTER_A_CALL:
                 conversation.now = events[index]["t"]
         if events:
             self._read, self._last = len(events), events[-1]

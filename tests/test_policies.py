@@ -656,3 +656,13 @@ def test_a_native_call_shown_without_its_arguments_goes_to_the_service_with_none
 def before_last_call(events):
     """The trace as it stood when its last model call was made."""
     return events[:max(index for index, event in enumerate(events) if event["type"] == "context")]
+
+
+def test_the_record_of_a_call_does_not_move_the_conversation_s_clock():
+    """A `context` event is written after its call's context was rendered: read again with it, the trace gives the
+    clock the call was rendered at (a policy acting on idle gaps, openclaw-ttl, renders the context it sent)."""
+    agent, _ = session("full", ["Action: add_numbers(1, 1)", "Answer: 2"], ["q"])
+    events = agent.trace.events
+    call = next(index for index, event in enumerate(events) if event["type"] == "context")
+    rendered_at = read_conversation(events[:call]).now
+    assert read_conversation([*events[:call], dict(events[call], t=rendered_at + 3600)]).now == rendered_at
