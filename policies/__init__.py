@@ -11,6 +11,7 @@ import typing
 from typing import Callable
 
 from models import Message
+from policies.anthropic_clear import AnthropicClear
 from policies.base import Policy
 from policies.budget import Budget
 from policies.cold import ColdRewrite
@@ -39,6 +40,7 @@ POLICIES = {
     "forget": Forget,
     "stable": Stable,
     "cold": ColdRewrite,
+    "anthropic-clear": AnthropicClear,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened

@@ -1,0 +1,135 @@
+"""The vendors' managers that clear or drop without summarising (issue 51): anthropic-clear.
+Below its trigger each sends exactly what full history sends; past it, each documented parameter changes what
+the model is shown the way its vendor's documentation says; bad settings are one line."""
+import os
+
+import pytest
+
+from agent import TinyReAct
+from models.scripted import ScriptedModel
+from policies import make_policy
+from policies.invariants import violations
+from tokens import local_counter
+from tools.arithmetic import add_numbers
+from traces import read_trace_file
+
+
+def read_page(name: str) -> str:
+    """Returns a long page of text.
+    Example: read_page("a") returns a page that starts with "a begins." and ends with "a ends."."""
+    return f"{name} begins. " + "Nothing of note here. " * 120 + f"{name} ends."
+
+
+PAGE = len(read_page("a"))
+SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conversations", "support.jsonl")
+READS = [f'Action: read_page("{name}")' for name in "abcd"]
+
+
+def recorded(replies: list[str], questions: list[str]) -> list[dict]:
+    agent = TinyReAct(ScriptedModel(replies), tools=[add_numbers, read_page], policy=make_policy("full"))
+    for question in questions:
+        agent.query(question)
+    return agent.trace.events
+
+
+def at_calls(events: list[dict]) -> list[list[dict]]:
+    """The trace as it stood at each model call."""
+    return [events[:index] for index, event in enumerate(events) if event["type"] == "context"]
+
+
+def rendered(spec: str, events: list[dict]) -> list[list]:
+    """The context of every call under `spec`, each checked against the invariants."""
+    policy, contexts = make_policy(spec), []
+    for prefix in at_calls(events):
+        contexts.append(policy.render(prefix))
+        assert violations(contexts[-1], prefix) == []
+    return contexts
+
+
+def shown(messages) -> list[tuple[str, str]]:
+    return [(part.kind, part.text) for message in messages[1:] for part in message.parts]
+
+
+def tokens(messages) -> int:
+    return sum(local_counter().count(part.text) for message in messages for part in message.parts)
+
+
+def kinds(messages, kind: str) -> list[str]:
+    return [text for shown_kind, text in shown(messages) if shown_kind == kind]
+
+
+def refused(spec: str) -> str:
+    with pytest.raises(ValueError) as raised:
+        make_policy(spec)
+    said = str(raised.value)
+    assert "\n" not in said and f"{spec.partition(':')[0]} takes " in said
+    return said
+
+
+# anthropic-clear
+
+
+def test_anthropic_clear_below_its_trigger_sends_what_full_sends_and_clears_only_past_it():
+    header, events = read_trace_file(SUPPORT)
+    full = rendered("full", events)
+    assert rendered("anthropic-clear", events) == full  # 100,000 tokens: never reached here
+    trigger = tokens(full[20])
+    for size, cleared, whole in zip(map(tokens, full), rendered(f"anthropic-clear:{trigger}", events), full):
+        assert (cleared == whole) == (size <= trigger)
+        assert (size <= trigger) or "Observation1: [tool result cleared]" in kinds(cleared, "placeholder")
+
+
+@pytest.mark.parametrize("keep", [0, 1, 3])
+def test_anthropic_clear_keeps_the_results_of_the_latest_keep_tool_uses(keep):
+    last = rendered(f"anthropic-clear:trigger=0/keep={keep}", recorded(READS + ["Answer: read"], ["read"]))[-1]
+    assert kinds(last, "placeholder") == [f"Observation{n}: [tool result cleared]" for n in range(1, 5 - keep)]
+    assert len(kinds(last, "observation")) == keep
+
+
+def test_anthropic_clear_clears_nothing_when_it_cannot_clear_at_least_clear_at_least_tokens():
+    events = recorded(READS + ["Answer: read"], ["read"])
+    full, last = rendered("full", events)[-1], rendered("anthropic-clear:trigger=0/keep=3", events)[-1]
+    saved = tokens(full) - tokens(last)  # one page's result
+    assert rendered(f"anthropic-clear:trigger=0/keep=3/clear_at_least={saved + 1}", events)[-1] == full
+    assert rendered(f"anthropic-clear:trigger=0/keep=3/clear_at_least={saved}", events)[-1] == last
+
+
+def test_anthropic_clear_never_clears_the_results_of_excluded_tools():
+    replies = [READS[0], "Action: add_numbers(2, 3)", READS[1], "Action: add_numbers(4, 5)", "Answer: done"]
+    last = rendered("anthropic-clear:trigger=0/keep=0/exclude_tools=read_page", recorded(replies, ["go"]))[-1]
+    assert kinds(last, "placeholder") == ["Observation2: [tool result cleared]", "Observation4: [tool result cleared]"]
+    assert [text[:22] for text in kinds(last, "observation")] == ["Observation1: a begins", "Observation3: b begins"]
+
+
+def test_anthropic_clear_clears_the_calls_inputs_only_when_told_and_only_of_cleared_results():
+    events = recorded(READS + ["Answer: read"], ["read"])
+    assert kinds(rendered("anthropic-clear:trigger=0/keep=1", events)[-1], "reply") == READS
+    assert kinds(rendered("anthropic-clear:trigger=0/keep=1/clear_tool_inputs=true", events)[-1], "reply") == [
+        "Action: read_page([input cleared])"] * 3 + ['Action: read_page("d")']
+
+
+def test_anthropic_clear_triggered_by_tool_uses_acts_once_there_are_more_than_trigger():
+    events = recorded(READS + ["Answer: read"], ["read"])
+    contexts = rendered("anthropic-clear:trigger=2/trigger_type=tool_uses/keep=1", events)
+    full = rendered("full", events)
+    assert contexts[:3] == full[:3]  # before the calls made after 0, 1 and 2 tool uses
+    assert [len(kinds(context, "placeholder")) for context in contexts[3:]] == [2, 3]
+
+
+# bad settings
+
+
+@pytest.mark.parametrize("spec, reason", [
+    ("anthropic-clear:trigger=-1", "need >= 0"), ("anthropic-clear:keep=-1", "need >= 0"),
+    ("anthropic-clear:trigger=2/trigger_type=tool_uses/keep=3", "keep=3 is more than trigger=2 tool uses allows"),
+    ("anthropic-clear:trigger_type=messages", "trigger_type is one of input_tokens, tool_uses"),
+    ("anthropic-clear:keeps=3", "unknown parameter 'keeps'")])
+def test_bad_settings_are_one_line_naming_the_policy_s_parameters(spec, reason):
+    assert reason in refused(spec)
+
+
+def test_each_setting_is_named_back_as_written_and_builds_the_same_policy():
+    for spec in ["anthropic-clear:trigger=5000/keep=1/exclude_tools=a/exclude_tools=b/clear_tool_inputs=true"]:
+        assert make_policy(spec).name == spec and make_policy(make_policy(spec).name).name == spec
+    assert make_policy("anthropic-clear:trigger=100000").name == "anthropic-clear"
+    assert make_policy("anthropic-clear:5000").name == "anthropic-clear:trigger=5000"
