@@ -24,6 +24,7 @@ from policies.full import FullHistory
 from policies.pinned import PinnedNotes
 from policies.retrieve import Retrieve
 from policies.stable import Stable
+from policies.strands_window import StrandsWindow
 from policies.user_only import UserOnly
 from policies.window import SlidingWindow
 
@@ -41,6 +42,7 @@ POLICIES = {
     "stable": Stable,
     "cold": ColdRewrite,
     "anthropic-clear": AnthropicClear,
+    "strands-window": StrandsWindow,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened

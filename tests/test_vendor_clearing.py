@@ -1,4 +1,4 @@
-"""The vendors' managers that clear or drop without summarising (issue 51): anthropic-clear.
+"""The vendors' managers that clear or drop without summarising (issue 51): anthropic-clear and strands-window.
 Below its trigger each sends exactly what full history sends; past it, each documented parameter changes what
 the model is shown the way its vendor's documentation says; bad settings are one line."""
 import os
@@ -116,6 +116,55 @@ def test_anthropic_clear_triggered_by_tool_uses_acts_once_there_are_more_than_tr
     assert [len(kinds(context, "placeholder")) for context in contexts[3:]] == [2, 3]
 
 
+# strands-window
+
+TURNS = [f'Action: read_page("{name}")' if n % 2 == 0 else f"Answer: read {name}" for n, name in enumerate("aabbcc")]
+
+
+def test_strands_window_below_its_window_sends_what_full_sends():
+    events = recorded(TURNS, ["read a", "read b", "read c"])  # 12 messages
+    assert rendered("strands-window", events) == rendered("full", events)
+    assert rendered("strands-window:window_size=12", events) == rendered("full", events)
+
+
+def test_strands_window_drops_the_oldest_turns_after_an_answer_not_during_a_turn():
+    events = recorded(TURNS, ["read a", "read b", "read c"])  # each turn: question, call, result, answer
+    contexts = rendered("strands-window:window_size=5", events)
+    # during the second turn, 6 and then 7 messages: Strands trims after the invocation, not before each call
+    assert all(("question", "Question: read a") in shown(context) for context in contexts[2:4])
+    # after it, 8 > 5: the oldest dropped up to the first question at least 5 messages from the end
+    assert shown(contexts[4])[:2] == [("placeholder", "[1 earlier question and 2 earlier steps not shown]"),
+                                      ("question", "Question: read b")]
+
+
+def test_strands_window_per_turn_trims_before_model_calls_keeping_each_call_with_its_result():
+    events = recorded(READS + ["Answer: read"], ["read"])  # one turn: 1 question, 4 calls and their results
+    assert rendered("strands-window:window_size=4", events) == rendered("full", events)
+    last = rendered("strands-window:window_size=4/per_turn=1", events)[-1]
+    # no question to start from within the window: the first call whose result follows it
+    assert shown(last)[:3] == [("question", "Question: read"), ("placeholder", "[2 earlier steps not shown]"),
+                               ("reply", READS[2])]
+    assert len(kinds(last, "observation")) == 2
+    every_other, full = rendered("strands-window:window_size=4/per_turn=2", events), rendered("full", events)
+    assert every_other[2] == full[2] and every_other[3] != full[3]  # 5 messages at the third call, trimmed at the 4th
+
+
+def test_strands_window_cuts_the_oldest_result_to_its_ends_only_when_the_prompt_overflows_the_model():
+    events = recorded(READS[:3] + ["Answer: read"], ["read"])
+    full = rendered("full", events)
+    page = read_page("a")
+    overflowing = rendered(f"strands-window:context_window={tokens(full[-1]) - 1}", events)
+    assert overflowing[:-1] == full[:-1]
+    assert kinds(overflowing[-1], "observation")[0] == \
+        f"Observation1: {page[:200]}\n[... {PAGE - 400:,} characters cut ...]\n  {page[-200:]}"
+    assert kinds(overflowing[-1], "observation")[1:] == kinds(full[-1], "observation")[1:]
+    # without truncation, Strands drops the oldest messages instead
+    dropped = rendered(f"strands-window:context_window={tokens(full[-1]) - 1}/should_truncate_results=false",
+                       events)[-1]
+    assert shown(dropped)[1] == ("placeholder", "[1 earlier step not shown]")
+    assert len(kinds(dropped, "observation")) == 2
+
+
 # bad settings
 
 
@@ -123,13 +172,16 @@ def test_anthropic_clear_triggered_by_tool_uses_acts_once_there_are_more_than_tr
     ("anthropic-clear:trigger=-1", "need >= 0"), ("anthropic-clear:keep=-1", "need >= 0"),
     ("anthropic-clear:trigger=2/trigger_type=tool_uses/keep=3", "keep=3 is more than trigger=2 tool uses allows"),
     ("anthropic-clear:trigger_type=messages", "trigger_type is one of input_tokens, tool_uses"),
-    ("anthropic-clear:keeps=3", "unknown parameter 'keeps'")])
+    ("anthropic-clear:keeps=3", "unknown parameter 'keeps'"),
+    ("strands-window:window_size=-1", "need >= 0"), ("strands-window:per_turn=-2", "need >= 0"),
+    ("strands-window:window=40", "unknown parameter 'window'")])
 def test_bad_settings_are_one_line_naming_the_policy_s_parameters(spec, reason):
     assert reason in refused(spec)
 
 
 def test_each_setting_is_named_back_as_written_and_builds_the_same_policy():
-    for spec in ["anthropic-clear:trigger=5000/keep=1/exclude_tools=a/exclude_tools=b/clear_tool_inputs=true"]:
+    for spec in ["anthropic-clear:trigger=5000/keep=1/exclude_tools=a/exclude_tools=b/clear_tool_inputs=true",
+                 "strands-window:window_size=10/per_turn=2"]:
         assert make_policy(spec).name == spec and make_policy(make_policy(spec).name).name == spec
     assert make_policy("anthropic-clear:trigger=100000").name == "anthropic-clear"
     assert make_policy("anthropic-clear:5000").name == "anthropic-clear:trigger=5000"
