@@ -21,6 +21,7 @@ from policies.elide import ElideObservations
 from policies.facts import KeyFacts
 from policies.forget import Forget
 from policies.full import FullHistory
+from policies.openclaw_ttl import OpenClawTTL
 from policies.pinned import PinnedNotes
 from policies.retrieve import Retrieve
 from policies.stable import Stable
@@ -43,6 +44,7 @@ POLICIES = {
     "cold": ColdRewrite,
     "anthropic-clear": AnthropicClear,
     "strands-window": StrandsWindow,
+    "openclaw-ttl": OpenClawTTL,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened
