@@ -20,7 +20,14 @@ SUPPORT = os.path.join(CONVERSATIONS, "support.jsonl")
 FACTS = os.path.join(CONVERSATIONS, "support.facts.json")
 POLICIES = ["full", "window:2", "user-only:4", "elide:2", "pinned", "compact:8000", "facts", "retrieve:3",
             "budget:3000", "budget:2000", "forget", "window:2+facts", "window:0+facts", "user-only:4+facts",
-            "elide:2+pinned", "retrieve:3+facts"]
+            "elide:2+pinned", "retrieve:3+facts", "anthropic-clear", "anthropic-clear:trigger=5000/keep=2",
+            "strands-window", "strands-window:window_size=10", "openclaw-ttl",
+            "openclaw-ttl:ttl=1ms/min_prunable_tool_chars=0/context_window=5000"]
+# The vendors' managers that clear without summarising (issue 51): at their defaults, and with their triggers scaled
+# to conversations of these sizes (the scripted recordings are milliseconds apart: a ttl of 1ms sees idle gaps)
+VENDORS = ["anthropic-clear", "anthropic-clear:trigger=5000/keep=2/clear_tool_inputs=true", "strands-window",
+           "strands-window:window_size=10/per_turn=1/context_window=3000", "openclaw-ttl",
+           "openclaw-ttl:ttl=1ms/min_prunable_tool_chars=0/context_window=5000"]
 
 
 def without_times(path):
@@ -63,6 +70,22 @@ def test_every_policy_replays_the_support_conversation_without_violations():
     assert {report.policy: report.violations for report in reports} == dict.fromkeys(POLICIES, 0)
     # compact:8000 asks for summaries the recording does not hold: without a model it says so, it is not rendered
     assert [report.policy for report in reports if not report.measured] == ["compact:8000"]
+
+
+@pytest.mark.parametrize("name", ["support", "long", "renovation", "short", "superbowl"])
+def test_the_vendors_clearing_managers_replay_every_shipped_conversation_without_violations(name):
+    """Each keeps every invariant on every shipped conversation; those whose triggers are scaled to these sizes act
+    on the longer ones, and anthropic-clear and openclaw-ttl at their defaults never do (strands-window's 40
+    messages are reached by the three long conversations)."""
+    header, events = read_trace_file(os.path.join(CONVERSATIONS, f"{name}.jsonl"))
+    full, *reports = replay(header, events, ["full"] + VENDORS, counter=TokenCounter(), facts=[], points=[])
+    assert {report.policy: report.violations for report in reports} == dict.fromkeys(VENDORS, 0)
+    acted = {report.policy for report in reports if report.sizes != full.sizes}
+    scaled = set(VENDORS[1::2])
+    if name in ("support", "long", "renovation"):
+        assert acted == scaled | {"strands-window"}
+    else:  # on a short one only a window of 10 messages, trimmed before every call, acts
+        assert acted == {"strands-window:window_size=10/per_turn=1/context_window=3000"}
 
 
 class Counted(dict):
