@@ -148,4 +148,5 @@ class OpenClawTTL(Policy):
 
 def _result_chars(step: Step) -> int:
     """A step's tool results in characters as OpenClaw counts them: joined by a newline."""
-    return sum(len(result["text"]) for result in step.observations) + len(step.observations) - 1
+    results = [result["text"] for result in step.observations]
+    return len("\n".join(results))
