@@ -31,13 +31,12 @@ from fnmatch import fnmatchcase
 from policies.base import Policy, written
 from policies.rendering import Conversation, Step, View, reply_text
 
-# The sources of every rule below, read 2026-12-07:
-# https://docs.openclaw.ai/concepts/session-pruning (when it runs, what is pruned, the defaults)
-# https://docs.openclaw.ai/gateway/config-agents (agents.defaults.contextPruning)
-# and where the pages give no number or order, OpenClaw's source: pruner.ts, extension.ts,
-# settings.ts and tools.ts in src/agents/pi-extensions/context-pruning/ of
-# https://github.com/openclaw/openclaw
-CHARS_PER_TOKEN = 4  # "Pruning uses an estimated context window (chars ≈ tokens × 4)"
+# The sources of every rule below, read 2026-12-07: [docs] is
+# https://docs.openclaw.ai/concepts/session-pruning ("Saved? No (per-request)"), with its "Defaults
+# (when enabled)" as docs/concepts/session-pruning.md of https://github.com/openclaw/openclaw
+# lists them; where the pages give no number or order, [source] is that repository's
+# src/agents/pi-extensions/context-pruning/ (pruner.ts, extension.ts, settings.ts, tools.ts)
+CHARS_PER_TOKEN = 4  # [docs] "Pruning uses an estimated context window (chars ≈ tokens × 4)"
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?")
 SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -76,7 +75,8 @@ class OpenClawTTL(Policy):
                              f"soft_trim_max_chars={soft_trim_max_chars} allows")
         if not hard_clear_placeholder.strip("[] "):
             raise ValueError("hard_clear_placeholder needs some text")
-        # "TTL to consider cache expired (duration string, default unit: minutes)"
+        # [source] settings.ts: "TTL to consider cache expired (duration string, default unit:
+        # minutes)"
         self.seconds = float(duration.group(1)) * SECONDS[duration.group(2) or "m"]
         self.keep_last_assistants, self.context_window = keep_last_assistants, context_window
         self.soft_trim_ratio, self.hard_clear_ratio = soft_trim_ratio, hard_clear_ratio
@@ -97,38 +97,41 @@ class OpenClawTTL(Policy):
 
     def choose(self, conversation: Conversation, view: View) -> View:
         steps, now = conversation.steps, conversation.now
-        before = steps[-1].reply.get("t") if steps else None  # when the call before was answered
-        # "pruning only runs if the last Anthropic API call for the session is older than ttl";
-        # extension.ts: with no call before, or a ttl of 0, it does not run
+        before = steps[-1].reply.get("t") if steps else None  # the call before, by its reply
+        # [docs] "pruning only runs if the last Anthropic API call for the session is older than
+        # ttl"; [source] extension.ts: not with no call before, nor with a ttl of 0; it runs at a
+        # gap of ttl or more
         if before is None or now is None or not self.seconds or now - before < self.seconds:
             return view
-        # "If there aren't enough assistant messages to establish the cutoff, pruning is skipped"
+        # [docs] "If there aren't enough assistant messages to establish the cutoff, pruning is
+        # skipped"
         if len(steps) < self.keep_last_assistants:
             return view
-        # the estimate: the user's questions, the replies with their calls, the tool results
+        # [source] pruner.ts: the estimate counts user messages, replies with their calls, results;
+        # soft-trim from soft_trim_ratio on, hard-clear from hard_clear_ratio on
         window = self.context_window * CHARS_PER_TOKEN
         total = sum(len(turn.question["text"]) for turn in conversation.turns) \
             + sum(len(reply_text(step.reply)) + _result_chars(step) for step in steps)
         if not window or total / window < self.soft_trim_ratio:
             return view
-        # "The last keepLastAssistants assistant messages are protected; tool results after that
-        # cutoff are not pruned": a step's reply is its assistant message
+        # [docs] "The last keepLastAssistants assistant messages are protected; tool results after
+        # that cutoff are not pruned": a step's reply is its assistant message
         prunable = [step for step in steps[:len(steps) - self.keep_last_assistants]
                     if step.observations and self._allowed(step)
                     and view.why_hidden(step.index) is None and step.index not in view.stand_ins]
         trims, chars = {}, {step.index: _result_chars(step) for step in prunable}
-        for step in prunable:  # "Soft-trim: only for oversized tool results"
+        for step in prunable:  # [docs] "Soft-trim: only for oversized tool results"
             raw = chars[step.index]
             if raw > self.max_chars and self.head + self.tail < raw:
                 trims[step.index] = (self.head, self.tail)
                 chars[step.index] = self.head + len("\n...\n") + self.tail + len(
                     f"\n\n[Tool result trimmed: kept first {self.head} chars and last {self.tail}"
-                    f" chars of {raw} chars.]")  # what OpenClaw's trimmed result holds
+                    f" chars of {raw} chars.]")  # [source] pruner.ts: what a trimmed result holds
                 total += chars[step.index] - raw
         cleared = {}
         if self.hard_clear_enabled and total / window >= self.hard_clear_ratio \
                 and sum(chars.values()) >= self.min_prunable_tool_chars:
-            for step in prunable:  # hard-clear, oldest first, while the ratio is past it
+            for step in prunable:  # [source] pruner.ts: oldest first, while past the ratio
                 if total / window < self.hard_clear_ratio:
                     break
                 cleared[step.index] = self.placeholder
@@ -137,8 +140,9 @@ class OpenClawTTL(Policy):
         return replace(view, trims=trims | view.trims, stand_ins=cleared | view.stand_ins)
 
     def _allowed(self, step: Step) -> bool:
-        """tools.allow / tools.deny: "support * wildcards. Deny wins. Matching is case-insensitive.
-        Empty allow list => all tools allowed." A step's calls are pruned together: all allowed."""
+        """[docs] tools.allow / tools.deny: "support * wildcards. Deny wins. Matching is
+        case-insensitive. Empty allow list => all tools allowed." Ours: a step's calls are pruned
+        together, when all are allowed."""
         def matches(name, globs):
             return any(fnmatchcase(name, glob.lower()) for glob in globs)
         names = [action["text"].partition("(")[0].strip().lower() for action in step.actions]

@@ -24,13 +24,14 @@ from policies.rendering import Conversation, View
 from policies.sizes import Sizes
 from tokens import local_counter
 
-# The sources of every rule below, read 2026-12-07:
+# The sources of every rule below, read 2026-12-07: [docs] is
 # https://strandsagents.com/docs/api/python/strands.agent.conversation_manager.sliding_window_conversation_manager/
-# https://strandsagents.com/docs/user-guide/concepts/agents/conversation-management/
-# and where the pages give no order, the class's source: strands-py/src/strands/agent/
-# conversation_manager/sliding_window_conversation_manager.py of
-# https://github.com/strands-agents/harness-sdk
-PRESERVE = 200  # "preserving the first and last 200 characters" of a truncated result
+# with https://strandsagents.com/docs/user-guide/concepts/agents/conversation-management/ and,
+# for the default model ("a default Claude 4 Sonnet inference model"),
+# https://strandsagents.com/docs/user-guide/sdk/model-providers/amazon-bedrock/; where the pages
+# give no order, [source] is the class's source, strands-py/src/strands/agent/conversation_manager/
+# sliding_window_conversation_manager.py of https://github.com/strands-agents/harness-sdk
+PRESERVE = 200  # [docs] "preserving the first and last 200 characters" of a truncated result
 CUT = (PRESERVE, PRESERVE)
 
 
@@ -43,7 +44,7 @@ class StrandsWindow(Policy):
 
     def __init__(self, window_size: int = 40, should_truncate_results: bool = True,
                  per_turn: int = 0, context_window: int = 200_000):
-        # "ValueError: If window_size is negative, or if per_turn is 0 or a negative integer"
+        # [docs] "ValueError: If window_size is negative, or if per_turn is 0 or a negative integer"
         if window_size < 0 or per_turn < 0 or context_window < 0:
             raise ValueError("window_size, per_turn and context_window need >= 0")
         self.window_size, self.should_truncate_results = window_size, should_truncate_results
@@ -56,7 +57,7 @@ class StrandsWindow(Policy):
     def choose(self, conversation: Conversation, view: View) -> View:
         kept, sizes = _Kept(self, conversation), self._sizes
         for number, turn in enumerate(conversation.turns):
-            if number:  # "Applies sliding window management after each invocation"
+            if number:  # [docs] "Applies sliding window management after each invocation"
                 kept.manage()
             kept.add(("question", turn), sizes.question(conversation, turn))
             for step in turn.steps:
@@ -87,28 +88,29 @@ class _Kept:
 
     def before_call(self) -> None:
         self.calls += 1
-        # per_turn: "True: Apply management before every model call - int (e.g., 3): Apply
-        # management before every N model calls"
+        # [docs] per_turn: "True: Apply management before every model call - int (e.g., 3):
+        # Apply management before every N model calls"
         if self.policy.per_turn and self.calls % self.policy.per_turn == 0:
             self.manage()
-        # the model refuses a prompt longer than its window: "AfterModelCallEvent: Reduces context
-        # on overflow errors and requests retry", until it fits or cannot be reduced
+        # the model refuses a prompt longer than its window: [docs] "AfterModelCallEvent: Reduces
+        # context on overflow errors and requests retry", until it fits or cannot be reduced
         window = self.policy.context_window
         while window and self.size > window and self.reduce(overflow=True):
             pass
 
     def manage(self) -> None:
-        """apply_management: reduce once "if the message count exceeds the window size"."""
+        """[docs] apply_management: reduce once "if the message count exceeds the window size"."""
         if len(self.messages) - self.start > self.policy.window_size:
             self.reduce(overflow=False)
 
     def reduce(self, overflow: bool) -> bool:
         """reduce_context; False when it cannot (Strands raises; the replay sends what is left)."""
         kept, window = self.messages[self.start:], self.policy.window_size
-        if window == 0:  # "Use 0 to clear all messages on every reduction"
+        if window == 0:  # [source] "Use 0 to clear all messages on every reduction"
             return self._drop(len(kept))
-        # "When e is set (reactive overflow recovery), attempts to truncate large tool results
-        # first": the oldest result, unless it was cut already or is at most 2 * 200 characters
+        # [source] reduce_context: "When e is set (reactive overflow recovery), attempts to
+        # truncate large tool results first": the oldest result, unless it was cut already or is at
+        # most 2 * 200 characters; "When e is None ... only trims messages"
         oldest = next((step for kind, step in kept if kind == "result"), None)
         if overflow and self.policy.should_truncate_results and oldest is not None \
                 and oldest.index not in self.truncated \
@@ -118,9 +120,9 @@ class _Kept:
                 - sizes.step(self.conversation, oldest)
             self.truncated.add(oldest.index)
             return True
-        # find_valid_trim_point, from "2 if len(messages) <= self.window_size else len(messages) -
-        # self.window_size": a user message that is no tool result (a question); failing that, the
-        # Python SDK's fallback, a tool call with its result after it
+        # [source] find_valid_trim_point, from "2 if len(messages) <= self.window_size else
+        # len(messages) - self.window_size": a user message that is no tool result (a question);
+        # failing that, the Python SDK's fallback, a tool call with its result after it
         start = 2 if len(kept) <= window else len(kept) - window
         at = next((i for i in range(start, len(kept)) if kept[i][0] == "question"), None)
         if at is None:
