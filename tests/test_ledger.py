@@ -1,0 +1,75 @@
+"""The ledger of a run sent through a provider's engine: read back as written, a last line cut off mid-write
+skipped, and anything else that is not this run's ledger refused in one line."""
+import json
+
+import pytest
+
+from experiments.ledger import Ledger, LedgerError, custom_id, run_digest
+
+
+def written(path, run="r1") -> Ledger:
+    ledger = Ledger(str(path), run, "openai:m")
+    ledger.record("call", id="a", body={"model": "m", "messages": []})
+    ledger.record("submitting", name="tinyreact-1", ids=["a"])
+    ledger.record("submitted", name="tinyreact-1", batch="batch_1", files={"input": "file-1"})
+    ledger.record("failed", id="a", batch="batch_1", error="server_error: try again")
+    ledger.record("ended", batch="batch_1", status="completed", files={"output": None, "error": "file-2"})
+    return ledger
+
+
+def test_a_call_is_named_by_the_digest_of_its_body_whatever_the_order_of_its_keys():
+    assert custom_id({"model": "m", "stop": ["x"]}) == custom_id({"stop": ["x"], "model": "m"})
+    assert custom_id({"model": "m"}) != custom_id({"model": "n"}) and len(custom_id({})) == 64
+    assert run_digest(["b", "a", "a"]) == run_digest(["a", "b"])
+
+
+def test_the_ledger_is_read_back_as_it_was_written(tmp_path):
+    written(tmp_path / "l.jsonl")
+    again = Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
+    batch = again.batches["tinyreact-1"]
+    assert (batch.id, batch.status, batch.files) == ("batch_1", "completed",
+                                                      {"input": "file-1", "output": None, "error": "file-2"})
+    assert again.calls == {"a": {"model": "m", "messages": []}} and again.failures == {"a": ["server_error: try again"]}
+    assert again.tries("a") == 1 and again.open_batches() == [] and again.warning is None
+
+
+def test_a_last_line_cut_off_mid_write_is_skipped_and_said(tmp_path):
+    path = tmp_path / "l.jsonl"
+    written(path)
+    with open(path, "ab") as file:
+        file.write(b'{"type": "answer", "id": "a", "batch": "batch_1", "respo')
+    again = Ledger(str(path), "r1", "openai:m")
+    assert again.warning == "line 7 was cut off and skipped" and again.answers == {}
+
+
+def test_a_damaged_line_is_one_line_of_error(tmp_path):
+    path = tmp_path / "l.jsonl"
+    written(path)
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*lines[:2], b"{not json", *lines[2:]]))
+    with pytest.raises(LedgerError, match=r"l.jsonl, line 3: damaged: not JSON"):
+        Ledger(str(path), "r1", "openai:m")
+
+
+def test_a_record_that_belongs_to_no_batch_is_damage(tmp_path):
+    path = tmp_path / "l.jsonl"
+    written(path)
+    with open(path, "a") as file:
+        file.write(json.dumps({"type": "ended", "batch": "batch_9", "status": "completed", "files": {}}) + "\n")
+    with pytest.raises(LedgerError, match="line 7: damaged") as raised:
+        Ledger(str(path), "r1", "openai:m")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_ledger_of_another_run_or_service_is_refused(tmp_path):
+    written(tmp_path / "l.jsonl")
+    for run, service in [("r2", "openai:m"), ("r1", "openai:n")]:
+        with pytest.raises(LedgerError, match="belongs to another run .* name another --ledger, or remove it"):
+            Ledger(str(tmp_path / "l.jsonl"), run, service)
+
+
+def test_a_file_that_is_no_ledger_is_refused(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"format": "tinyreact-trace", "version": 3}\n')
+    with pytest.raises(LedgerError, match="is not a TinyReAct ledger"):
+        Ledger(str(path), "r1", "openai:m")
