@@ -1,6 +1,6 @@
-"""The network services: Gemini (gemini.py) and any OpenAI-compatible server (openai_compatible.py), with what they
-share: retries and deadlines (retry.py), reading a response body (wire.py), keys (keys.py), and the check of a
-base URL setting, made once where the setting is read."""
+"""The network services: Gemini (gemini.py) and any OpenAI-compatible server (openai_compatible.py, its requests
+built by openai_request.py), with what they share: retries and deadlines (retry.py), reading a response body
+(wire.py), keys (keys.py), and the check of a base URL setting, made once where the setting is read."""
 from urllib.parse import urlsplit
 
 from models import ModelConfigError

@@ -30,17 +30,17 @@ from models import (COUNTED_LOCALLY, MAX_CALLS_READ, MAX_RESPONSE_BYTES, Message
 from models.services import endpoints, retry, wire
 from models.services.endpoints import TEMPERATURE_VARIABLE, available, list_models, temperature_for
 from models.services.keys import check_key, redact
+from models.services.openai_request import native_chat, plain_chat, request_body
 from models.streaming import StreamCut, split_reasoning
 from redaction import shown_url
 
-__all__ = ["OpenAICompatibleModel", "make", "available"]  # make and available: what models.BACKENDS asks for
+# make and available: what models.BACKENDS asks for; native_chat: what Ollama's /api/chat and bench/ take from here
+__all__ = ["OpenAICompatibleModel", "make", "available", "native_chat"]
 
-MAX_STOPS = 4  # "Up to 4 sequences": https://platform.openai.com/docs/api-reference/chat/create#chat-create-stop
 MAX_REPLY_BYTES = MAX_RESPONSE_BYTES  # a reply larger than this is a broken server, not a ReAct step
 MAX_ERROR_BYTES = 65_536  # of an error's body: its message is a line or two
 CONNECT_SECONDS = 10
 FINISHED_GRACE = 2.0  # seconds a stream whose reply is complete is given to send its usage and end
-ROLES = {"system": "system", "user": "user", "model": "assistant"}
 # finish_reason values: stop, length, content_filter, tool_calls (https://platform.openai.com/docs/api-reference/chat/object)
 FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
 
@@ -150,22 +150,14 @@ class OpenAICompatibleModel:
 
     def _chat(self, messages: list[Message], tools: list[dict] | None) -> list[dict]:
         """The messages as the server takes them: in the native protocol's shape when tools are offered."""
-        return native_chat(messages) if tools else [{"role": ROLES[m.role], "content": m.text} for m in messages]
+        return native_chat(messages) if tools else plain_chat(messages)
 
     def _request(self, chat: list[dict], stop: list[str], tools: list[dict] | None,
                  streaming: bool) -> tuple[str | None, dict]:
         """Where the request goes (None: chat/completions) and its body: what the server refused before is left
         out."""
-        body = {"model": self.name, "messages": chat, "stream": streaming}
-        if tools:
-            body["tools"] = [{"type": "function", "function": schema} for schema in tools]
-        if stop and "stop" not in self.dropped:
-            body["stop"] = stop[:MAX_STOPS]
-        if self._temperature_sent() is not None:
-            body["temperature"] = self._temperature_sent()
-        if streaming:
-            body["stream_options"] = {"include_usage": True}  # one last chunk carries the usage
-        return None, body
+        stop = stop if "stop" not in self.dropped else []
+        return None, request_body(self.name, chat, stop, tools, streaming, self._temperature_sent())
 
     def _read(self, response, stop: list[str], channel: retry.Channel, streaming: bool,
               tools: list[dict] | None) -> tuple[ModelReply, bool, str | None]:
@@ -372,33 +364,6 @@ class OpenAICompatibleModel:
 
     def _where(self) -> str:
         return f"{self._record.label} (model {self.name} at {self.url})"
-
-
-def native_chat(messages: list[Message], write_call=None, write_result=None) -> list[dict]:
-    """The messages in the native protocol's shape: a reply that made calls is an assistant message with its
-    `tool_calls` (its text, possibly empty, as content), and each result a `tool` message answering its call, right
-    after it; what else a user message holds (a marker, the next question) follows as a user message. A call and a
-    result are written as OpenAI's API takes them unless `write_call(call)` and `write_result(call, text)` say
-    otherwise (Ollama's /api/chat: models/services/ollama_chat.py)."""
-    write_call = write_call or (lambda call: {"id": call.id, "type": "function",
-                                              "function": {"name": call.name, "arguments": call.arguments}})
-    write_result = write_result or (lambda call, text: {"role": "tool", "tool_call_id": call.id, "content": text})
-    chat = []
-    for message in messages:
-        calls = [call for part in message.parts for call in part.calls]
-        if calls:
-            said = "\n\n".join(part.sent for part in message.parts if part.sent)
-            chat.append({"role": "assistant", "content": said, "tool_calls": [write_call(call) for call in calls]})
-            continue
-        rest = []
-        for part in message.parts:
-            if part.call is not None:
-                chat.append(write_result(part.call, part.sent))
-            else:
-                rest.append(part.sent)
-        if rest:
-            chat.append({"role": ROLES[message.role], "content": "\n\n".join(rest)})
-    return chat
 
 
 def _calls(listed) -> tuple:
