@@ -25,6 +25,9 @@ FIELDS = ("input", "cached_input", "output")
 # caches (absent: DEFAULT_MIN_CACHE_TOKENS, said as assumed wherever a table names the rule).
 CACHE_FIELDS = ("cache_write", "min_cache_tokens", "cache_ttl", "cache_max_age")
 DEFAULT_MIN_CACHE_TOKENS = 1024
+# What a call sent through a provider's own engine pays, as a share of the row's prices (--via): batch (a Batch API)
+# and flex (OpenAI's flex tier), each with the page it comes from in engine_source.
+ENGINE_FIELDS = ("batch", "flex")
 # How long a cached prefix lives: cache_ttl seconds after its last use (each read refreshes it), and at most
 # cache_max_age seconds after it was written, whatever reads it (absent: no cap but cache_ttl). A row that gives no
 # lifetime is assumed to keep its cache DEFAULT_CACHE_TTL seconds, the shortest any provider documents (Anthropic's
@@ -54,6 +57,8 @@ class Price:
     until: str = ""  # the last day of a price the source says will change
     cache_ttl: float | None = None  # None: not given by the row, DEFAULT_CACHE_TTL assumed; NEVER: never expires
     cache_max_age: float | None = None  # None: no cap but cache_ttl
+    batch: float | None = None  # the share of these prices a call sent in a batch pays (0.5: half); None: not listed
+    flex: float | None = None  # the share a call of the flex tier pays; None: not listed
 
     @property
     def lifetime(self) -> float:
@@ -131,6 +136,22 @@ def price_of(model: str, table: dict | None = None) -> Price | None:
     table = table if table is not None else prices()
     name = model.removeprefix("models/")
     return table.get(name) or next((price for listed, price in table.items() if name.startswith(listed + "-0")), None)
+
+
+def input_costs(price: Price, calls: list[tuple[str, int, int]]) -> tuple[float, float]:
+    """What the input of `calls` costs at `price`'s standard rates, and at best with prompt caching, each call given
+    as (a key of its prefix, the prefix's tokens, all its tokens): under the caching rule, a prefix already sent, at
+    least the rule's minimum long, is read at the cached price, and a new one as long is written at the write price.
+    At best: it assumes every cache lives until its prefix is sent again."""
+    seen, standard, cached = set(), 0.0, 0.0
+    for key, prefix, tokens in calls:
+        standard += tokens * price.input
+        if prefix >= price.minimum and key in seen:
+            cached += prefix * price.cached_input + (tokens - prefix) * price.input
+        else:
+            cached += tokens * (price.write if prefix >= price.minimum else price.input)
+        seen.add(key)
+    return standard / 1_000_000, cached / 1_000_000
 
 
 def cost_of(usage: list[tuple[str, int, int, int]], backend: str) -> Cost | None:
@@ -226,10 +247,15 @@ def _rows(path: Path) -> dict[str, Price]:
         if "until" in row and not _day(row["until"]):
             raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has an until that is not a day written "
                                    "YYYY-MM-DD (the last day the source gives the price for)")
+        for field in ENGINE_FIELDS:
+            if row.get(field) is not None and not (type(row[field]) in (int, float) and 0 < row[field] <= 1):
+                raise ModelConfigError(f"{path}: the price of {str(name)[:60]} has a {field} that is not a share of "
+                                       "the standard prices (a number above 0, at most 1: 0.5 for half)")
         rows[name] = Price(*(float(row[field]) for field in FIELDS), str(row.get("read", "")),
                            str(row.get("source", "")), None if write is None else float(write), minimum,
                            str(row.get("until", "")), *(None if seconds is None else float(seconds)
-                                                        for seconds in lifetimes))
+                                                        for seconds in lifetimes),
+                           *(None if row.get(field) is None else float(row[field]) for field in ENGINE_FIELDS))
     return rows
 
 

@@ -64,3 +64,26 @@ def test_a_price_files_caching_rule_prices_a_replay(monkeypatch, capsys, tmp_pat
             assert cost["with_cache"] == cost["no_cache"] and "10,000,000 tokens" in rule
         else:
             assert cost["with_cache"] < cost["no_cache"] and "1,024 (assumed: the price row gives none)" in rule
+
+
+def test_batch_and_flex_are_shares_of_the_standard_prices(tmp_path, monkeypatch):
+    from models import ModelConfigError
+    from models.prices import price_of, prices
+
+    assert (price_of("gpt-5.6-luna").batch, price_of("gpt-5.6-luna").flex) == (0.5, 0.5)
+    assert (price_of("gemini-3.8-flash").batch, price_of("gemini-3.8-flash").flex) == (0.5, None)
+    table = tmp_path / "prices.json"
+    table.write_text('{"models": {"m": {"input": 1, "cached_input": 0.1, "output": 2, "batch": 2}}}')
+    monkeypatch.setenv("TINYREACT_PRICES", str(table))
+    with pytest.raises(ModelConfigError, match="the price of m has a batch that is not a share of the standard"):
+        prices()
+
+
+def test_the_input_before_sending_costs_less_where_a_context_is_sent_again():
+    from models.prices import Price, input_costs
+
+    price = Price(2.0, 0.2, 8.0, "", "", cache_write=2.5, min_cache_tokens=1000)
+    # two calls sharing a 1,000-token context, then one whose context is too short to be cached
+    standard, cached = input_costs(price, [("a", 1000, 1010), ("a", 1000, 1020), ("b", 10, 20)])
+    assert standard == pytest.approx(2050 * 2.0 / 1e6)
+    assert cached == pytest.approx((1010 * 2.5 + 1000 * 0.2 + 20 * 2.0 + 20 * 2.0) / 1e6)
