@@ -63,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "declined)")
     parser.add_argument("--yes", action="store_true",
                         help="run every tool call without asking, also those of MCP tools that may be destructive "
-                             "(or TINYREACT_YES=1)")
+                             "(or TINYREACT_YES=1); with --via, send the calls without asking")
     parser.add_argument("--tools", action="store_true",
                         help="list every tool a run would offer, with where each comes from, and exit")
     parser.add_argument("--trace", type=_given, metavar="FILE",
@@ -126,6 +126,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --probe: N calls at once, for network models (default: 1)")
     group.add_argument("--answers", type=_given, metavar="FILE.csv",
                        help="with --probe: save every answer and its verdict as CSV")
+    group.add_argument("--via", choices=["batch", "flex"],
+                       help="with --probe: ask through the provider's own engine, at about half price: batch (the "
+                            "OpenAI Batch API: one job, answered within a day, resumed from its ledger) or flex "
+                            "(OpenAI's flex tier: slower calls, retried when it is busy); the price is shown before "
+                            "anything is sent, and sending needs a yes on the terminal or --yes")
+    group.add_argument("--ledger", type=_given, metavar="FILE.jsonl",
+                       help="with --via batch: the ledger of what was sent and what came back, read back when the "
+                            "run starts again (default: TRACE.batch-RUN.jsonl beside the trace)")
+    group.add_argument("--max-cost", type=_dollars, metavar="USD", dest="max_cost",
+                       help="with --via: send nothing if the calls would cost more than USD at the engine's rates")
     group.add_argument("--record", type=_given, metavar="SCRIPT.json",
                        help="turn a scripted conversation into a trace (--trace FILE, "
                             "default SCRIPT.jsonl), through the real loop")
@@ -159,6 +169,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --fork: the instructions from the fork on are FILE's text ($tools: the tools' "
                             "documentation), recorded as an edit")
     parser.set_defaults(given_model=None)  # not an option: the model main() may be given (cli/__init__.py)
+    parser.set_defaults(argv=list(sys.argv[1:] if argv is None else argv))  # as typed: a batch left running says it
     return parser.parse_args(argv)
 
 
@@ -205,6 +216,17 @@ def _pace(text: str):
         return parse_pace(text)
     except ValueError as problem:
         raise argparse.ArgumentTypeError(str(problem).removeprefix("--pace ")) from None
+
+
+def _dollars(text: str) -> float:
+    """--max-cost's value: US dollars, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"takes US dollars from 0 to 1,000,000, got {text!r}")
+    return value
 
 
 def _context_choice(text: str) -> str:

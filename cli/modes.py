@@ -28,7 +28,7 @@ MODES = {
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
                              "prices_of cache_ttl pace observation_cut"),
-    "probe": Mode("probe", "repeat phrasings jobs answers reader", needs="replay"),
+    "probe": Mode("probe", "repeat phrasings jobs answers reader via ledger max_cost yes", needs="replay"),
     "fork": Mode("fork", "model policy policies ttl trace json quiet html no_stream protocol set_observation "
                          "set_reply instructions", needs="source"),
     "chat": Mode("chat", "model policy ttl trace quiet finish show_context html no_stream protocol mcp confirm yes "
@@ -44,13 +44,15 @@ MODES = {
 EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points",
-           "prices_of", "cache_ttl", "pace", "observation_cut", "reader", "phrasings", "jobs", "answers", "source",
+           "prices_of", "cache_ttl", "pace", "observation_cut", "reader", "phrasings", "jobs", "answers", "via",
+           "ledger", "max_cost", "source",
            "fork", "set_observation", "set_reply", "instructions", "resume", "question", "chat", "compare", "replay",
            "record", "html", "otel", "model", "policy", "ttl", "trace", "json", "quiet", "finish", "show_context",
            "no_stream", "models", "verify_cache", "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
-FILES = ["replay", "record", "source", "resume", "instructions", "facts", "trace", "html", "plot", "csv", "answers"]
-WRITTEN = {"trace", "html", "plot", "csv", "answers"}
+FILES = ["replay", "record", "source", "resume", "instructions", "facts", "trace", "html", "plot", "csv", "answers",
+         "ledger"]
+WRITTEN = {"trace", "html", "plot", "csv", "answers", "ledger"}
 
 
 def _device(path: str) -> bool:
@@ -131,7 +133,7 @@ def _not_taken(args, given: list[str]) -> str | None:
 def _by_value(args) -> str | None:
     """The refusals that depend on the values given."""
     return (_model_unused(args) or _model_given_twice(args) or _jobs_for_one(args) or _trace_folder(args)
-            or _named_twice(args))
+            or _named_twice(args) or _via(args))
 
 
 def as_comparison(args) -> str | None:
@@ -175,6 +177,20 @@ def _is_local(spec: str) -> bool:
         return parse_spec(spec)[0] == "local"
     except ModelConfigError:
         return False  # a bad spec is said when the model is loaded
+
+
+def _via(args) -> str | None:
+    """What goes with --via: --ledger only with a batch, --max-cost only with --via, no --jobs beside a batch (the
+    service runs its calls), and the answer reader only."""
+    if args.ledger and args.via != "batch":
+        return "--ledger only works with --via batch"
+    if args.max_cost is not None and not args.via:
+        return "--max-cost only works with --via"
+    if args.via == "batch" and args.jobs:
+        return "--via batch does not go with --jobs: the service runs the batch's calls"
+    if args.via and args.reader == "likelihood":
+        return "--via does not go with --reader likelihood: the likelihood reader runs on an embedded model"
+    return None
 
 
 def _trace_folder(args) -> str | None:

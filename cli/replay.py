@@ -11,6 +11,7 @@ from tokens import local_counter
 from views.terminal import clean
 from cli.arguments import PRICED_REPLAY, comma_separated
 from cli.loading import chosen_model, load_env_files, open_trace
+from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         readable, write_output)
 
@@ -124,6 +125,7 @@ def _replay_model(args, run: Replaying) -> None:
             run.model = chosen_model(args)
         except (ModelConfigError, ValueError) as problem:
             raise UsageError(str(problem)) from None
+        check_via(args, run.model)
         if args.jobs and args.jobs > 1 and run.model.backend == "local":
             raise UsageError("--jobs runs calls at once against network models; "
                              "an embedded model answers one at a time")
@@ -169,10 +171,32 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
     if args.reader == "likelihood":
         return _score(args, run, specs, counter)
     run.answers = []
+    if args.via:
+        return _probe_via(args, run, specs, counter)
     _going(run, "probing…", lambda update: probe(
         paced(run.events, args.pace) if args.pace else run.events,  # the clock cold:T reads
         specs, run.model, run.facts, run.points, phrasings=args.phrasings, repeat=args.repeat or 1,
         jobs=args.jobs or 1, summaries=run.summaries, counter=counter, progress=update, answers=run.answers))
+
+
+def _probe_via(args, run: Replaying, specs: list[str], counter) -> None:
+    """The probes through the provider's engine (--via): planned, priced, and sent only with a yes; a batch's
+    replies read back into the answers, or a flex tier's asked one by one as without --via."""
+    from experiments.probe import asked, planned
+    from experiments.replay import paced
+
+    try:
+        plan = planned(paced(run.events, args.pace) if args.pace else run.events, specs, run.facts, run.points,
+                       args.phrasings, args.repeat or 1, run.summaries, counter)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    batch = open_batch(args, args.replay, run.model, plan) if args.via == "batch" else None
+    price_before_sending(args, run.model, plan, counter, batch)
+    sender = (lambda update: lambda requests: batch.replies(update, say)) if batch else lambda update: None
+    _going(run, "probing…", lambda update: asked(run.model, plan, args.jobs or 1, update, run.answers,
+                                                 sender(update)))
+    if batch is not None and isinstance(run.stopped, KeyboardInterrupt):
+        print(resume_line(args), file=sys.stderr)
 
 
 def _going(run: Replaying, label: str, ask) -> None:
@@ -254,11 +278,20 @@ def _setup(args, run: Replaying, counter) -> dict:
     """What made the numbers, for every output to carry (experiments/provenance.py)."""
     from experiments.provenance import provenance
 
+    return provenance(args.replay, args.facts, run.priced, _probed(args, run), counter.name, args.pace)
+
+
+def _probed(args, run: Replaying) -> dict | None:
+    """The probe's settings, when it ran."""
+    if not (args.probe and run.model):
+        return None
     probed = {"model": run.model.name, "reader": args.reader or "answer", "phrasings": args.phrasings or "all",
-              "repeats": args.repeat or 1, "jobs": args.jobs or 1} if args.probe and run.model else None
-    if probed and probed["reader"] == "likelihood":  # a score is the same every time, one at a time
+              "repeats": args.repeat or 1, "jobs": args.jobs or 1}
+    if probed["reader"] == "likelihood":  # a score is the same every time, one at a time
         del probed["repeats"], probed["jobs"]
-    return provenance(args.replay, args.facts, run.priced, probed, counter.name, args.pace)
+    if args.via:  # the provider's engine asked: the same answers, another price
+        probed["via"] = args.via
+    return probed
 
 
 def _replay_exit(run: Replaying, unwritten: list[str]) -> int:

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 from agent import CUT_SHORT
 from experiments.facts import Fact, ProbePoint, matches, question_event, stated
 from experiments.replay import Summaries, Summarised, summarised
-from models import Message, Model
+from models import Message, Model, ModelReply
 from policies import make_policy
 from policies.full import FullHistory
 from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
@@ -87,8 +87,24 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     backends; each keeps its own retry rules). Answers are appended to `answers` as they come, so that a caller
     interrupted midway keeps them; returned sorted. Raises ValueError, before any call, for a trace with no
     instructions (one cut short before its first model call): the probes are asked under its instructions."""
+    plan = planned(events, specs, facts, points, phrasings, repeat, summaries, counter)
+    return asked(model, plan, jobs, progress, answers)
+
+
+@dataclass
+class Plan:
+    """Every probe question to ask, in the order asked: (answer to fill, context, fact) each; and the order of the
+    conditions, in which the answers are sorted."""
+    tasks: list[tuple]
+    order: dict[str, int]
+
+
+def planned(events: Sequence[dict], specs: Sequence[str], facts: list[Fact], points: list[ProbePoint],
+            phrasings: int | None = None, repeat: int = 1, summaries: Summaries | None = None,
+            counter: TokenCounter | None = None) -> Plan:
+    """The questions `probe` asks, built before any is asked (so that their calls can be counted and priced first);
+    ValueError for a trace with no instructions."""
     counter = counter or local_counter()
-    answers = answers if answers is not None else []
     instructions, sessions = prepared(events, specs, counter, summaries)
     order = {condition: n for n, condition in enumerate([*CONTROLS, *sessions])}
     # Asked point by point and, at each point, condition by condition: the calls of one condition at one point share
@@ -97,8 +113,21 @@ def probe(events: Sequence[dict], specs: Sequence[str], model: Model, facts: lis
     tasks = [task for point in points
              for task in sorted(_tasks(events, instructions, sessions, facts, point, phrasings, repeat, counter),
                                 key=lambda task: order[task[0].condition])]  # a stable sort: else as built
-    _ask_all(model, tasks, jobs, progress, answers)
-    answers.sort(key=lambda a: (order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
+    return Plan(tasks, order)
+
+
+def asked(model: Model, plan: Plan, jobs: int = 1, progress: Callable[[str], None] = lambda text: None,
+          answers: list | None = None, sender: Callable | None = None) -> list[ProbeAnswer]:
+    """The plan's questions asked of `model`, `jobs` at a time, each answer appended to `answers` as it comes; or,
+    with `sender` (experiments/batch.py), all at once: `sender(requests)` takes every (messages, stop) pair and
+    returns their replies in the same order. Returned sorted, conditions in the plan's order."""
+    answers = answers if answers is not None else []
+    if sender is None:
+        _ask_all(model, plan.tasks, jobs, progress, answers)
+    else:
+        replies = sender([(messages, STOP_SEQUENCES) for _, messages, _ in plan.tasks])
+        answers.extend(_read(answer, reply, fact) for (answer, _, fact), reply in zip(plan.tasks, replies))
+    answers.sort(key=lambda a: (plan.order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
     return answers
 
 
@@ -164,7 +193,11 @@ def contexts(events: Sequence[dict], instructions: dict, sessions: dict, facts: 
 def _asked(model: Model, task: tuple) -> ProbeAnswer:
     """One probe asked, its answer read from its Answer line and classified."""
     answer, messages, fact = task
-    reply = model.generate(messages, STOP_SEQUENCES)
+    return _read(answer, model.generate(messages, STOP_SEQUENCES), fact)
+
+
+def _read(answer: ProbeAnswer, reply: ModelReply, fact: Fact) -> ProbeAnswer:
+    """A probe's reply read into its answer: the Answer line, classified."""
     text = as_text(cut_at_observation(reply.text))
     said = parse_reply(text).answer
     answer.answer = said if said is not None else text

@@ -178,6 +178,9 @@ class Backend:
     provider: str | None = None  # OpenTelemetry's gen_ai.provider.name (None: the backend's name)
     operation: str = "chat"  # OpenTelemetry's gen_ai.operation.name for a call
     openinference: str | None = None  # OpenInference's llm.provider, for the providers it names
+    # The service's own ways of asking many calls cheaply, for --via: batch (a Batch API: the calls
+    # sent as one job, answered within a day) and flex (a slower, cheaper tier of the same calls).
+    engines: tuple[str, ...] = ()
 
 
 # The backends a model spec can name. A model made otherwise (the scripted model, a test's) has a
@@ -187,7 +190,8 @@ BACKENDS = {
                       operation="generate_content", openinference="google"),
     "openai": Backend("models.services.openai_compatible", "OpenAI-compatible server",
                       "OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY",
-                      "check OPENAI_BASE_URL", openinference="openai"),
+                      "check OPENAI_BASE_URL", openinference="openai",
+                      engines=("batch", "flex")),
     "ollama": Backend("models.services.ollama_chat", "Ollama", "OLLAMA_HOST",
                       "http://localhost:11434", None, "is Ollama running? `ollama serve`",
                       free="a model on your own Ollama"),

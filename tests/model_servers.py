@@ -5,7 +5,7 @@ requests) run in the tests: streamed answers, slow drips, redirects and refusals
   the per-family rules of today's models for thinking settings and temperature; the one Gemini of the tests,
   the command line's included (tests/conftest.py's `gemini` and `world` start it).
 - OpenAIStandIn: `POST /v1/chat/completions` (whole or as server-sent events) and `GET /v1/models`, as
-  OpenAI, Ollama and llama.cpp's server answer them.
+  OpenAI, Ollama and llama.cpp's server answer them; BatchStandIn adds OpenAI's Files and Batch APIs.
 
 Each rule is written from the provider's documentation, cited beside it. Answers come from a queue; an
 `Answer` in the queue is sent exactly as given (any status, headers, a body dripped in chunks).
@@ -13,6 +13,7 @@ Each rule is written from the provider's documentation, cited beside it. Answers
 import base64
 import json
 import re
+import threading
 
 from servers import Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
 
@@ -457,3 +458,168 @@ class OpenAIStandIn(Loopback):
         if (body.get("stream_options") or {}).get("include_usage") and reply.get("usage"):
             events.append({**base, "choices": [], "usage": reply["usage"]})
         return events + ["[DONE]"]
+
+
+# ------------------------------------------------------------------ OpenAI's Files and Batch APIs
+
+def multipart(request) -> dict:
+    """The fields of a multipart/form-data body: name -> (filename or None, bytes)."""
+    from email import policy
+    from email.parser import BytesParser
+
+    head = f"Content-Type: {request['headers'].get('Content-Type', '')}\r\n\r\n".encode()
+    message = BytesParser(policy=policy.HTTP).parsebytes(head + request["body"])
+    return {part.get_param("name", header="content-disposition"): (part.get_filename(),
+                                                                  part.get_payload(decode=True))
+            for part in message.iter_parts()}
+
+
+class BatchStandIn(OpenAIStandIn):
+    """OpenAI's Files and Batch APIs over the chat completions of OpenAIStandIn, each line of a batch answered from
+    the same queue of replies, in the order of its input, as the synchronous calls would be. Each rule is from
+    https://platform.openai.com/docs/guides/batch and the API reference, read on 2026-12-07:
+    - POST /v1/files takes a multipart form with `purpose` and `file`, and answers a File object {id, object "file",
+      bytes, created_at, filename, purpose} (api-reference/files/create); GET /v1/files?purpose= lists them in
+      {"object": "list", "data"} (api-reference/files/list); GET /v1/files/{id}/content answers the file's bytes
+      (api-reference/files/retrieve-contents).
+    - POST /v1/batches takes input_file_id, endpoint and completion_window, of which only "24h" is supported, and
+      answers a Batch object, status "validating" (api-reference/batch/create); a file not uploaded with purpose
+      "batch", or a line whose url is not the batch's endpoint, fails the batch in validation, its reasons in
+      errors.data (the batch guide: "The file can contain up to 50,000 requests"; "url" must match).
+    - GET /v1/batches/{id} (api-reference/batch/retrieve): each poll here moves it one state on, validating,
+      in_progress, finalizing, completed, with request_counts {total, completed, failed}; output_file_id and
+      error_file_id once completed (api-reference/batch/object). GET /v1/batches?limit=&after= lists the newest
+      first with has_more (api-reference/batch/list).
+    - Output lines {id, custom_id, response: {status_code, request_id, body}, error: null} come "in any order": the
+      guide says the output line order may not match the input order; here they come reversed. A request that
+      failed has its line in the error file, with its status_code and error body.
+    - A batch that does not complete in its window is "expired": the requests done are in the output file, the
+      others in the error file with error {"code": "batch_expired"} (the guide's "Batch expiration").
+    Knobs: `fail_first` lines of the first batch fail with a 500 in the error file (partial failure); `outcome`
+    "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that was not sent; `stall`:
+    "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the work, sets `stalled` and
+    never answers (a run killed there); `uploaded` keeps every line uploaded, `polls` counts the polls."""
+
+    def __init__(self, replies: list, **options):
+        self.fail_first = options.pop("fail_first", 0)
+        self.outcome, self.stranger = options.pop("outcome", "completed"), options.pop("stranger", False)
+        self.stall = options.pop("stall", None)
+        super().__init__(replies, models=("m",), **options)
+        self.files, self.batches, self.uploaded, self.polls = {}, {}, [], 0
+        self.stalled = threading.Event()
+
+    def handle(self, request):
+        path, method = request["path"], request["method"]
+        if request["headers"].get("Authorization", "") != f"Bearer {self.key}" and self.key is not None:
+            return openai_error(401, "Incorrect API key provided.", code="invalid_api_key")
+        if path == "/v1/files" and method == "POST":
+            return self._upload(multipart(request))
+        if path == "/v1/files":
+            purpose = request["query"].get("purpose")
+            return Answer.json(200, {"object": "list", "data": [
+                {k: v for k, v in file.items() if k != "data"} for file in self.files.values()
+                if purpose in (None, file["purpose"])]})
+        match = re.fullmatch(r"/v1/files/([^/]+)/content", path)
+        if match:
+            file = self.files.get(match.group(1))
+            return Answer(200, [file["data"]], {"Content-Type": "application/octet-stream"}) if file else \
+                openai_error(404, f"No such File object: {match.group(1)}")
+        if path == "/v1/batches" and method == "POST":
+            return self._create(request["body"])
+        if path == "/v1/batches":
+            listed = list(reversed(self.batches.values()))  # the newest first
+            after = request["query"].get("after")
+            if after:
+                listed = listed[[b["id"] for b in listed].index(after) + 1:]
+            limit = int(request["query"].get("limit", 20))
+            return Answer.json(200, {"object": "list", "data": listed[:limit], "has_more": len(listed) > limit})
+        match = re.fullmatch(r"/v1/batches/([^/]+)", path)
+        if match:
+            return self._poll(match.group(1))
+        return super().handle(request)
+
+    def _held(self, step: str, answer: Answer) -> Answer:
+        """The answer, or, at the step the stand-in stalls at, none: the work done, the client left waiting."""
+        if self.stall == step:
+            self.stalled.set()
+            self.closing.wait()
+        return answer
+
+    def _upload(self, form: dict) -> Answer:
+        name, data = form["file"]
+        lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+        self.uploaded += lines
+        file = {"id": f"file-{len(self.files) + 1}", "object": "file", "bytes": len(data), "created_at": 0,
+                "filename": name, "purpose": form["purpose"][1].decode(), "data": data}
+        self.files[file["id"]] = file
+        return self._held("upload", Answer.json(200, {k: v for k, v in file.items() if k != "data"}))
+
+    def _create(self, body: dict) -> Answer:
+        file = self.files.get(body.get("input_file_id"))
+        if file is None:
+            return openai_error(400, f"Invalid input_file_id: {body.get('input_file_id')}")
+        if body.get("completion_window") != "24h":
+            return openai_error(400, "Invalid completion_window: only '24h' is supported.",
+                                param="completion_window")
+        batch = {"id": f"batch_{len(self.batches) + 1}", "object": "batch", "endpoint": body.get("endpoint"),
+                 "errors": None, "input_file_id": file["id"], "completion_window": "24h", "status": "validating",
+                 "output_file_id": None, "error_file_id": None, "created_at": 0,
+                 "request_counts": {"total": 0, "completed": 0, "failed": 0}}
+        self.batches[batch["id"]] = batch
+        return self._held("create", Answer.json(200, batch))
+
+    def _poll(self, batch_id: str) -> Answer:
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            return openai_error(404, f"No batch found with id '{batch_id}'.")
+        self.polls += 1
+        lines = [json.loads(line) for line in self.files[batch["input_file_id"]]["data"].splitlines()]
+        steps = {"validating": "in_progress", "in_progress": "finalizing", "finalizing": "completed"}
+        if batch["status"] == "validating" and (self.outcome == "failed" or self.files[batch["input_file_id"]][
+                "purpose"] != "batch" or any(line.get("url") != batch["endpoint"] for line in lines)):
+            batch["status"], batch["errors"] = "failed", {"object": "list", "data": [
+                {"code": "invalid_request", "message": "The url of line 1 does not match the batch's endpoint.",
+                 "line": 1}]}
+        elif batch["status"] == "in_progress" and self.outcome == "expired":
+            self._answer(batch, lines, expired=True)
+        elif batch["status"] in steps:
+            batch["status"] = steps[batch["status"]]
+            if batch["status"] == "completed":
+                self._answer(batch, lines)
+        batch["request_counts"]["total"] = len(lines)
+        held = self.stall == "poll" and self.polls == 2
+        return self._held("poll", Answer.json(200, batch)) if held else Answer.json(200, batch)
+
+    def _answer(self, batch: dict, lines: list[dict], expired: bool = False) -> None:
+        """Each line answered as chat/completions would answer it (OpenAIStandIn), in the order of the input; the
+        output and error files written, the output reversed."""
+        output, errors = [], []
+        first = batch["id"] == "batch_1"
+        for number, line in enumerate(lines):
+            result = {"id": f"batch_req_{number}", "custom_id": line["custom_id"], "error": None}
+            if expired and number >= len(lines) // 2:
+                errors.append({**result, "response": None, "error": {
+                    "code": "batch_expired",
+                    "message": "This request could not be executed before the completion window expired."}})
+                continue
+            if first and number < self.fail_first:
+                errors.append({**result, "response": {"status_code": 500, "request_id": f"req_{number}", "body": {
+                    "error": {"message": "The server had an error processing your request.", "type": "server_error",
+                              "param": None, "code": None}}}})
+                continue
+            answer = super().handle({"method": "POST", "path": "/v1/chat/completions", "headers": {
+                "Authorization": f"Bearer {self.key}"}, "query": {}, "body": line["body"]})
+            body = json.loads(b"".join(answer.chunks))
+            result["response"] = {"status_code": answer.status, "request_id": f"req_{number}", "body": body}
+            (output if answer.status == 200 else errors).append(result)
+        if self.stranger:
+            output.append({**output[0], "custom_id": "not-sent-here"})
+        batch["status"] = "expired" if expired else "completed"
+        batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
+        for kind, results in (("output_file_id", list(reversed(output))), ("error_file_id", errors)):
+            if results:
+                data = b"".join(json.dumps(result).encode() + b"\n" for result in results)
+                file = {"id": f"file-{len(self.files) + 1}", "object": "file", "bytes": len(data), "created_at": 0,
+                        "filename": f"{batch['id']}_{kind[:-8]}.jsonl", "purpose": "batch_output", "data": data}
+                self.files[file["id"]] = file
+                batch[kind] = file["id"]

@@ -20,6 +20,7 @@ gets its tokens counted here (tokens.py), and the reply says "counted locally".
 Retries, waits and the call deadline are models/services/retry.py's. Redirects are never followed: the key goes to
 the configured host only.
 """
+import json
 import os
 import time
 from dataclasses import replace
@@ -74,6 +75,7 @@ class OpenAICompatibleModel:
         self._window: int | None = None  # learned once, for Ollama (see window)
         retry.call_deadline()  # an invalid TINYREACT_CALL_DEADLINE is refused now, not at the first question
         self._session = None
+        self.service_tier: str | None = None  # "flex" with --via flex (openai_request.request_body)
 
     @classmethod
     def for_backend(cls, backend: str, name: str) -> "OpenAICompatibleModel":
@@ -157,7 +159,20 @@ class OpenAICompatibleModel:
         """Where the request goes (None: chat/completions) and its body: what the server refused before is left
         out."""
         stop = stop if "stop" not in self.dropped else []
-        return None, request_body(self.name, chat, stop, tools, streaming, self._temperature_sent())
+        return None, request_body(self.name, chat, stop, tools, streaming, self._temperature_sent(), self.service_tier)
+
+    def batch_body(self, messages: list[Message], stop: list[str]) -> dict:
+        """The body a call of `messages` sends, whole (not streamed): what one line of a batch carries."""
+        return self._request(self._chat(messages, None), stop, None, False)[1]
+
+    def reply_of(self, answer: dict) -> ModelReply:
+        """A chat completion that came back in a batch's output, read as a call's reply is read."""
+        reply = self._whole(None, json.dumps(answer).encode())[0]
+        return replace(reply, temperature=self._temperature_sent())
+
+    def connection(self) -> tuple[str, dict]:
+        """The base URL requests go to, and the headers that carry the key: for the Files and Batches APIs."""
+        return self._request_url, {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _read(self, response, stop: list[str], channel: retry.Channel, streaming: bool,
               tools: list[dict] | None) -> tuple[ModelReply, bool, str | None]:

@@ -1,0 +1,172 @@
+"""Many one-call questions sent through a provider's own engine (`--via batch`): written as one batch, sent, polled
+until it ends, and each reply put back in the place of its question, as if asked one at a time.
+
+A service (models/services/openai_batch.py) builds each call's body, submits a batch under a name, polls it and
+reads its outcomes; this module keeps the run's ledger (experiments/ledger.py) and decides what to send:
+- every call is written to the ledger before it is sent, and each batch before it is submitted, so that a run
+  killed at any moment and started again finds its batches (by their name, at the service) and sends no call twice;
+- a call the batch answered with an error is sent once more, in a new batch, and the run says so; one that fails
+  again is an error of one line, and the replies that came are kept;
+- a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line.
+The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's.
+"""
+import os
+import time
+from typing import Callable, Protocol
+
+from experiments.ledger import Ledger, canonical, run_digest
+from models import Message, ModelError, ModelReply
+
+POLL_VARIABLE = "TINYREACT_BATCH_POLL"
+DEFAULT_POLL = 30.0  # seconds; neither OpenAI's nor Gemini's batch guide advises one, and Gemini's example polls
+# every 30 s (https://ai.google.dev/gemini-api/docs/batch-mode)
+TRIES = 2  # a call that fails inside a batch is sent once more
+
+
+class BatchService(Protocol):
+    """A provider's batch engine, as this module uses it."""
+    name: str  # the backend and model, as the ledger names the service
+
+    def body(self, messages: list[Message], stop: list[str]) -> dict: ...  # what one call sends
+
+    def submit(self, name: str, calls: list[tuple[str, dict]]) -> tuple[str, dict]: ...  # (batch id, its files)
+
+    def poll(self, batch_id: str): ...  # a Polled: status, ended, done, total, files, problem
+
+    def outcomes(self, polled) -> list: ...  # the Outcomes (id, answer, error) of an ended batch
+
+    def reply(self, answer: dict) -> ModelReply: ...  # a response body read as a call's reply
+
+
+class BatchFailed(ModelError):
+    """A batch failed or expired, a call failed twice, or an outcome named a call that is not the run's."""
+
+
+def call_ids(bodies: list[dict]) -> list[str]:
+    """Each call's custom_id: the SHA-256 of its body (experiments.ledger.custom_id); the n-th call of a body already
+    asked (a repeat, two policies that show the same context) is the SHA-256 of the body and n, so that each is
+    its own call, as when asked one at a time."""
+    import hashlib
+
+    seen: dict[str, int] = {}
+    ids = []
+    for body in bodies:
+        data = canonical(body)
+        seen[data] = seen.get(data, 0) + 1
+        suffix = b"" if seen[data] == 1 else b"\n" + str(seen[data]).encode()
+        ids.append(hashlib.sha256(data + suffix).hexdigest())
+    return ids
+
+
+def poll_seconds() -> float:
+    """TINYREACT_BATCH_POLL (seconds, 0 or more) or DEFAULT_POLL; ValueError in one line for anything else."""
+    value = os.environ.get(POLL_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_POLL
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 86_400:
+        raise ValueError(f"{POLL_VARIABLE} must be seconds from 0 to 86,400, got {value!r}")
+    return seconds
+
+
+class BatchRun:
+    """The calls of one run through a batch engine: their bodies and ids, and its ledger, opened (or read back) at
+    `ledger_path(digest)`, the digest naming the run."""
+
+    def __init__(self, service: BatchService, requests: list[tuple[list[Message], list[str]]],
+                 ledger_path: Callable[[str], str]):
+        self.service, self.wait = service, poll_seconds()
+        self.bodies = [service.body(messages, stop) for messages, stop in requests]
+        self.ids = call_ids(self.bodies)
+        self.digest = run_digest(self.ids)
+        self.ledger = Ledger(ledger_path(self.digest), self.digest, service.name)
+
+    def unsent(self) -> list[int]:
+        """The places of the calls no batch has carried yet: what sending would pay for."""
+        return [n for n, id in enumerate(self.ids) if self.ledger.tries(id) == 0]
+
+    def replies(self, progress: Callable[[str], None], say: Callable[[str], None]) -> list[ModelReply]:
+        """Every call's reply, in the order of the calls: sent in batches, waited for, read back. Raises BatchFailed
+        when a batch fails or expires, or a call fails twice; the replies that came are in the ledger, and a run
+        started again reads them from there."""
+        started = time.monotonic()
+        for id, body in zip(self.ids, self.bodies):
+            if id not in self.ledger.calls:
+                self.ledger.record("call", id=id, body=body)
+        while True:
+            for batch in self.ledger.open_batches():
+                self._finish(batch, started, progress)
+            todo = self._to_send(say)
+            if not todo:
+                break
+            name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
+            self.ledger.record("submitting", name=name, ids=todo)
+        return [self.service.reply(self.ledger.answers[id]) for id in self.ids]
+
+    def _to_send(self, say: Callable[[str], None]) -> list[str]:
+        """The calls still to send: never sent, or failed once (said once); BatchFailed for one failed twice."""
+        unanswered = list(dict.fromkeys(id for id in self.ids if id not in self.ledger.answers))
+        failed_twice = [id for id in unanswered if self.ledger.tries(id) >= TRIES]
+        if failed_twice:
+            raise BatchFailed(f"{len(failed_twice)} call(s) failed in two batches, the last time: "
+                              f"{self.ledger.failures[failed_twice[0]][-1]}; the answers that came are kept")
+        again = [id for id in unanswered if self.ledger.tries(id) == 1]
+        if again:
+            say(f"{len(again)} call(s) failed in their batch ({self.ledger.failures[again[0]][-1]}): sending them "
+                "once more, in a new batch")
+        return unanswered
+
+    def _finish(self, batch, started: float, progress: Callable[[str], None]) -> None:
+        """Submit a batch the ledger began (the service finds it by name if it took it already), wait for its end,
+        and record its outcomes."""
+        if batch.id is None:
+            batch.id, files = self.service.submit(batch.name, [(id, self.ledger.calls[id]) for id in batch.ids])
+            self.ledger.record("submitted", name=batch.name, batch=batch.id, files=files)
+        while True:
+            polled = self.service.poll(batch.id)
+            waited = time.monotonic() - started
+            progress(f"batch {batch.id}: {polled.status}, {polled.done} of {polled.total or len(batch.ids)} calls, "
+                     f"waited {int(waited // 60)}:{int(waited % 60):02d}")
+            if polled.ended:
+                break
+            time.sleep(self.wait)
+        self._record(batch, polled)
+
+    def _record(self, batch, polled) -> None:
+        """An ended batch's outcomes into the ledger; BatchFailed for a batch that failed, or expired, or answered
+        for a call it was not sent."""
+        if polled.status == "failed":
+            for id in batch.ids:
+                self.ledger.record("failed", id=id, batch=batch.id, error=f"the batch failed: {polled.problem}")
+            self.ledger.record("ended", batch=batch.id, status=polled.status, files=polled.files)
+            raise BatchFailed(f"batch {batch.id} failed: {polled.problem or 'the service gave no reason'}")
+        outcomes = self.service.outcomes(polled)
+        stranger = next((outcome for outcome in outcomes if outcome.id not in batch.ids), None)
+        if stranger is not None:
+            raise BatchFailed(f"batch {batch.id} answered for a call it was not sent (custom_id "
+                              f"{stranger.id[:40]!r}{': ' + stranger.error if stranger.error else ''}): not read")
+        for outcome in outcomes:
+            if outcome.answer is not None:
+                self.ledger.record("answer", id=outcome.id, batch=batch.id, response=outcome.answer)
+            else:
+                self.ledger.record("failed", id=outcome.id, batch=batch.id, error=outcome.error)
+        unanswered = [id for id in batch.ids if id not in {outcome.id for outcome in outcomes}]
+        for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent
+            self.ledger.record("failed", id=id, batch=batch.id, error=f"no outcome ({polled.status})")
+        self.ledger.record("ended", batch=batch.id, status=polled.status, files=polled.files)
+        if polled.status in ("expired", "cancelled"):
+            answered = sum(outcome.answer is not None for outcome in outcomes)
+            raise BatchFailed(f"batch {batch.id} {polled.status} with {answered} of {len(batch.ids)} calls answered "
+                              "(kept in the ledger): run the same command again to send the rest")
+
+
+def service_for(model) -> BatchService:
+    """The batch engine of the service `model` calls: OpenAI's Batch API for `openai:`."""
+    from models.services.openai_batch import OpenAIBatches
+
+    if model.backend == "openai":
+        return OpenAIBatches(model)
+    raise ValueError(f"{model.backend}:{model.name} has no batch engine here")

@@ -1,0 +1,280 @@
+"""--via batch and --via flex: the probe asked through OpenAI's Batch API (tests/model_servers.py's BatchStandIn,
+written from its reference) or its flex tier gives the answers the calls give, in the same places; the price is shown
+before anything is sent; a run killed at any moment and started again sends no call twice; and what goes wrong is one
+line."""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from model_servers import BatchStandIn, OpenAIStandIn, openai_error
+from models.services import retry
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = ["--probe", "--policies", "full,window:1", "--model", "openai:m"]
+# 24 calls (6 phrasings under two policies and two controls), each reply its own, some of them right
+REPLIES = [f"Thought: reading\nAnswer: {n} or 15.5 °C" if n % 3 else f"Answer: not sure ({n})" for n in range(24)]
+
+
+@pytest.fixture
+def trace(tmp_path):
+    path = tmp_path / "superbowl.jsonl"
+    shutil.copy(os.path.join(ROOT, "conversations", "superbowl.jsonl"), path)
+    return str(path)
+
+
+@pytest.fixture
+def batches(monkeypatch):
+    """start(replies, **knobs): a BatchStandIn named by OPENAI_BASE_URL, its key in OPENAI_API_KEY, polled at once."""
+    started = []
+
+    def start(replies, **knobs):
+        server = BatchStandIn(replies, key="test-key-0123", **knobs).__enter__()
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+        monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+def synchronous(agent_py, openai, trace, tmp_path, replies=REPLIES) -> tuple[str, list[dict]]:
+    """The answers CSV of the probe asked one call at a time, and the bodies it sent."""
+    server = openai(list(replies))
+    done = agent_py("--replay", trace, *PROBE, "--answers", str(tmp_path / "calls.csv"))
+    assert done.returncode == 0, done.stderr
+    return (tmp_path / "calls.csv").read_text(), server.bodies
+
+
+def test_a_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, openai, batches, trace, tmp_path):
+    expected, sent = synchronous(agent_py, openai, trace, tmp_path)
+    server = batches(list(REPLIES))
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == expected  # the output came reversed: read by custom_id
+    # Each line carries the very body the call sent, named by its SHA-256, in the Batch API's input shape.
+    assert [line["body"] for line in server.uploaded] == sent
+    assert all(line["custom_id"] == hashlib.sha256(json.dumps(line["body"], sort_keys=True, separators=(",", ":"),
+                                                              ensure_ascii=False).encode()).hexdigest()
+               for line in server.uploaded[:1])
+    assert {(line["method"], line["url"]) for line in server.uploaded} == {("POST", "/v1/chat/completions")}
+    assert len({line["custom_id"] for line in server.uploaded}) == 24  # a body asked twice is two calls
+    assert "24 calls to send to openai:m" in done.stderr and "batch batch_1" not in done.stdout
+
+
+def test_a_run_started_again_reads_its_answers_from_the_ledger_and_sends_nothing(agent_py, batches, trace, tmp_path):
+    server = batches(list(REPLIES))
+    first = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "1.csv"))
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "2.csv"))
+    assert first.returncode == again.returncode == 0
+    assert (tmp_path / "1.csv").read_text() == (tmp_path / "2.csv").read_text()
+    assert len(server.batches) == 1 and "0 calls to send" in again.stderr
+    assert "24 of 24 calls sent before" in again.stderr
+
+
+def test_calls_that_failed_in_their_batch_are_sent_once_more_and_the_run_says_so(agent_py, batches, trace, tmp_path):
+    server = batches(["Answer: 15.5 °C"] * 24, fail_first=2)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "note: 2 call(s) failed in their batch (500: The server had an error processing your request.): " \
+           "sending them once more, in a new batch" in done.stderr
+    assert [len(b) for b in _lines_by_batch(server)] == [24, 2]
+    assert _lines_by_batch(server)[1] == _lines_by_batch(server)[0][:2]
+    table = json.loads(done.stdout)["probe"]
+    assert json.loads(done.stdout)["setup"]["probe"]["via"] == "batch"
+    assert all(cell["k"] == cell["n"] == 6 for row in table["by_point"].values() for cell in row.values())
+
+
+def _lines_by_batch(server) -> list[list[str]]:
+    return [[json.loads(line)["custom_id"] for line in server.files[batch["input_file_id"]]["data"].splitlines()]
+            for batch in server.batches.values()]
+
+
+@pytest.mark.parametrize("knob, said", [
+    ({"outcome": "failed"}, "batch batch_1 failed: The url of line 1 does not match the batch's endpoint."),
+    ({"outcome": "expired"}, "batch batch_1 expired with 12 of 24 calls answered (kept in the ledger): run the same "
+                             "command again to send the rest"),
+    ({"stranger": True}, "batch batch_1 answered for a call it was not sent (custom_id 'not-sent-here'): not read"),
+])
+def test_a_batch_that_fails_expires_or_answers_a_stranger_is_one_line(agent_py, batches, trace, knob, said):
+    batches(list(REPLIES), **knob)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: probing stopped, the tables hold the answers asked before: {said}"]
+
+
+def test_an_expired_batch_sends_only_its_unanswered_calls_again(agent_py, batches, trace, tmp_path):
+    server = batches(["Answer: 15.5 °C"] * 36, outcome="expired")
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes").returncode == 1
+    server.outcome = "completed"
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert done.returncode == 0, done.stderr
+    first, second = _lines_by_batch(server)
+    assert second == first[12:]  # the 12 the expired batch answered are not asked again
+
+
+def test_with_no_terminal_nothing_is_sent_without_yes(agent_py, batches, trace):
+    server = batches(list(REPLIES))
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch")
+    assert done.returncode == 2 and server.uploaded == [] and server.requests == []
+    assert done.stderr.splitlines()[-1] == ("error: not sent: there is no terminal to ask before paying; add --yes "
+                                            "to send")
+    assert done.stderr.startswith("--via batch: 24 calls to send to openai:m, ")
+
+
+def test_the_price_is_shown_before_sending_and_max_cost_refuses_above_it(agent_py, batches, trace, tmp_path,
+                                                                       monkeypatch):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"m": {"input": 2.0, "cached_input": 0.2, "output": 8.0, "batch": 0.5,
+                                                  "flex": 0.5, "min_cache_tokens": 256, "read": "2026-12-07"}}}))
+    monkeypatch.setenv("TINYREACT_PRICES", str(table))
+    server = batches(list(REPLIES))
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--max-cost", "0.0001", "--yes")
+    assert done.returncode == 2 and server.requests == []
+    tokens = int(done.stderr.split(" input tokens")[0].rsplit(", ", 1)[1].replace(",", ""))
+    standard = tokens * 2.0 / 1e6
+    assert f"${standard:.3g} at standard rates, ${standard / 2:.3g} at batch rates (0.5 of standard)" in done.stderr
+    assert "at batch rates with caching at best (prices read 2026-12-07)" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("error: --max-cost 0.0001: sending would cost about $")
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--max-cost", "5", "--yes").returncode == 0
+
+
+@pytest.mark.parametrize("spec", ["ollama:qwen3:8b", "llamacpp:m"])
+def test_via_with_a_service_that_has_no_engine_names_those_that_have(agent_py, trace, spec):
+    done = agent_py("--replay", trace, "--probe", "--model", spec, "--via", "batch", "--yes")
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: --via batch: {spec} has no batch engine; openai: has one"
+
+
+def test_a_ledger_of_another_run_or_a_damaged_one_is_one_line(agent_py, batches, trace, tmp_path):
+    batches(list(REPLIES) * 2)
+    ledger = tmp_path / "l.jsonl"
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger)).returncode == 0
+    other = agent_py("--replay", trace, "--probe", "--policies", "full", "--model", "openai:m", "--via", "batch",
+                     "--yes", "--ledger", str(ledger))
+    assert other.returncode == 2 and other.stderr.count("\n") == 1
+    assert "belongs to another run" in other.stderr and "name another --ledger, or remove it" in other.stderr
+    lines = ledger.read_bytes().split(b"\n")
+    ledger.write_bytes(b"\n".join([lines[0], b"{oops", *lines[1:]]))
+    damaged = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert damaged.returncode == 2 and damaged.stderr.strip() == f"error: {ledger}, line 2: damaged: not JSON in UTF-8"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--via", "batch", "--jobs", "4"], "--via batch does not go with --jobs: the service runs the batch's calls"),
+    (["--ledger", "l.jsonl"], "--ledger only works with --via batch"),
+    (["--via", "flex", "--ledger", "l.jsonl"], "--ledger only works with --via batch"),
+    (["--max-cost", "3"], "--max-cost only works with --via"),
+])
+def test_what_does_not_go_with_via_is_one_line(agent_py, trace, argv, said):
+    done = agent_py("--replay", trace, *PROBE, *argv)
+    assert (done.returncode, done.stderr.strip()) == (2, f"error: {said}")
+
+
+def test_via_without_probe_is_refused(agent_py, trace):
+    done = agent_py("--replay", trace, "--via", "batch")
+    assert done.stderr.strip() == "error: --via only works with --probe"
+
+
+class FlexStandIn(OpenAIStandIn):
+    """Flex processing (https://platform.openai.com/docs/guides/flex-processing, read 2026-12-07): a request with
+    service_tier "flex" may be refused with "429 Resource Unavailable" when capacity is short, and is not billed;
+    retried with back-off it is answered. The first `busy` flex requests are refused."""
+
+    def __init__(self, replies, busy: int):
+        super().__init__(replies, models=("m",))
+        self.busy = busy
+
+    def handle(self, request):
+        body = request["body"]
+        if isinstance(body, dict) and body.get("service_tier") == "flex" and self.busy > 0:
+            self.busy -= 1
+            return openai_error(429, "Resource unavailable: flex capacity is short; please retry later.",
+                                type="resource_unavailable", code="resource_unavailable")
+        return super().handle(request)
+
+
+def test_flex_gives_the_answers_of_the_calls_with_the_flex_tier_retried_when_busy(agent_py, openai, trace,
+                                                                                  tmp_path, monkeypatch):
+    expected, sent = synchronous(agent_py, openai, trace, tmp_path)
+    waits = []
+    monkeypatch.setattr(retry, "sleep", waits.append)
+    with FlexStandIn(list(REPLIES), busy=2) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "f.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "f.csv").read_text() == expected and len(waits) == 2
+    assert [{**body, "service_tier": "flex"} for body in sent] == server.bodies[2:]
+    assert done.stderr.startswith("--via flex: 24 calls to send to openai:m")
+
+
+# ------------------------------------------------------------------ killed and started again
+
+def _agent(trace: str, url: str, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "test-key-0123",
+           "TINYREACT_BATCH_POLL": "0", "NO_PROXY": "127.0.0.1,localhost"}
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--replay", trace, *PROBE, "--via",
+                             "batch", "--yes", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@pytest.mark.parametrize("stall", ["upload", "create", "poll"])
+def test_a_run_killed_at_any_step_and_started_again_sends_no_call_twice(trace, tmp_path, stall):
+    with BatchStandIn(["Answer: 15.5 °C"] * 24, key="test-key-0123", stall=stall) as server:
+        running = _agent(trace, server.url)
+        assert server.stalled.wait(60), running.communicate()
+        time.sleep(0.2)  # whatever the run writes after the step, it has written
+        running.send_signal(signal.SIGKILL)
+        running.communicate()
+        server.stall = None
+        again = _agent(trace, server.url, "--answers", str(tmp_path / "a.csv"))
+        out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert len(server.uploaded) == 24 and len(server.batches) == 1  # uploaded once, one batch made of it
+    assert (tmp_path / "a.csv").read_text().count("correct") == 24
+
+
+def test_ctrl_c_leaves_the_batch_running_and_says_how_to_pick_it_up(trace, sigint_reaches_children):
+    with BatchStandIn(["Answer: 15.5 °C"] * 24, key="test-key-0123", stall="poll") as server:
+        running = _agent(trace, server.url)
+        assert server.stalled.wait(60)
+        running.send_signal(signal.SIGINT)
+        out, err = running.communicate(timeout=60)
+    assert running.returncode == 130
+    assert (f"the batch keeps running at the service; run the same command to pick it up: python agent.py --replay "
+            f"{trace} --probe --policies full,window:1 --model openai:m --via batch --yes") in err
+
+
+def test_the_wait_shows_the_batch_its_calls_done_of_all_and_the_time_waited(tmp_path, monkeypatch):
+    from experiments.batch import BatchRun, service_for
+    from models import Message
+    from models.services.openai_compatible import OpenAICompatibleModel
+
+    monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+    with BatchStandIn(["Answer: 1", "Answer: 2"], key="k") as server:
+        model = OpenAICompatibleModel("m", server.url + "/v1", api_key="k")
+        asked = [([Message.of("user", f"question {n}", "question")], ["Observation:"]) for n in (1, 2)]
+        run = BatchRun(service_for(model), asked, lambda digest: str(tmp_path / f"{digest}.jsonl"))
+        shown = []
+        replies = run.replies(shown.append, print)
+    assert [reply.text for reply in replies] == ["Answer: 1", "Answer: 2"]
+    assert shown == [f"batch batch_1: {status}, {done} of 2 calls, waited 0:00"
+                     for status, done in [("in_progress", 0), ("finalizing", 0), ("completed", 2)]]
+
+
+def test_a_poll_interval_that_is_no_number_of_seconds_is_one_line(agent_py, batches, trace, monkeypatch):
+    server = batches(list(REPLIES))
+    monkeypatch.setenv("TINYREACT_BATCH_POLL", "soon")
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert (done.returncode, done.stderr.strip()) == (2, "error: TINYREACT_BATCH_POLL must be seconds from 0 to "
+                                                         "86,400, got 'soon'")
+    assert server.requests == []
