@@ -128,7 +128,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --probe: save every answer and its verdict as CSV")
     group.add_argument("--via", choices=["batch", "flex"],
                        help="with --probe: ask through the provider's own engine, at about half price: batch (the "
-                            "OpenAI Batch API: one job, answered within a day, resumed from its ledger) or flex "
+                            "OpenAI Batch API or Gemini's batch mode: one job, answered within a day or two, resumed "
+                            "from its ledger) or flex "
                             "(OpenAI's flex tier: slower calls, retried when it is busy); the price is shown before "
                             "anything is sent, and sending needs a yes on the terminal or --yes")
     group.add_argument("--ledger", type=_given, metavar="FILE.jsonl",

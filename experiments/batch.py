@@ -164,9 +164,12 @@ class BatchRun:
 
 
 def service_for(model) -> BatchService:
-    """The batch engine of the service `model` calls: OpenAI's Batch API for `openai:`."""
-    from models.services.openai_batch import OpenAIBatches
-
+    """The batch engine of the service `model` calls: OpenAI's Batch API for `openai:`, Gemini's batch mode for
+    `gemini:`."""
     if model.backend == "openai":
+        from models.services.openai_batch import OpenAIBatches
         return OpenAIBatches(model)
+    if model.backend == "gemini":
+        from models.services.gemini_batch import GeminiBatches
+        return GeminiBatches(model)
     raise ValueError(f"{model.backend}:{model.name} has no batch engine here")

@@ -187,7 +187,7 @@ class Backend:
 # backend name with no entry: `backend_record()` gives it a record that says nothing is known of it.
 BACKENDS = {
     "gemini": Backend("models.services.gemini", "Gemini", provider="gcp.gemini",
-                      operation="generate_content", openinference="google"),
+                      operation="generate_content", openinference="google", engines=("batch",)),
     "openai": Backend("models.services.openai_compatible", "OpenAI-compatible server",
                       "OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY",
                       "check OPENAI_BASE_URL", openinference="openai",

@@ -623,3 +623,81 @@ class BatchStandIn(OpenAIStandIn):
                         "filename": f"{batch['id']}_{kind[:-8]}.jsonl", "purpose": "batch_output", "data": data}
                 self.files[file["id"]] = file
                 batch[kind] = file["id"]
+
+
+# ------------------------------------------------------------------ Gemini's batch mode
+
+class GeminiBatchStandIn(GeminiStandIn):
+    """Gemini's batch mode over GeminiStandIn's generateContent, each inline request answered from the same queue of
+    replies in the order sent, as the calls would be. The rules, from https://ai.google.dev/gemini-api/docs/batch-mode
+    and https://ai.google.dev/api/batch-mode, read on 2026-12-07, in the shapes google-genai 3.6 reads
+    (google/genai/batches.py: _BatchJob_from_mldev, _InlinedResponse_from_mldev):
+    - POST /v1beta/models/{model}:batchGenerateContent takes {"batch": {"displayName", "inputConfig": {"requests":
+      {"requests": [{"request": a GenerateContentRequest, "metadata": {...}}]}}}} and answers an operation
+      {"name": "batches/{id}", "metadata": {"@type", "model", "displayName", "state": "BATCH_STATE_PENDING",
+      "createTime"}};
+    - GET /v1beta/batches/{id}: here each poll moves it on, BATCH_STATE_PENDING, BATCH_STATE_RUNNING, then
+      BATCH_STATE_SUCCEEDED, whose metadata.output holds {"inlinedResponses": {"inlinedResponses": [{"response",
+      "metadata"} or {"error", "metadata"}]}}, in the order of the requests, each with the metadata it was sent
+      with; BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED for a job not done in 48 hours;
+    - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
+    Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
+    "expired"; `created` counts the batches made, `sent` keeps every inline request."""
+
+    def __init__(self, replies: list, **options):
+        self.fail_first, self.outcome = options.pop("fail_first", 0), options.pop("outcome", "succeeded")
+        super().__init__(replies, **options)
+        self.jobs, self.sent = {}, []
+
+    def handle(self, request):
+        if request["headers"].get("x-goog-api-key") != self.key:
+            return gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.")
+        match = re.fullmatch(r"/v1beta/models/([^/:]+):batchGenerateContent", request["path"])
+        if match and request["method"] == "POST":
+            return self._create(match.group(1), request["body"]["batch"])
+        if request["path"] == "/v1beta/batches":
+            return Answer.json(200, {"operations": list(self.jobs.values())})
+        match = re.fullmatch(r"/v1beta/batches/([^/]+)", request["path"])
+        if match:
+            job = self.jobs.get(f"batches/{match.group(1)}")
+            return self._poll(job) if job else gemini_error(404, "NOT_FOUND", "Requested entity was not found.")
+        return super().handle(request)
+
+    def _create(self, model: str, batch: dict) -> Answer:
+        requests = batch["inputConfig"]["requests"]["requests"]
+        self.sent += requests
+        name = f"batches/{len(self.jobs) + 1}"
+        self.jobs[name] = {"name": name, "metadata": {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "model": f"models/{model}", "displayName": batch.get("displayName", ""), "state": "BATCH_STATE_PENDING",
+            "createTime": "2026-12-07T01:00:00Z"}, "_requests": requests}
+        return Answer.json(200, self._shown(self.jobs[name]))
+
+    def _shown(self, job: dict) -> dict:
+        return {key: value for key, value in job.items() if not key.startswith("_")}
+
+    def _poll(self, job: dict) -> Answer:
+        metadata = job["metadata"]
+        if metadata["state"] == "BATCH_STATE_PENDING":
+            metadata["state"] = "BATCH_STATE_RUNNING"
+        elif metadata["state"] == "BATCH_STATE_RUNNING" and self.outcome in ("failed", "expired"):
+            metadata["state"] = f"BATCH_STATE_{self.outcome.upper()}"
+            job["done"] = True
+        elif metadata["state"] == "BATCH_STATE_RUNNING":
+            metadata["output"] = {"inlinedResponses": {"inlinedResponses": self._answers(job)}}
+            metadata["state"], job["done"] = "BATCH_STATE_SUCCEEDED", True
+        return Answer.json(200, self._shown(job))
+
+    def _answers(self, job: dict) -> list[dict]:
+        answers = []
+        model = job["metadata"]["model"].removeprefix("models/")
+        for number, inline in enumerate(job["_requests"]):
+            if job["name"] == "batches/1" and number < self.fail_first:
+                answers.append({"error": {"code": 13, "message": "Internal error encountered."},
+                                "metadata": inline.get("metadata", {})})
+                continue
+            answer = super().handle({"method": "POST", "path": f"/v1beta/models/{model}:generateContent",
+                                     "headers": {"x-goog-api-key": self.key}, "query": {},
+                                     "body": inline["request"]})
+            answers.append({"response": json.loads(b"".join(answer.chunks)), "metadata": inline.get("metadata", {})})
+        return answers

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from model_servers import BatchStandIn, OpenAIStandIn, openai_error
+from model_servers import BatchStandIn, GeminiBatchStandIn, OpenAIStandIn, openai_error
 from models.services import retry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -152,7 +152,7 @@ def test_the_price_is_shown_before_sending_and_max_cost_refuses_above_it(agent_p
 def test_via_with_a_service_that_has_no_engine_names_those_that_have(agent_py, trace, spec):
     done = agent_py("--replay", trace, "--probe", "--model", spec, "--via", "batch", "--yes")
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: --via batch: {spec} has no batch engine; openai: has one"
+    assert done.stderr.strip() == f"error: --via batch: {spec} has no batch engine; gemini: and openai: have one"
 
 
 def test_a_ledger_of_another_run_or_a_damaged_one_is_one_line(agent_py, batches, trace, tmp_path):
@@ -278,3 +278,77 @@ def test_a_poll_interval_that_is_no_number_of_seconds_is_one_line(agent_py, batc
     assert (done.returncode, done.stderr.strip()) == (2, "error: TINYREACT_BATCH_POLL must be seconds from 0 to "
                                                          "86,400, got 'soon'")
     assert server.requests == []
+
+
+# ------------------------------------------------------------------ Gemini's batch mode
+
+GEMINI = ["--probe", "--policies", "full,window:1", "--model", "gemini:gemini-flash-latest"]
+
+
+@pytest.fixture
+def gemini_batches(monkeypatch):
+    """start(replies, **knobs): a GeminiBatchStandIn the SDK is pointed at (GOOGLE_GEMINI_BASE_URL), polled at once."""
+    started = []
+
+    def start(replies, **knobs):
+        server = GeminiBatchStandIn(replies, **knobs).__enter__()
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GEMINI_API_KEY", server.key)
+        monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, gemini, gemini_batches, trace,
+                                                                      tmp_path):
+    calls = gemini(list(REPLIES))
+    assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
+    server = gemini_batches(list(REPLIES))
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    # each inline request is the request a call sends (its contents, instruction and generation config)
+    keys = ("contents", "systemInstruction", "generationConfig")
+    assert [{key: inline["request"][key] for key in keys} for inline in server.sent] == \
+        [{key: body[key] for key in keys} for body in calls.bodies]
+    assert len({inline["metadata"]["key"] for inline in server.sent}) == 24
+
+
+def test_a_gemini_batch_sends_a_failed_call_once_more_and_finds_a_batch_it_made_by_its_name(agent_py,
+                                                                                           gemini_batches, trace,
+                                                                                           tmp_path):
+    server = gemini_batches(["Answer: 15.5 °C"] * 24, fail_first=1)
+    ledger = tmp_path / "l.jsonl"
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 call(s) failed in their batch (13: Internal error encountered.)" in done.stderr
+    assert [len(job["_requests"]) for job in server.jobs.values()] == [24, 1]
+    # killed after the service took the second batch, before the ledger heard its name: started again, it finds it
+    lines = ledger.read_text().splitlines(keepends=True)
+    second = max(n for n, line in enumerate(lines) if '"type":"submitting"' in line)
+    ledger.write_text("".join(lines[:second + 1]))
+    again = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert again.returncode == 0, again.stderr
+    assert len(server.jobs) == 2 and "0 calls to send" in again.stderr
+
+
+@pytest.mark.parametrize("outcome, said", [
+    ("failed", "batch batches/1 failed: the service gave no reason"),
+    ("expired", "batch batches/1 expired with 0 of 24 calls answered (kept in the ledger): run the same command "
+                "again to send the rest"),
+])
+def test_a_gemini_batch_that_fails_or_expires_is_one_line(agent_py, gemini_batches, trace, outcome, said):
+    gemini_batches(list(REPLIES), outcome=outcome)
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes")
+    assert done.returncode == 1
+    assert [line for line in done.stderr.splitlines() if line.startswith("error:")] == \
+        [f"error: probing stopped, the tables hold the answers asked before: {said}"]
+
+
+def test_flex_is_openais_alone(agent_py, trace, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    done = agent_py("--replay", trace, *GEMINI, "--via", "flex", "--yes")
+    assert done.stderr.strip() == "error: --via flex: gemini:gemini-flash-latest has no flex engine; openai: has one"

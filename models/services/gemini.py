@@ -177,14 +177,10 @@ class GeminiModel:
                  tools: list[dict] | None = None) -> ModelReply:
         """One reply; streamed through `on_text` when it is given. Retries, waits and the deadline:
         models/services/retry.py."""
-        from google.genai import types
-
         if self._notice and on_event is not None:
             on_event("warning", message=self._notice)
             self._notice = None
-        system = "\n\n".join(m.text for m in messages if m.role == "system") or None
-        contents = native_contents(messages) if tools else \
-            [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
+        system, contents = _system(messages), _contents(messages, tools)
 
         def attempt(channel: retry.Channel) -> ModelReply:
             while True:
@@ -207,6 +203,25 @@ class GeminiModel:
 
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
+
+    def batch_body(self, messages: list[Message], stop: list[str]) -> dict:
+        """What a call of `messages` sends, as JSON: its contents and its config, as `generate` builds them; what
+        one request of a batch carries (models/services/gemini_batch.py)."""
+        dump = lambda value: value.model_dump(mode="json", exclude_none=True)  # noqa: E731
+        return {"contents": [dump(content) for content in _contents(messages, None)],
+                "config": dump(self._config(_system(messages), stop))}
+
+    def reply_of(self, answer: dict) -> ModelReply:
+        """A GenerateContentResponse that came back in a batch (as JSON), read as a call's reply is read."""
+        from google.genai import types
+
+        reply = self._reply(types.GenerateContentResponse.model_validate(answer))
+        return replace(reply, temperature=self.temperature if "temperature" not in self.dropped else None,
+                       model=reply.model or answered_by(self.name))
+
+    def client(self):
+        """The google-genai client every call goes through: for its batches."""
+        return self._connect()
 
     def _config(self, system: str | None, stop: list[str], tools: list[dict] | None = None):
         from google.genai import types
@@ -387,6 +402,19 @@ def _details(details) -> list[dict]:
     error = details.get("error", details) if isinstance(details, dict) else {}
     found = error.get("details") if isinstance(error, dict) else None
     return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
+
+
+def _system(messages: list[Message]) -> str | None:
+    """The system messages, as the system instruction."""
+    return "\n\n".join(m.text for m in messages if m.role == "system") or None
+
+
+def _contents(messages: list[Message], tools: list[dict] | None) -> list:
+    """The other messages as Contents: in the native protocol's shape when tools are offered."""
+    from google.genai import types
+
+    return native_contents(messages) if tools else \
+        [types.Content(role=m.role, parts=[types.Part(text=m.text)]) for m in messages if m.role != "system"]
 
 
 def _counts(usage) -> dict:

@@ -18,40 +18,17 @@ of it, polled, and its output and error files read. Each line of the input is
 Every request goes through models/services/retry.py, as a call does.
 """
 import json
-from dataclasses import dataclass, field
 
 from models import ModelConfigError, ModelError, Message, ModelReply, shortened
 from models.services import retry, wire
+from models.services.batch_jobs import ENDED, Outcome, Polled
 from models.services.keys import redact
 
 ENDPOINT = "/v1/chat/completions"
 WINDOW = "24h"
 WAITING = ("validating", "in_progress", "finalizing", "cancelling")
-ENDED = ("completed", "failed", "expired", "cancelled")
 MAX_FILE_BYTES = 200_000_000  # "up to 200 MB" an input file (the batch guide); an output is no larger
 LISTED_PAGES = 20  # of 100 batches each, looked through for one made from a file
-
-
-@dataclass
-class Polled:
-    """A batch's state as the service gave it."""
-    status: str
-    done: int  # calls answered or failed so far
-    total: int
-    files: dict = field(default_factory=dict)  # "output", "error": the ids of its files, once it has them
-    problem: str = ""  # why a failed batch failed, in the service's words
-
-    @property
-    def ended(self) -> bool:
-        return self.status in ENDED
-
-
-@dataclass
-class Outcome:
-    """One line of a batch's output or error file: the call's response body, or why it has none."""
-    id: str
-    answer: dict | None
-    error: str | None
 
 
 class OpenAIBatches:
