@@ -6,6 +6,7 @@ intervals, and what each policy costs with and without prompt caching under thre
                            [--corrections AUDIT.json] [--cache-ttl SECONDS|none]
     python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
     python bench/locomo.py PATH/locomo10.zip --probe --reader likelihood --model local:qwen2.5-coder-0.5b [...]
+    python bench/locomo.py PATH/locomo10.zip --probe --model openai:gpt-5.6-luna --via batch|flex [--yes] [...]
 
 The data is not shipped: LoCoMo's repository (github.com/snap-research/locomo) has no license file, so it is read
 from the path given, as released: its data/locomo10.json (a list of ten samples, each a `conversation` and its `qa`),
@@ -42,7 +43,9 @@ answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 mu
 judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
 Porter stems; category 1's answer split at commas, each part scored against the best part of the reply, averaged;
 category 3's gold cut at its first ";"; category 5 scores 1 when the reply says "no information available" or "not
-mentioned"). The stemmer is nltk's (pip install nltk).
+mentioned"). The stemmer is nltk's (pip install nltk). With --via batch the calls go as one batch (experiments/batch.py,
+its ledger resuming a run killed midway) and with --via flex through OpenAI's flex tier, their price shown before
+anything is sent, as agent.py's --probe --via does (cli/sending.py).
 """
 import argparse
 import hashlib
@@ -619,6 +622,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --probe: answer (the model writes an answer, scored with LoCoMo's token F1) or "
                              "likelihood (an embedded model scores LoCoMo's answer, and the audit's corrected one "
                              "with --corrections, against closed book: bench/locomo_likelihood.py)")
+    parser.add_argument("--via", choices=["batch", "flex"],
+                        help="with --probe: ask through the provider's own engine at about half price, as agent.py's "
+                             "--via: batch (OpenAI's Batch API, Gemini's batch mode) or flex (OpenAI's flex tier); "
+                             "the price is shown before sending")
+    parser.add_argument("--ledger", metavar="FILE.jsonl",
+                        help="with --via batch: the ledger (default: ANSWERS.batch-RUN.jsonl beside --answers, or "
+                             "locomo.batch-RUN.jsonl here)")
+    parser.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
+                        help="with --via: send nothing above USD at the engine's rates")
+    parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
     parser.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",
                         help="every prompt cache keeps a prefix SECONDS after its last use, whatever its price row "
                              "says (none: caches never expire, the costs as counted before they did)")
@@ -626,9 +639,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the independent audit of LoCoMo's answer key (dial481/locomo-audit's errors.json): "
                              "evidence kept is also given under its corrected evidence")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # a batch left running says the command again
     if args.probe and not args.model:
         parser.error("--probe needs --model SPEC")
-    problem = outputs_problem(args)
+    problem = outputs_problem(args) or via_problem(args)
     if problem:
         parser.error(problem)
     try:
@@ -720,39 +734,94 @@ def stemmer():
     return PorterStemmer().stem
 
 
-def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, stem, folder: str,
-          on_answer=lambda answer: None) -> dict[str, list[float]]:
-    """Ask each (conversation, question) of the model under each policy, the question as the current turn of the
-    conversation's trace; {policy: every answer's score}. Policy by policy and conversation by conversation, so that
-    calls sharing a context up to the question come one after another (the embedded models reuse it)."""
+def asked(pairs: list[tuple[Conversation, Question]], specs: list[str], folder: str):
+    """(policy name, conversation, question, the messages asking it) for each question under each policy, in the order
+    asked: policy by policy and conversation by conversation, so that calls sharing a context up to the question come
+    one after another (the embedded models reuse it). Each conversation is recorded once."""
     from experiments.facts import question_event
     from policies import make_policy
-    from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
 
-    traces, scores = {}, {}
+    traces = {}
     for spec in specs:
         policy = make_policy(spec)
-        scores[policy.name] = []
         for conv, question in pairs:
             if conv.name not in traces:
                 traces[conv.name] = record(conv, folder)[1]
-            messages = policy.render([*traces[conv.name], question_event(ASK.format(question=question.text))])
-            reply = model.generate(messages, STOP_SEQUENCES)
-            text = cut_at_observation(reply.text)
-            said = parse_reply(text).answer
-            # LoCoMo scores what the model wrote: a reply with no Answer line is scored as written, its Thought
-            # and Action lines aside, and marked so
-            scored = said if said is not None else "\n".join(
-                line for line in text.splitlines() if not re.match(r"\s*(Thought|Action)\d*\s*:", line))
-            scores[policy.name].append(score(scored, question, stem))
-            lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
-            on_answer({"policy": policy.name, "conversation": conv.name, "question": question.number,
-                       "category": CATEGORIES[question.category], "asked": question.text, "gold": question.answer,
-                       "answer": said, "answered": said is not None, "reply": reply.text,
-                       "f1": round(scores[policy.name][-1], 4),
-                       "evidence": evidence_state("\n".join(m.text for m in messages), lines) if lines else None,
-                       "input_tokens": reply.input_tokens})
+            yield policy.name, conv, question, policy.render([*traces[conv.name],
+                                                              question_event(ASK.format(question=question.text))])
+
+
+def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, stem, folder: str,
+          on_answer=lambda answer: None, calls: list | None = None, replies: list | None = None) -> dict:
+    """Ask each (conversation, question) of the model under each policy, the question as the current turn of the
+    conversation's trace; {policy: every answer's score}. `calls` and `replies`: the calls (as `asked` makes them)
+    and their replies, in the same order, when they were asked otherwise (--via batch)."""
+    from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
+
+    scores = {}
+    for number, (name, conv, question, messages) in enumerate(calls or asked(pairs, specs, folder)):
+        reply = replies[number] if replies is not None else model.generate(messages, STOP_SEQUENCES)
+        text = cut_at_observation(reply.text)
+        said = parse_reply(text).answer
+        # LoCoMo scores what the model wrote: a reply with no Answer line is scored as written, its Thought
+        # and Action lines aside, and marked so
+        scored = said if said is not None else "\n".join(
+            line for line in text.splitlines() if not re.match(r"\s*(Thought|Action)\d*\s*:", line))
+        scores.setdefault(name, []).append(score(scored, question, stem))
+        lines = [conv.lines[i] for i in question.evidence if i in conv.lines]
+        on_answer({"policy": name, "conversation": conv.name, "question": question.number,
+                   "category": CATEGORIES[question.category], "asked": question.text, "gold": question.answer,
+                   "answer": said, "answered": said is not None, "reply": reply.text,
+                   "f1": round(scores[name][-1], 4),
+                   "evidence": evidence_state("\n".join(m.text for m in messages), lines) if lines else None,
+                   "input_tokens": reply.input_tokens})
     return scores
+
+
+def via(args, model, chosen: list, specs: list[str], folder: str) -> tuple | None:
+    """With --via, the calls, their price shown before any is sent (and a yes asked for), and with batch the batch
+    run (cli/sending.py, as the replay's probe does): (calls, batch); (None, None) without --via; None, said in one
+    line, when sending may not go on."""
+    from cli.output import UsageError
+    from cli.sending import check_via, open_batch, price_before_sending
+    from tokens import local_counter
+
+    if not args.via:
+        return None, None
+    try:
+        check_via(args, model)
+        calls = list(asked(chosen, specs, folder))
+        messages = [call[3] for call in calls]
+        batch = open_batch(args, args.answers or "locomo.jsonl", model, messages) if args.via == "batch" else None
+        price_before_sending(args, model, messages, local_counter(), batch)
+    except UsageError as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return None
+    return calls, batch
+
+
+def via_problem(args) -> str | None:
+    """What does not go with --via, said before any work."""
+    if (args.via or args.ledger or args.max_cost is not None or args.yes) and not args.probe:
+        return "--via, --ledger, --max-cost and --yes only work with --probe"
+    if args.via and args.reader == "likelihood":
+        return "--via does not go with --reader likelihood: the likelihood reader runs on an embedded model"
+    if args.ledger and args.via != "batch":
+        return "--ledger only works with --via batch"
+    if args.max_cost is not None and not args.via:
+        return "--max-cost only works with --via"
+    return None
+
+
+def resumed(args, batch) -> str:
+    """With a batch left running, the line that says how to pick it up."""
+    from cli.sending import resume_line
+
+    return "\n" + resume_line(args, "bench/locomo.py") if batch else ""
+
+
+def say_note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 def outputs_problem(args) -> str | None:
@@ -797,6 +866,10 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
     size = min(args.sample, len(pool))
     chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
+    prepared = via(args, model, chosen, specs, folder)
+    if prepared is None:
+        return 2
+    calls, batch = prepared
     try:
         answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
     except OSError as problem:
@@ -816,9 +889,10 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
 
     scores: dict[str, list[float]] = {}
     try:
-        scores = probe(chosen, specs, model, stem, folder, kept)
+        replies = batch.replies(lambda text: print(text, file=sys.stderr), say_note) if batch else None
+        scores = probe(chosen, specs, model, stem, folder, kept, calls, replies)
     except KeyboardInterrupt:
-        print("interrupted: the answers so far are in --answers", file=sys.stderr)
+        print("interrupted: the answers so far are in --answers" + resumed(args, batch), file=sys.stderr)
         return 130
     except (ModelError, AnswersLost) as problem:  # a rejected key, a server gone, a full disk: one line
         print(f"error: {problem}", file=sys.stderr)

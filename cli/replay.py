@@ -190,8 +190,9 @@ def _probe_via(args, run: Replaying, specs: list[str], counter) -> None:
                        args.phrasings, args.repeat or 1, run.summaries, counter)
     except ValueError as problem:
         raise UsageError(str(problem)) from None
-    batch = open_batch(args, args.replay, run.model, plan) if args.via == "batch" else None
-    price_before_sending(args, run.model, plan, counter, batch)
+    asked_each = [messages for _, messages, _ in plan.tasks]
+    batch = open_batch(args, args.replay, run.model, asked_each) if args.via == "batch" else None
+    price_before_sending(args, run.model, asked_each, counter, batch)
     sender = (lambda update: lambda requests: batch.replies(update, say)) if batch else lambda update: None
     _going(run, "probing…", lambda update: asked(run.model, plan, args.jobs or 1, update, run.answers,
                                                  sender(update)))

@@ -24,14 +24,15 @@ def check_via(args, model) -> None:
         model.service_tier = "flex"  # https://platform.openai.com/docs/guides/flex-processing
 
 
-def open_batch(args, path: str, model, plan):
-    """The plan's calls as one batch run, its ledger read back (or begun) at --ledger or beside the trace."""
+def open_batch(args, path: str, model, asked: list):
+    """The calls of `asked` (each a list of messages) as one batch run, its ledger read back (or begun) at --ledger
+    or beside `path`, named PATH.batch-RUN.jsonl."""
     from experiments.batch import BatchRun, service_for
     from experiments.ledger import LedgerError
 
     stem = path[:-6] if path.endswith(".jsonl") else path
     try:
-        return BatchRun(service_for(model), [(messages, STOP_SEQUENCES) for _, messages, _ in plan.tasks],
+        return BatchRun(service_for(model), [(messages, STOP_SEQUENCES) for messages in asked],
                         lambda digest: args.ledger or f"{stem}.batch-{digest[:12]}.jsonl")
     except (LedgerError, ValueError) as problem:
         raise UsageError(str(problem)) from None
@@ -39,17 +40,17 @@ def open_batch(args, path: str, model, plan):
         raise UsageError(f"cannot use the ledger: {problem.strerror or problem}: {problem.filename}") from None
 
 
-def price_before_sending(args, model, plan, counter, batch=None) -> None:
-    """The calls still to send, their input tokens (counted here) and price at standard rates, at the engine's and
-    with caching, on stderr; then UsageError unless sending may go on: above --max-cost, with no terminal to ask
-    and no --yes, or with no yes typed."""
-    places = batch.unsent() if batch is not None else range(len(plan.tasks))
-    calls = [_priced_call(plan.tasks[n][1], counter) for n in places]
+def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
+    """The calls of `asked` (each a list of messages) still to send, their input tokens (counted here) and price at
+    standard rates, at the engine's and with caching, on stderr; then UsageError unless sending may go on: above
+    --max-cost, with no terminal to ask and no --yes, or with no yes typed."""
+    places = batch.unsent() if batch is not None else range(len(asked))
+    calls = [_priced_call(asked[n], counter) for n in places]
     tokens = sum(call[2] for call in calls)
     lines = [f"--via {args.via}: {len(calls):,} calls to send to {model.backend}:{model.name}, {tokens:,} input "
              f"tokens (counted here; the answers' tokens come on top)"]
     if batch is not None:
-        lines.append(f"  ledger {batch.ledger.path}: {len(plan.tasks) - len(calls):,} of {len(plan.tasks):,} calls "
+        lines.append(f"  ledger {batch.ledger.path}: {len(asked) - len(calls):,} of {len(asked):,} calls "
                      "sent before" + (f" ({batch.ledger.warning})" if batch.ledger.warning else ""))
     price, cost = price_of(model.name), None
     share = getattr(price, args.via, None) if price else None
@@ -91,9 +92,9 @@ def _may_send(args, cost: float | None, any_to_send: bool) -> None:
         raise UsageError("not sent")
 
 
-def resume_line(args) -> str:
+def resume_line(args, program: str = "agent.py") -> str:
     """What to type to pick up a batch left running: the same command."""
-    return ("the batch keeps running at the service; run the same command to pick it up: python agent.py "
+    return (f"the batch keeps running at the service; run the same command to pick it up: python {program} "
             + shlex.join(args.argv))
 
 

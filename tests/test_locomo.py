@@ -370,3 +370,42 @@ def test_the_likelihood_reader_refuses_a_model_that_cannot_score(capsys):
     err = capsys.readouterr().err
     assert "which qwen2.5 does not give here: use an embedded model (local:qwen2.5-coder-0.5b" in err
     assert err.count("\n") == 1
+
+
+def test_a_probe_through_a_batch_scores_as_the_calls_do(tmp_path, monkeypatch, capsys):
+    """--via batch: the same questions, the same replies in the same places, the same scores and answers; asked
+    again, the run reads its ledger and sends nothing."""
+    from model_servers import BatchStandIn, OpenAIStandIn
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+    replies = [f"Thought: x\nAnswer: {word}" for word in ("Pimenta", "hiking", "Not mentioned", "Lisbon") * 3]
+    argv = [SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full,window:1", "--sample", "6"]
+    with OpenAIStandIn(list(replies), models=("m",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main([*argv, "--answers", str(tmp_path / "calls.jsonl")]) == 0
+    calls = capsys.readouterr().out
+    with BatchStandIn(list(replies), key="test-key-0123") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main([*argv, "--answers", str(tmp_path / "batch.jsonl"), "--via", "batch", "--yes"]) == 0
+        assert capsys.readouterr().out == calls
+        assert (tmp_path / "batch.jsonl").read_text() == (tmp_path / "calls.jsonl").read_text()
+        assert len(server.uploaded) == 12 and list(tmp_path.glob("batch.batch-*.jsonl"))
+        assert locomo.main([*argv, "--answers", str(tmp_path / "batch.jsonl"), "--via", "batch", "--yes"]) == 0
+        assert len(server.batches) == 1 and len(server.uploaded) == 12
+    assert (tmp_path / "batch.jsonl").read_text() == (tmp_path / "calls.jsonl").read_text()
+    assert "0 calls to send" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--via", "batch"], "--via, --ledger, --max-cost and --yes only work with --probe"),
+    (["--probe", "--model", "openai:m", "--ledger", "l.jsonl"], "--ledger only works with --via batch"),
+    (["--probe", "--model", "ollama:qwen3:8b", "--via", "batch", "--yes"],
+     "--via batch: ollama:qwen3:8b has no batch engine; gemini: and openai: have one"),
+])
+def test_what_does_not_go_with_via_in_locomo_is_one_line(argv, said, capsys):
+    try:
+        code = locomo.main([SYNTHETIC, *argv])
+    except SystemExit as ended:
+        code = ended.code
+    assert code == 2 and said in capsys.readouterr().err.strip().splitlines()[-1]
