@@ -7,6 +7,7 @@
     python bench/evaluate.py --layout chat-system        # Qwen's chat template around the transcript (measured worse)
     python bench/evaluate.py --models qwen-1.5b          # the opt-in Qwen2.5-Coder 1.5B (requirements-1.5b.txt)
     python bench/evaluate.py --only 31,37                # those questions of the set alone (numbered from 1)
+    python bench/evaluate.py --models openai:gpt-5.6-luna --via batch  # first calls in one batch, at half price
 
 Each question of the set (bench/questions/tuning.json or test.json) is run through the real loop: TinyReAct's
 prompt (or the template in --prompt), its tools, the full policy, greedy decoding. The network tools point at a
@@ -33,6 +34,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -111,9 +113,10 @@ def chat_layout(model, layout: str) -> None:
 
 
 def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout: str = "transcript",
-             offered: list | None = None, protocol: str = "text") -> dict:
+             offered: list | None = None, protocol: str = "text", via=None) -> dict:
     """Every question through the loop with the model `spec`, the tools `offered` (by default DEFAULT_TOOLS) and the
-    protocol: each answer, and the totals per kind."""
+    protocol: each answer, and the totals per kind. With `via` (the options, when --via batch is given), every
+    question's first call goes in one batch first (first_calls_in_a_batch)."""
     import prompts
     from agent import TinyReAct
     from models import load_model
@@ -130,6 +133,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         chat_layout(model, layout)
     if prompt and protocol == "text":
         prompts.PROFILES[model.name] = os.path.abspath(prompt)
+    if via is not None:
+        model = first_calls_in_a_batch(via, model, questions, offered, speaking)
     started, answers = time.perf_counter(), []
     for kind, question, expected in questions:
         began = time.perf_counter()
@@ -160,6 +165,40 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
             "tools": [tool.__name__ for tool in offered],
             "seconds": round(time.perf_counter() - started, 1),
             "answers": answers, "kinds": per_kind(answers)}
+
+
+def via_problem(args) -> str | None:
+    """What does not go with --via, said before any work."""
+    if (args.ledger or args.max_cost is not None or args.yes) and not args.via:
+        return "--ledger, --max-cost and --yes only work with --via batch"
+    if args.via and args.protocol != "text":
+        return "--via batch asks the text protocol's first calls: it does not go with --protocol native"
+    return None
+
+
+def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking):
+    """--via batch: every question's first call, as the loop would make it (learned by running the loop until that
+    call), sent in one batch, its price shown first and its ledger beside --out (or evaluate.batch-RUN.jsonl here);
+    the model then answers each first call from the batch and any later call (after a tool ran) itself. A question
+    the model answers in one call is answered at batch rates alone."""
+    from agent import TinyReAct
+    from cli.output import UsageError
+    from cli.sending import check_via, open_batch, price_before_sending, say
+    from experiments.batch import FirstCall, Prefetched
+    from tokens import local_counter
+
+    recorder = FirstCall(model)
+    for _, question, _ in questions:
+        TinyReAct(recorder, tools=offered, protocol=speaking).query(question)
+    try:
+        check_via(args, model)
+        asked = [messages for messages, _ in recorder.asked]
+        batch = open_batch(args, args.out or "evaluate.json", model, asked)
+        price_before_sending(args, model, asked, local_counter(), batch)
+    except UsageError as problem:
+        raise SystemExit(f"error: {problem}") from None
+    replies = batch.replies(lambda text: print(text, flush=True), say)
+    return Prefetched(model, batch.service, recorder.asked, replies)
 
 
 def offered_text(offer) -> str:
@@ -294,16 +333,29 @@ def main() -> None:
                                         "tool the project ships (tools.SHIPPED)")
     parser.add_argument("--out", help="save every answer and the totals as JSON")
     parser.add_argument("--compare", nargs="+", metavar="RESULTS.json", help="print saved runs side by side and exit")
+    parser.add_argument("--via", choices=["batch"],
+                        help="with a network model in --models (openai:NAME, gemini:NAME): every question's first "
+                             "call sent in one batch at about half price, the later calls (after a tool ran) one by "
+                             "one; the price is shown before sending (see agent.py --via)")
+    parser.add_argument("--ledger", metavar="FILE.jsonl", help="with --via batch: the ledger (default: beside --out)")
+    parser.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
+                        help="with --via: send nothing above USD at batch rates")
+    parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
     args = parser.parse_args()
+    args.argv = sys.argv[1:]
     if args.gguf and not (args.llama_python or args.llama_server):
         parser.error("--gguf is served by llama.cpp: give --llama-python (or LLAMA_PYTHON) too")
     if args.compare:
         print(table([rescored(run) for path in args.compare for run in saved_runs(path)]))
         return
     offered = offered_tools(args.tools)
-    unknown = [name for name in args.models.split(",") if name and name != "none" and name not in MODELS]
+    unknown = [name for name in args.models.split(",") if name and name != "none" and name not in MODELS
+               and ":" not in name]
     if unknown:
-        parser.error(f"--models: no embedded model {unknown[0]!r}: choose from {', '.join(MODELS)}, or none")
+        parser.error(f"--models: no embedded model {unknown[0]!r}: choose from {', '.join(MODELS)}, or none, or "
+                     "name a model spec (openai:NAME)")
+    if via_problem(args):
+        parser.error(via_problem(args))
     if args.prompt and not os.path.isfile(args.prompt):
         parser.error(f"--prompt {args.prompt}: no such file (an instruction template, as prompts/*.txt)")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
@@ -322,8 +374,9 @@ def main() -> None:
     runs = []
     for name in names:
         print(f"{name}, {args.set} set, prompt {label}, layout {args.layout}:", flush=True)
-        runs.append(evaluate(MODELS[name], questions, args.prompt, label,
-                             args.layout if name != "gemma" else "transcript", offered, args.protocol))
+        runs.append(evaluate(MODELS.get(name, name), questions, args.prompt, label,
+                             args.layout if name != "gemma" else "transcript", offered, args.protocol,
+                             args if args.via else None))
     if args.llama_python or args.llama_server:
         from models.embedded.cache import ModelCache
         from models.embedded.qwen import LARGER, SMALL

@@ -173,3 +173,40 @@ def service_for(model) -> BatchService:
         from models.services.gemini_batch import GeminiBatches
         return GeminiBatches(model)
     raise ValueError(f"{model.backend}:{model.name} has no batch engine here")
+
+
+class FirstCall:
+    """A model that records the messages of the first call a run makes, then stops the run there (a ModelError, as
+    a failing model stops it): what a loop's first call would send, learned by running the loop itself."""
+
+    def __init__(self, model):
+        self.model, self.asked = model, []
+
+    def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
+        self.asked.append((messages, stop))
+        raise ModelError("the first call is recorded, not made")
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+
+class Prefetched:
+    """A model whose calls already answered in a batch are answered from it, each reply once, and any other call
+    asked of the model itself: a loop whose first calls went in a batch goes on, call by call, from there."""
+
+    def __init__(self, model, service: BatchService, requests: list[tuple[list[Message], list[str]]],
+                 replies: list[ModelReply]):
+        self.model, self.service = model, service
+        self.waiting: dict[bytes, list[ModelReply]] = {}
+        for (messages, stop), reply in zip(requests, replies):
+            self.waiting.setdefault(canonical(service.body(messages, stop)), []).append(reply)
+
+    def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
+        if not options.get("tools"):
+            waiting = self.waiting.get(canonical(self.service.body(messages, stop)))
+            if waiting:
+                return waiting.pop(0)
+        return self.model.generate(messages, stop, **options)
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)

@@ -141,3 +141,31 @@ def test_the_llama_server_check_starts_its_server_as_evaluate_defines_it(monkeyp
     with pytest.raises(Started) as started:
         llama_server.main()
     assert started.value.args[0]["path"] == "qwen.gguf" and started.value.args[0]["alias"] == "qwen2.5-coder-0.5b"
+
+
+def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path):
+    """--via batch: each question's first call goes in one batch, and a question that needs a tool goes on call by
+    call from the reply it got there; the answers are those of the calls asked one at a time."""
+    from model_servers import BatchStandIn, OpenAIStandIn
+
+    firsts = ["Thought: easy\nAnswer: 4", "Thought: a tool\nAction: add_numbers(2, 2)", "Answer: 7", "Answer: 9"]
+    then = ["Thought: done\nAnswer: 4"]
+    argv = [sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "openai:m", "--limit", "4"]
+    environment = {**os.environ, "OPENAI_API_KEY": "test-key-0123", "TINYREACT_BATCH_POLL": "0",
+                   "NO_PROXY": "127.0.0.1,localhost"}
+    with OpenAIStandIn([*firsts[:2], *then, *firsts[2:]], models=("m",)) as server:
+        done = subprocess.run([*argv, "--out", str(tmp_path / "calls.json")], capture_output=True, text=True,
+                              timeout=120, env={**environment, "OPENAI_BASE_URL": server.url + "/v1"})
+        assert done.returncode == 0, done.stderr
+    with BatchStandIn([*firsts, *then], key="test-key-0123") as server:
+        done = subprocess.run([*argv, "--via", "batch", "--yes", "--out", str(tmp_path / "batch.json")],
+                              capture_output=True, text=True, timeout=120,
+                              env={**environment, "OPENAI_BASE_URL": server.url + "/v1"})
+        assert done.returncode == 0, done.stderr
+        chat = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
+    assert len(server.uploaded) == 4 and len(chat) == 1  # the tool question's second call, asked itself
+    read = lambda name: [{k: a[k] for k in ("question", "answer", "right", "actions", "model_calls")}  # noqa: E731
+                         for a in json.load(open(tmp_path / name))["runs"][0]["answers"]]
+    assert read("batch.json") == read("calls.json")
+    assert [a["model_calls"] for a in read("batch.json")] == [1, 2, 1, 1]
+    assert "--via batch: 4 calls to send to openai:m" in done.stderr + done.stdout
