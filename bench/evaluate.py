@@ -183,8 +183,9 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
     the model answers in one call is answered at batch rates alone."""
     from agent import TinyReAct
     from cli.output import UsageError
-    from cli.sending import check_via, open_batch, price_before_sending, say
+    from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
     from experiments.batch import FirstCall, Prefetched
+    from models import ModelError
     from tokens import local_counter
 
     recorder = FirstCall(model)
@@ -197,7 +198,13 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
         price_before_sending(args, model, asked, local_counter(), batch)
     except UsageError as problem:
         raise SystemExit(f"error: {problem}") from None
-    replies = batch.replies(lambda text: print(text, flush=True), say)
+    try:
+        replies = batch.replies(lambda text: print(text, flush=True), say)
+    except KeyboardInterrupt:
+        print(resume_line(args, "bench/evaluate.py"), file=sys.stderr)
+        raise SystemExit(130) from None
+    except ModelError as problem:  # a batch that failed or expired, a call that failed twice: one line
+        raise SystemExit(f"error: {problem}") from None
     return Prefetched(model, batch.service, recorder.asked, replies)
 
 

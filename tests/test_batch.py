@@ -352,3 +352,21 @@ def test_flex_is_openais_alone(agent_py, trace, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     done = agent_py("--replay", trace, *GEMINI, "--via", "flex", "--yes")
     assert done.stderr.strip() == "error: --via flex: gemini:gemini-flash-latest has no flex engine; openai: has one"
+
+
+@pytest.mark.parametrize("typed, sent", [("y", True), ("n", False)])
+def test_on_a_terminal_the_price_is_shown_and_a_yes_sends(trace, tmp_path, typed, sent):
+    from terminals import Terminal
+
+    with BatchStandIn(list(REPLIES), key="test-key-0123") as server:
+        terminal = Terminal(["--replay", trace, *PROBE, "--via", "batch", "--answers", str(tmp_path / "a.csv")],
+                            {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "test-key-0123",
+                             "TINYREACT_BATCH_POLL": "0", "NO_PROXY": "127.0.0.1,localhost"})
+        try:
+            shown = terminal.wait_for("send? [y/N] ")
+            assert "24 calls to send to openai:m" in shown and server.requests == []
+            terminal.type(f"{typed}\r")
+            code = terminal.exit_code()
+        finally:
+            terminal.close()
+    assert (code, len(server.uploaded), (tmp_path / "a.csv").exists()) == ((0, 24, True) if sent else (2, 0, False))
