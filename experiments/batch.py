@@ -39,7 +39,9 @@ class BatchService(Protocol):
 
 
 class BatchFailed(ModelError):
-    """A batch failed or expired, a call failed twice, or an outcome named a call that is not the run's."""
+    """A batch failed or expired, a call failed twice, or an outcome named a call that is not the run's. `replies`:
+    every call's reply that came, in the order of the calls, None for one that did not."""
+    replies: list = []
 
 
 def call_ids(bodies: list[dict]) -> list[str]:
@@ -96,14 +98,19 @@ class BatchRun:
         for id, body in zip(self.ids, self.bodies):
             if id not in self.ledger.calls:
                 self.ledger.record("call", id=id, body=body)
-        while True:
-            for batch in self.ledger.open_batches():
-                self._finish(batch, started, progress)
-            todo = self._to_send(say)
-            if not todo:
-                break
-            name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
-            self.ledger.record("submitting", name=name, ids=todo)
+        try:
+            while True:
+                for batch in self.ledger.open_batches():
+                    self._finish(batch, started, progress)
+                todo = self._to_send(say)
+                if not todo:
+                    break
+                name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
+                self.ledger.record("submitting", name=name, ids=todo)
+        except BatchFailed as failed:
+            failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
+                              for id in self.ids]
+            raise
         return [self.service.reply(self.ledger.answers[id]) for id in self.ids]
 
     def _to_send(self, say: Callable[[str], None]) -> list[str]:

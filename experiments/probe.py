@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from agent import CUT_SHORT
+from experiments.batch import BatchFailed
 from experiments.facts import Fact, ProbePoint, matches, question_event, stated
 from experiments.replay import Summaries, Summarised, summarised
 from models import Message, Model, ModelReply
@@ -120,14 +121,21 @@ def asked(model: Model, plan: Plan, jobs: int = 1, progress: Callable[[str], Non
           answers: list | None = None, sender: Callable | None = None) -> list[ProbeAnswer]:
     """The plan's questions asked of `model`, `jobs` at a time, each answer appended to `answers` as it comes; or,
     with `sender` (experiments/batch.py), all at once: `sender(requests)` takes every (messages, stop) pair and
-    returns their replies in the same order. Returned sorted, conditions in the plan's order."""
-    answers = answers if answers is not None else []
+    returns their replies in the same order, or raises BatchFailed, whose replies that came are kept as answers
+    before it is raised again. Returned sorted, conditions in the plan's order."""
+    answers, stopped = answers if answers is not None else [], None
     if sender is None:
         _ask_all(model, plan.tasks, jobs, progress, answers)
     else:
-        replies = sender([(messages, STOP_SEQUENCES) for _, messages, _ in plan.tasks])
-        answers.extend(_read(answer, reply, fact) for (answer, _, fact), reply in zip(plan.tasks, replies))
+        try:
+            replies = sender([(messages, STOP_SEQUENCES) for _, messages, _ in plan.tasks])
+        except BatchFailed as failed:  # the replies that came are answers; the failure is said after
+            replies, stopped = failed.replies, failed
+        answers.extend(_read(answer, reply, fact) for (answer, _, fact), reply in zip(plan.tasks, replies)
+                       if reply is not None)
     answers.sort(key=lambda a: (plan.order.get(a.condition, 99), a.point, a.fact, a.phrasing, a.repeat))
+    if stopped is not None:
+        raise stopped
     return answers
 
 

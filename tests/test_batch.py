@@ -114,7 +114,9 @@ def test_a_batch_that_fails_expires_or_answers_a_stranger_is_one_line(agent_py, 
 
 def test_an_expired_batch_sends_only_its_unanswered_calls_again(agent_py, batches, trace, tmp_path):
     server = batches(["Answer: 15.5 °C"] * 36, outcome="expired")
-    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes").returncode == 1
+    expired = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "a.csv"))
+    assert expired.returncode == 1
+    assert (tmp_path / "a.csv").read_text().count("correct") == 12  # the answers that came are the tables'
     server.outcome = "completed"
     done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
     assert done.returncode == 0, done.stderr
