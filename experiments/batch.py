@@ -1,14 +1,16 @@
 """Many one-call questions sent through a provider's own engine (`--via batch`): written as one batch, sent, polled
 until it ends, and each reply put back in the place of its question, as if asked one at a time.
 
-A service (models/services/openai_batch.py) builds each call's body, submits a batch under a name, polls it and
-reads its outcomes; this module keeps the run's ledger (experiments/ledger.py) and decides what to send:
+A service (models/services/openai_batch.py, gemini_batch.py) builds each call's body, submits a batch under a
+name, polls it and reads its outcomes; this module keeps the run's ledger (experiments/ledger.py) and decides what
+to send:
 - every call is written to the ledger before it is sent, and each batch before it is submitted, so that a run
   killed at any moment and started again finds its batches (by their name, at the service) and sends no call twice;
 - a call the batch answered with an error is sent once more, in a new batch, and the run says so; one that fails
   again is an error of one line, and the replies that came are kept;
 - a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line.
-The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's.
+The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's. FirstCall and Prefetched send a loop's
+first calls in a batch and let each run go on from there (bench/evaluate.py --via batch).
 """
 import os
 import time
