@@ -27,6 +27,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "GEMINI_MAX_OUTPUT_TOKENS (8192), GOOGLE_GEMINI_BASE_URL; OPENAI_API_KEY, OPENAI_BASE_URL; "
                "OLLAMA_HOST (http://localhost:11434); LLAMACPP_BASE_URL (http://localhost:8080/v1); "
                "TINYREACT_CALL_DEADLINE (seconds for a whole model call, retries included: 120); "
+               "TINYREACT_BATCH_POLL (seconds between polls of a --via batch: 30); "
                "TINYREACT_CACHE_DIR (~/.cache/tinyreact); WIKIPEDIA_API_URL, OPEN_METEO_URL; NO_COLOR; with --otel, "
                "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME. "
                "Exit codes: 0 answered, 1 no answer, 2 usage or configuration error, 74 stdout not writable, "

@@ -223,6 +223,10 @@ class GeminiModel:
         """The google-genai client every call goes through: for its batches."""
         return self._connect()
 
+    def explained(self, error: Exception) -> Exception:
+        """A failure of the client as the user should read it, as a call's is (for its batches' requests)."""
+        return self._explain(error)
+
     def _config(self, system: str | None, stop: list[str], tools: list[dict] | None = None):
         from google.genai import types
 

@@ -74,7 +74,7 @@ class GeminiBatches:
             try:
                 return work(self.model.client().batches)
             except Exception as error:
-                raise self.model._explain(error) from None
+                raise self.model.explained(error) from None
         return retry.run(attempt, backend=self.model.backend, where=f"batches {what} at {self.model.url}")
 
     def _where(self) -> str:
