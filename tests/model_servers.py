@@ -642,12 +642,20 @@ class GeminiBatchStandIn(GeminiStandIn):
       with; BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED for a job not done in 48 hours;
     - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
     Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
-    "expired"; `created` counts the batches made, `sent` keeps every inline request."""
+    "expired"; `stall`: "create" or "poll" (the second), where the stand-in does the work, sets `stalled` and never
+    answers (a run killed there); `sent` keeps every inline request."""
 
     def __init__(self, replies: list, **options):
         self.fail_first, self.outcome = options.pop("fail_first", 0), options.pop("outcome", "succeeded")
+        self.stall, self.stalled, self.polls = options.pop("stall", None), threading.Event(), 0
         super().__init__(replies, **options)
         self.jobs, self.sent = {}, []
+
+    def _held(self, step: str, answer: Answer) -> Answer:
+        if self.stall == step and (step != "poll" or self.polls == 2):
+            self.stalled.set()
+            self.closing.wait()
+        return answer
 
     def handle(self, request):
         if request["headers"].get("x-goog-api-key") != self.key:
@@ -671,12 +679,13 @@ class GeminiBatchStandIn(GeminiStandIn):
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
             "model": f"models/{model}", "displayName": batch.get("displayName", ""), "state": "BATCH_STATE_PENDING",
             "createTime": "2026-12-07T01:00:00Z"}, "_requests": requests}
-        return Answer.json(200, self._shown(self.jobs[name]))
+        return self._held("create", Answer.json(200, self._shown(self.jobs[name])))
 
     def _shown(self, job: dict) -> dict:
         return {key: value for key, value in job.items() if not key.startswith("_")}
 
     def _poll(self, job: dict) -> Answer:
+        self.polls += 1
         metadata = job["metadata"]
         if metadata["state"] == "BATCH_STATE_PENDING":
             metadata["state"] = "BATCH_STATE_RUNNING"
@@ -686,7 +695,7 @@ class GeminiBatchStandIn(GeminiStandIn):
         elif metadata["state"] == "BATCH_STATE_RUNNING":
             metadata["output"] = {"inlinedResponses": {"inlinedResponses": self._answers(job)}}
             metadata["state"], job["done"] = "BATCH_STATE_SUCCEEDED", True
-        return Answer.json(200, self._shown(job))
+        return self._held("poll", Answer.json(200, self._shown(job)))
 
     def _answers(self, job: dict) -> list[dict]:
         answers = []

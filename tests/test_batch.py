@@ -372,3 +372,22 @@ def test_on_a_terminal_the_price_is_shown_and_a_yes_sends(trace, tmp_path, typed
         finally:
             terminal.close()
     assert (code, len(server.uploaded), (tmp_path / "a.csv").exists()) == ((0, 24, True) if sent else (2, 0, False))
+
+
+@pytest.mark.parametrize("stall", ["create", "poll"])
+def test_a_gemini_run_killed_at_any_step_and_started_again_sends_no_call_twice(trace, tmp_path, stall):
+    with GeminiBatchStandIn(["Answer: 15.5 °C"] * 24, stall=stall) as server:
+        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": server.key,
+               "TINYREACT_BATCH_POLL": "0", "NO_PROXY": "127.0.0.1,localhost"}
+        argv = [sys.executable, os.path.join(ROOT, "agent.py"), "--replay", trace, *GEMINI, "--via", "batch", "--yes"]
+        running = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert server.stalled.wait(60), running.communicate()
+        time.sleep(0.2)
+        running.send_signal(signal.SIGKILL)
+        running.communicate()
+        server.stall = None
+        again = subprocess.run([*argv, "--answers", str(tmp_path / "a.csv")], env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert len(server.sent) == 24 and len(server.jobs) == 1  # sent once, in one batch
+    assert (tmp_path / "a.csv").read_text().count("correct") == 24
