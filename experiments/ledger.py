@@ -16,8 +16,8 @@ The ledger is JSON Lines, appended one record a line, each flushed and synced be
 - {"type": "ended", "batch", "status", "files"}: the batch's last state and the files of its output and errors;
 - {"type": "answer", "id", "batch", "response"}: a call's response body, as the service sent it;
 - {"type": "failed", "id", "batch", "error"}: a call the batch could not answer, in the service's words.
-A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one; anything else
-that is not a ledger record is an error of one line.
+A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one, and taken off
+the file before anything is appended; anything else that is not a ledger record is an error of one line.
 """
 import hashlib
 import json
@@ -104,9 +104,10 @@ class Ledger:
     def _read(self) -> None:
         data = read_input(self.path, MAX_LEDGER_BYTES, "a ledger")
         lines = data.split(b"\n")
-        if lines[-1].strip():  # no newline after the last line: cut off mid-write
+        cut = len(lines[-1])  # the bytes after the last newline: a line cut off mid-write, or nothing
+        if lines[-1].strip():
             self.warning = f"line {len(lines)} was cut off and skipped"
-            lines[-1] = b""
+        lines[-1] = b""
         records = [(number, _parsed(self.path, number, line)) for number, line in enumerate(lines, 1) if line.strip()]
         if not records:
             raise LedgerError(f"{self.path} is not a ledger: it is empty")
@@ -119,6 +120,9 @@ class Ledger:
             except (KeyError, AttributeError, TypeError):  # a batch it never began, ids that are no list
                 raise LedgerError(f"{self.path}, line {number}: damaged: {_shown(record)} follows nothing it "
                                   "could belong to") from None
+        if cut:  # taken off, so that the next record starts a line of its own
+            with open(self.path, "r+b") as file:
+                file.truncate(len(data) - cut)
 
     def _check_header(self, header: dict) -> None:
         if header.get("format") != FORMAT:

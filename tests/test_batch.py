@@ -391,3 +391,20 @@ def test_a_gemini_run_killed_at_any_step_and_started_again_sends_no_call_twice(t
     assert again.returncode == 0, again.stderr
     assert len(server.sent) == 24 and len(server.jobs) == 1  # sent once, in one batch
     assert (tmp_path / "a.csv").read_text().count("correct") == 24
+
+
+# ------------------------------------------------------------------ what a run started again must not do
+
+def test_a_ledger_cut_mid_line_is_written_on_whole_and_read_again(agent_py, batches, trace, tmp_path):
+    batches(list(REPLIES))
+    ledger = tmp_path / "l.jsonl"
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger)).returncode == 0
+    lines = ledger.read_text().splitlines(keepends=True)
+    submitted = next(n for n, line in enumerate(lines) if '"type":"submitted"' in line)
+    ledger.write_text("".join(lines[:submitted + 1]) + lines[submitted + 1][:20])  # killed writing the next line
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert again.returncode == 0, again.stderr
+    assert f"line {submitted + 2} was cut off and skipped" in again.stderr
+    third = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert third.returncode == 0, third.stderr
+    assert "0 calls to send" in third.stderr and "cut off" not in third.stderr
