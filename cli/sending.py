@@ -63,7 +63,12 @@ def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
                   f"({share:g} of standard), {dollars(cost)} at {args.via} rates with caching at best "
                   f"(prices read {price.read})"]
     print("\n".join(lines), file=sys.stderr)
-    _may_send(args, cost, bool(calls))
+    try:
+        _may_send(args, cost, bool(calls))
+    except UsageError:
+        if batch is not None:
+            batch.ledger.close()  # nothing sent: another run may take the ledger
+        raise
 
 
 def _priced_call(messages, counter) -> tuple[str, int, int]:

@@ -97,10 +97,10 @@ class BatchRun:
         when a batch fails or expires, or a call fails twice; the replies that came are in the ledger, and a run
         started again reads them from there."""
         started = time.monotonic()
-        for id, body in zip(self.ids, self.bodies):
-            if id not in self.ledger.calls:
-                self.ledger.record("call", id=id, body=body)
         try:
+            for id, body in zip(self.ids, self.bodies):
+                if id not in self.ledger.calls:
+                    self.ledger.record("call", id=id, body=body)
             while True:
                 for batch in self.ledger.open_batches():
                     self._finish(batch, started, progress)
@@ -113,6 +113,8 @@ class BatchRun:
             failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
                               for id in self.ids]
             raise
+        finally:
+            self.ledger.close()  # its lock let go: the run has done with it
         return [self.service.reply(self.ledger.answers[id]) for id in self.ids]
 
     def _to_send(self, say: Callable[[str], None]) -> list[str]:

@@ -6,7 +6,8 @@ Each call is named by its `custom_id`, the SHA-256 of its request body as sent (
 the same question asked of the same context is the same call. The run itself is named by the digest of its calls'
 ids, written in the ledger's first line, so that a ledger is never read by another run.
 
-The ledger is JSON Lines, appended one record a line, each flushed and synced before the step it records goes on:
+The ledger is JSON Lines, appended one record a line, each flushed and synced before the step it records goes on,
+by one run at a time (it is locked while a run holds it):
 - {"format": "tinyreact-ledger", "version": 1, "run": digest, "service": "openai:gpt-5.6-luna"}: the header;
 - {"type": "call", "id", "body"}: a call, written before it is sent;
 - {"type": "submitting", "name", "ids"}: a batch about to be sent, under a name the service keeps (a file's name,
@@ -19,6 +20,7 @@ The ledger is JSON Lines, appended one record a line, each flushed and synced be
 A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one, and taken off
 the file before anything is appended; anything else that is not a ledger record is an error of one line.
 """
+import errno
 import hashlib
 import json
 import os
@@ -73,10 +75,21 @@ class Ledger:
         self.answers: dict[str, dict] = {}  # id -> response body
         self.failures: dict[str, list[str]] = {}  # id -> the error of each batch that failed it
         self.warning: str | None = None  # "line N was cut off and skipped"
-        if os.path.exists(path) and os.path.getsize(path):
-            self._read()
-        else:
-            self._append({"format": FORMAT, "version": VERSION, "run": run, "service": service})
+        if os.path.exists(path) and not os.path.isfile(path):  # a folder; a pipe would block the open
+            raise LedgerError(f"{path} is not a ledger: not a regular file")
+        self._file = _locked(path)
+        try:
+            if os.fstat(self._file.fileno()).st_size:
+                self._read()
+            else:
+                self._append({"format": FORMAT, "version": VERSION, "run": run, "service": service})
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of the ledger (and of its lock): another run may take it."""
+        self._file.close()
 
     def record(self, type: str, **fields) -> None:
         """Append one record, flushed and synced, and take it into what the ledger knows."""
@@ -96,10 +109,9 @@ class Ledger:
         return sum(call in batch.ids for batch in self.batches.values())
 
     def _append(self, record: dict) -> None:
-        with open(self.path, "ab") as file:
-            file.write(canonical(record) + b"\n")
-            file.flush()
-            os.fsync(file.fileno())
+        self._file.write(canonical(record) + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
 
     def _read(self) -> None:
         data = read_input(self.path, MAX_LEDGER_BYTES, "a ledger")
@@ -121,8 +133,7 @@ class Ledger:
                 raise LedgerError(f"{self.path}, line {number}: damaged: {_shown(record)} follows nothing it "
                                   "could belong to") from None
         if cut:  # taken off, so that the next record starts a line of its own
-            with open(self.path, "r+b") as file:
-                file.truncate(len(data) - cut)
+            self._file.truncate(len(data) - cut)
 
     def _check_header(self, header: dict) -> None:
         if header.get("format") != FORMAT:
@@ -152,6 +163,20 @@ class Ledger:
             self.answers[record["id"]] = record["response"]
         elif type == "failed":
             self.failures.setdefault(record["id"], []).append(record["error"])
+
+
+def _locked(path: str):
+    """The ledger opened to append, locked (flock) by this run until it ends: two runs at once would send the same
+    calls twice. OSError (EBUSY) when another run holds it."""
+    import fcntl
+
+    file = open(path, "ab")
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise OSError(errno.EBUSY, "another run is using it", path) from None
+    return file
 
 
 def _parsed(path: str, number: int, line: bytes) -> dict:

@@ -408,3 +408,23 @@ def test_a_ledger_cut_mid_line_is_written_on_whole_and_read_again(agent_py, batc
     third = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
     assert third.returncode == 0, third.stderr
     assert "0 calls to send" in third.stderr and "cut off" not in third.stderr
+
+
+def test_two_runs_on_one_ledger_at_once_the_second_sends_nothing(agent_py, batches, trace, tmp_path):
+    import fcntl
+
+    server = batches(list(REPLIES))
+    ledger = tmp_path / "l.jsonl"
+    with open(ledger, "ab") as held:  # a run that holds it
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
+    assert (done.returncode, done.stderr.strip()) == (2, f"error: cannot use the ledger: another run is using it: "
+                                                         f"{ledger}")
+    assert server.requests == [] and ledger.read_bytes() == b""
+
+
+def test_a_ledger_that_is_a_folder_is_one_line(agent_py, batches, trace, tmp_path):
+    server = batches(list(REPLIES))
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(tmp_path))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
+    assert server.requests == []

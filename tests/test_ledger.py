@@ -14,6 +14,7 @@ def written(path, run="r1") -> Ledger:
     ledger.record("submitted", name="tinyreact-1", batch="batch_1", files={"input": "file-1"})
     ledger.record("failed", id="a", batch="batch_1", error="server_error: try again")
     ledger.record("ended", batch="batch_1", status="completed", files={"output": None, "error": "file-2"})
+    ledger.close()
     return ledger
 
 
@@ -31,6 +32,7 @@ def test_the_ledger_is_read_back_as_it_was_written(tmp_path):
                                                       {"input": "file-1", "output": None, "error": "file-2"})
     assert again.calls == {"a": {"model": "m", "messages": []}} and again.failures == {"a": ["server_error: try again"]}
     assert again.tries("a") == 1 and again.open_batches() == [] and again.warning is None
+    again.close()
 
 
 def test_a_last_line_cut_off_mid_write_is_skipped_and_said(tmp_path):
@@ -40,6 +42,8 @@ def test_a_last_line_cut_off_mid_write_is_skipped_and_said(tmp_path):
         file.write(b'{"type": "answer", "id": "a", "batch": "batch_1", "respo')
     again = Ledger(str(path), "r1", "openai:m")
     assert again.warning == "line 7 was cut off and skipped" and again.answers == {}
+    again.close()
+    assert path.read_bytes().endswith(b"\n")  # the cut line taken off: the next record starts a line
 
 
 def test_a_damaged_line_is_one_line_of_error(tmp_path):
@@ -73,3 +77,11 @@ def test_a_file_that_is_no_ledger_is_refused(tmp_path):
     path.write_text('{"format": "tinyreact-trace", "version": 3}\n')
     with pytest.raises(LedgerError, match="is not a TinyReAct ledger"):
         Ledger(str(path), "r1", "openai:m")
+
+
+def test_a_ledger_is_one_runs_at_a_time(tmp_path):
+    first = Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
+    with pytest.raises(OSError, match="another run is using it"):
+        Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
+    first.close()
+    Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m").close()
