@@ -6,8 +6,8 @@ name, polls it and reads its outcomes; this module keeps the run's ledger (exper
 to send:
 - every call is written to the ledger before it is sent, and each batch before it is submitted, so that a run
   killed at any moment and started again finds its batches (by their name, at the service) and sends no call twice;
-- a call the batch answered with an error is sent once more, in a new batch, and the run says so; one that fails
-  again is an error of one line, and the replies that came are kept;
+- a call the batch answered with an error, or with a body that is no reply, is sent once more, in a new batch,
+  and the run says so; one that fails again is an error of one line, and the replies that came are kept;
 - a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line.
 The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's. FirstCall and Prefetched send a loop's
 first calls in a batch and let each run go on from there (bench/evaluate.py --via batch).
@@ -17,7 +17,7 @@ import time
 from typing import Callable, Protocol
 
 from experiments.ledger import Ledger, canonical, run_digest
-from models import Message, ModelError, ModelReply
+from models import Message, ModelError, ModelReply, shortened
 
 POLL_VARIABLE = "TINYREACT_BATCH_POLL"
 DEFAULT_POLL = 30.0  # seconds; neither OpenAI's nor Gemini's batch guide advises one, and Gemini's example polls
@@ -160,10 +160,11 @@ class BatchRun:
             raise BatchFailed(f"batch {batch.id} answered for a call it was not sent (custom_id "
                               f"{stranger.id[:40]!r}{': ' + stranger.error if stranger.error else ''}): not read")
         for outcome in outcomes:
-            if outcome.answer is not None:
+            problem = outcome.error if outcome.answer is None else self._unreadable(outcome.answer)
+            if problem is None:
                 self.ledger.record("answer", id=outcome.id, batch=batch.id, response=outcome.answer)
             else:
-                self.ledger.record("failed", id=outcome.id, batch=batch.id, error=outcome.error)
+                self.ledger.record("failed", id=outcome.id, batch=batch.id, error=problem)
         unanswered = [id for id in batch.ids if id not in {outcome.id for outcome in outcomes}]
         for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent
             self.ledger.record("failed", id=id, batch=batch.id, error=f"no outcome ({polled.status})")
@@ -172,6 +173,16 @@ class BatchRun:
             answered = sum(outcome.answer is not None for outcome in outcomes)
             raise BatchFailed(f"batch {batch.id} {polled.status} with {answered} of {len(batch.ids)} calls answered "
                               "(kept in the ledger): run the same command again to send the rest")
+
+
+    def _unreadable(self, answer: dict) -> str | None:
+        """Why a response body is no reply (a 200 that carries an error, a body that is no completion), as the call's
+        reader says it: such a call failed, and is sent once more; None for a reply."""
+        try:
+            self.service.reply(answer)
+        except ModelError as problem:
+            return shortened(str(problem))
+        return None
 
 
 def service_for(model) -> BatchService:

@@ -410,6 +410,21 @@ def test_a_ledger_cut_mid_line_is_written_on_whole_and_read_again(agent_py, batc
     assert "0 calls to send" in third.stderr and "cut off" not in third.stderr
 
 
+@pytest.mark.parametrize("odd", [
+    {"error": {"message": "The server is overloaded.", "type": "server_error", "code": 503}},
+    {"object": "list", "data": []},
+])
+def test_a_200_line_that_is_no_completion_is_a_failed_call_sent_once_more(agent_py, batches, trace, tmp_path, odd):
+    from servers import Answer
+
+    server = batches([Answer.json(200, odd)] + ["Answer: 15.5 °C"] * 24)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "a.csv"))
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 call(s) failed in their batch (" in done.stderr
+    assert [len(b) for b in _lines_by_batch(server)] == [24, 1]
+    assert (tmp_path / "a.csv").read_text().count("correct") == 24
+
+
 def test_two_runs_on_one_ledger_at_once_the_second_sends_nothing(agent_py, batches, trace, tmp_path):
     import fcntl
 

@@ -45,7 +45,12 @@ class OpenAIBatches:
         return self.model.batch_body(messages, stop)
 
     def reply(self, answer: dict) -> ModelReply:
-        return self.model.reply_of(answer)
+        """A response body read as a call's reply; ModelError for one that is none (an error in a 200 answer, which
+        a call would try again, included)."""
+        try:
+            return self.model.reply_of(answer)
+        except retry.Retryable as problem:
+            raise ModelError(f"{self._where()} answered a call 200 with an error: {problem}") from None
 
     def submit(self, name: str, calls: list[tuple[str, dict]]) -> tuple[str, dict]:
         """The batch of `calls` ((custom_id, body) pairs) under `name`: its id and {"input": its file's id}. A file
