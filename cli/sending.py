@@ -50,8 +50,10 @@ def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
     lines = [f"--via {args.via}: {len(calls):,} calls to send to {model.backend}:{model.name}, {tokens:,} input "
              f"tokens (counted here; the answers' tokens come on top)"]
     if batch is not None:
-        lines.append(f"  ledger {batch.ledger.path}: {len(asked) - len(calls):,} of {len(asked):,} calls "
-                     "sent before" + (f" ({batch.ledger.warning})" if batch.ledger.warning else ""))
+        sent = sum(batch.ledger.tries(id) > 0 for id in batch.ids)
+        answered = sum(id in batch.ledger.answers for id in batch.ids)
+        lines.append(f"  ledger {batch.ledger.path}: {sent:,} of {len(asked):,} calls sent before, {answered:,} "
+                     "answered" + (f" ({batch.ledger.warning})" if batch.ledger.warning else ""))
     price, cost = price_of(model.name), None
     share = getattr(price, args.via, None) if price else None
     if price is None or share is None:

@@ -89,8 +89,11 @@ class BatchRun:
         self.ledger = Ledger(ledger_path(self.digest), self.digest, service.name)
 
     def unsent(self) -> list[int]:
-        """The places of the calls no batch has carried yet: what sending would pay for."""
-        return [n for n, id in enumerate(self.ids) if self.ledger.tries(id) == 0]
+        """The places of the calls sending would pay for: unanswered, in no batch still running, and sent fewer than
+        TRIES times (one that failed in its batch is sent once more)."""
+        running = {id for batch in self.ledger.open_batches() for id in batch.ids}
+        return [n for n, id in enumerate(self.ids)
+                if id not in self.ledger.answers and id not in running and self.ledger.tries(id) < TRIES]
 
     def replies(self, progress: Callable[[str], None], say: Callable[[str], None]) -> list[ModelReply]:
         """Every call's reply, in the order of the calls: sent in batches, waited for, read back. Raises BatchFailed

@@ -77,7 +77,7 @@ def test_a_run_started_again_reads_its_answers_from_the_ledger_and_sends_nothing
     assert first.returncode == again.returncode == 0
     assert (tmp_path / "1.csv").read_text() == (tmp_path / "2.csv").read_text()
     assert len(server.batches) == 1 and "0 calls to send" in again.stderr
-    assert "24 of 24 calls sent before" in again.stderr
+    assert "24 of 24 calls sent before, 24 answered" in again.stderr
 
 
 def test_calls_that_failed_in_their_batch_are_sent_once_more_and_the_run_says_so(agent_py, batches, trace, tmp_path):
@@ -408,6 +408,18 @@ def test_a_ledger_cut_mid_line_is_written_on_whole_and_read_again(agent_py, batc
     third = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
     assert third.returncode == 0, third.stderr
     assert "0 calls to send" in third.stderr and "cut off" not in third.stderr
+
+
+def test_calls_to_send_again_are_priced_and_asked_for(agent_py, batches, trace, tmp_path):
+    server = batches(["Answer: 15.5 °C"] * 36, outcome="expired")
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes").returncode == 1
+    server.outcome = "completed"
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch")  # no terminal, no --yes
+    assert again.returncode == 2 and len(server.batches) == 1
+    assert again.stderr.startswith("--via batch: 12 calls to send to openai:m, ")
+    assert "24 of 24 calls sent before, 12 answered" in again.stderr
+    assert again.stderr.splitlines()[-1] == "error: not sent: there is no terminal to ask before paying; add --yes " \
+                                            "to send"
 
 
 @pytest.mark.parametrize("odd", [
