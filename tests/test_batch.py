@@ -455,3 +455,25 @@ def test_a_ledger_that_is_a_folder_is_one_line(agent_py, batches, trace, tmp_pat
     done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(tmp_path))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
     assert server.requests == []
+
+
+def test_a_slow_flex_call_is_waited_for_within_the_deadline_not_sent_again(agent_py, trace, tmp_path, monkeypatch):
+    """The flex guide: "Due to slower processing speeds with Flex processing, request timeouts are more likely",
+    and its examples wait 15 minutes. A flex answer slower than the calls' usual read timeout (retry.DEFAULT_DEADLINE,
+    shortened here) is waited for within TINYREACT_CALL_DEADLINE, not abandoned and sent (and paid for) again."""
+    import time as clock
+
+    class SlowFlex(FlexStandIn):
+        def handle(self, request):
+            if request["path"].endswith("/chat/completions") and len(self.bodies) == 1:
+                clock.sleep(1.5)
+            return super().handle(request)
+
+    monkeypatch.setattr(retry, "DEFAULT_DEADLINE", 0.5)
+    monkeypatch.setenv("TINYREACT_CALL_DEADLINE", "30")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    with SlowFlex(list(REPLIES), busy=0) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "f.csv"))
+    assert done.returncode == 0, done.stderr
+    assert len(server.bodies) == 24  # each call sent once

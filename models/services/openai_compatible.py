@@ -191,11 +191,13 @@ class OpenAICompatibleModel:
             self._session = requests.Session()
             self._session.trust_env = True  # proxies from the environment, as curl would
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        # The flex tier answers slowly ("request timeouts are more likely", its guide, which waits 15 minutes): its
+        # answer is waited for until the call's deadline, not taken for lost and asked (and paid for) again.
+        waited = retry.call_deadline() if self.service_tier == "flex" else retry.DEFAULT_DEADLINE
         try:
             return self._session.post(url or self._request_url + "/chat/completions", json=body, headers=headers,
                                       stream=True, allow_redirects=False,
-                                      timeout=(retry.read_timeout(CONNECT_SECONDS),
-                                               retry.read_timeout(retry.DEFAULT_DEADLINE)))
+                                      timeout=(retry.read_timeout(CONNECT_SECONDS), retry.read_timeout(waited)))
         except requests.ConnectionError as error:
             if _refused(error):
                 raise ModelConfigError(f"no server at {self.url} — {self._record.hint}") from None
