@@ -150,8 +150,9 @@ class BatchRun:
         self._record(batch, polled)
 
     def _record(self, batch, polled) -> None:
-        """An ended batch's outcomes into the ledger; BatchFailed for a batch that failed, or expired, or answered
-        for a call it was not sent."""
+        """An ended batch's outcomes into the ledger, and its end; then BatchFailed for a batch that failed, or
+        expired, or answered for a call it was not sent (that line not read, the batch's own lines kept, so that the
+        run started again goes on from them)."""
         if polled.status == "failed":
             for id in batch.ids:
                 self.ledger.record("failed", id=id, batch=batch.id, error=f"the batch failed: {polled.problem}")
@@ -159,10 +160,7 @@ class BatchRun:
             raise BatchFailed(f"batch {batch.id} failed: {polled.problem or 'the service gave no reason'}")
         outcomes = self.service.outcomes(polled)
         stranger = next((outcome for outcome in outcomes if outcome.id not in batch.ids), None)
-        if stranger is not None:
-            raise BatchFailed(f"batch {batch.id} answered for a call it was not sent (custom_id "
-                              f"{stranger.id[:40]!r}{': ' + stranger.error if stranger.error else ''}): not read")
-        for outcome in outcomes:
+        for outcome in (outcome for outcome in outcomes if outcome.id in batch.ids):
             problem = outcome.error if outcome.answer is None else self._unreadable(outcome.answer)
             if problem is None:
                 self.ledger.record("answer", id=outcome.id, batch=batch.id, response=outcome.answer)
@@ -172,11 +170,13 @@ class BatchRun:
         for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent
             self.ledger.record("failed", id=id, batch=batch.id, error=f"no outcome ({polled.status})")
         self.ledger.record("ended", batch=batch.id, status=polled.status, files=polled.files)
+        if stranger is not None:
+            raise BatchFailed(f"batch {batch.id} answered for a call it was not sent (custom_id "
+                              f"{stranger.id[:40]!r}{': ' + stranger.error if stranger.error else ''}): not read")
         if polled.status in ("expired", "cancelled"):
-            answered = sum(outcome.answer is not None for outcome in outcomes)
+            answered = sum(id in self.ledger.answers for id in batch.ids)
             raise BatchFailed(f"batch {batch.id} {polled.status} with {answered} of {len(batch.ids)} calls answered "
                               "(kept in the ledger): run the same command again to send the rest")
-
 
     def _unreadable(self, answer: dict) -> str | None:
         """Why a response body is no reply (a 200 that carries an error, a body that is no completion), as the call's

@@ -477,3 +477,16 @@ def test_a_slow_flex_call_is_waited_for_within_the_deadline_not_sent_again(agent
         done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "f.csv"))
     assert done.returncode == 0, done.stderr
     assert len(server.bodies) == 24  # each call sent once
+
+
+def test_a_batch_that_answered_a_stranger_keeps_its_own_answers_and_the_run_started_again_ends(agent_py, openai,
+                                                                                              batches, trace,
+                                                                                              tmp_path):
+    expected, _ = synchronous(agent_py, openai, trace, tmp_path)
+    server = batches(list(REPLIES), stranger=True)
+    first = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert first.returncode == 1 and "answered for a call it was not sent (custom_id 'not-sent-here')" in first.stderr
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "a.csv"))
+    assert again.returncode == 0, again.stderr  # not the same error at every start: the batch's own lines were read
+    assert "0 calls to send" in again.stderr and len(server.batches) == 1
+    assert (tmp_path / "a.csv").read_text() == expected
