@@ -60,9 +60,9 @@ def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
         lines.append(f"  no listed {args.via} price for {model.name} in models/prices.json (or TINYREACT_PRICES)")
     else:
         standard, cached = input_costs(price, calls)
-        cost = cached * share
+        cost = max(standard, cached) * share  # what --max-cost holds: the most the input may cost (caching may miss)
         lines += [f"  {dollars(standard)} at standard rates, {dollars(standard * share)} at {args.via} rates "
-                  f"({share:g} of standard), {dollars(cost)} at {args.via} rates with caching at best "
+                  f"({share:g} of standard), {dollars(cached * share)} at {args.via} rates with caching at best "
                   f"(prices read {price.read})"]
     print("\n".join(lines), file=sys.stderr)
     try:
@@ -86,7 +86,8 @@ def _may_send(args, cost: float | None, any_to_send: bool) -> None:
     if args.max_cost is not None and cost is None:
         raise UsageError(f"--max-cost {args.max_cost:g}: the price cannot be checked without a listed price; not sent")
     if args.max_cost is not None and cost > args.max_cost:
-        raise UsageError(f"--max-cost {args.max_cost:g}: sending would cost about {dollars(cost)}; not sent")
+        raise UsageError(f"--max-cost {args.max_cost:g}: sending could cost up to {dollars(cost)} (without caching); "
+                         "not sent")
     if args.yes:
         return
     if not sys.stdin.isatty():

@@ -146,7 +146,7 @@ def test_the_price_is_shown_before_sending_and_max_cost_refuses_above_it(agent_p
     standard = tokens * 2.0 / 1e6
     assert f"${standard:.3g} at standard rates, ${standard / 2:.3g} at batch rates (0.5 of standard)" in done.stderr
     assert "at batch rates with caching at best (prices read 2026-12-07)" in done.stderr
-    assert done.stderr.splitlines()[-1].startswith("error: --max-cost 0.0001: sending would cost about $")
+    assert done.stderr.splitlines()[-1].startswith("error: --max-cost 0.0001: sending could cost up to $")
     assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--max-cost", "5", "--yes").returncode == 0
 
 
@@ -490,3 +490,18 @@ def test_a_batch_that_answered_a_stranger_keeps_its_own_answers_and_the_run_star
     assert again.returncode == 0, again.stderr  # not the same error at every start: the batch's own lines were read
     assert "0 calls to send" in again.stderr and len(server.batches) == 1
     assert (tmp_path / "a.csv").read_text() == expected
+
+
+def test_max_cost_is_held_against_the_price_without_caching_the_most_it_may_cost(agent_py, batches, trace, tmp_path,
+                                                                                 monkeypatch):
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"models": {"m": {"input": 2.0, "cached_input": 0.2, "output": 8.0, "batch": 0.5,
+                                                  "min_cache_tokens": 256, "read": "2026-12-07"}}}))
+    monkeypatch.setenv("TINYREACT_PRICES", str(table))
+    server = batches(list(REPLIES))
+    tokens = 24_934  # as counted here for these 24 calls
+    cap = f"{tokens * 2.0 / 1e6 / 2 * 0.9:.4f}"  # above the price with caching at best, below the price without
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--max-cost", cap, "--yes")
+    assert f"{tokens:,} input tokens" in done.stderr
+    assert done.returncode == 2 and server.requests == [], done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"error: --max-cost {float(cap):g}: sending could cost up to $")
