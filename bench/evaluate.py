@@ -119,7 +119,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     question's first call goes in one batch first (first_calls_in_a_batch)."""
     import prompts
     from agent import TinyReAct
-    from models import load_model
+    from models import ModelConfigError, load_model
     from protocols import NativeProtocol, TextProtocol
     from replies import ActionError
     from tools import DEFAULT_TOOLS
@@ -128,7 +128,10 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     speaking = NativeProtocol(prompt) if protocol == "native" and prompt else \
         NativeProtocol() if protocol == "native" else TextProtocol()
     tools = {tool.__name__: tool for tool in offered}
-    model = load_model(spec)
+    try:
+        model = load_model(spec)
+    except (ModelConfigError, ValueError) as problem:  # a network model without its key, a bad spec: one line
+        raise SystemExit(f"error: {problem}") from None
     if layout != "transcript":
         chat_layout(model, layout)
     if prompt and protocol == "text":
@@ -314,6 +317,8 @@ def positive(text: str) -> int:
 
 
 def main() -> None:
+    from cli.arguments import dollars_given
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
     parser.add_argument("--models", default="qwen",
@@ -345,7 +350,7 @@ def main() -> None:
                              "call sent in one batch at about half price, the later calls (after a tool ran) one by "
                              "one; the price is shown before sending (see agent.py --via)")
     parser.add_argument("--ledger", metavar="FILE.jsonl", help="with --via batch: the ledger (default: beside --out)")
-    parser.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
+    parser.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                         help="with --via: send nothing above USD at batch rates")
     parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
     args = parser.parse_args()

@@ -605,6 +605,8 @@ def _span(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cli.arguments import dollars_given
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
     parser.add_argument("--policies", default=POLICIES, help=f"policies to replay (default: {POLICIES})")
@@ -629,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ledger", metavar="FILE.jsonl",
                         help="with --via batch: the ledger (default: ANSWERS.batch-RUN.jsonl beside --answers, or "
                              "locomo.batch-RUN.jsonl here)")
-    parser.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
+    parser.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                         help="with --via: send nothing above USD at the engine's rates")
     parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
     parser.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",

@@ -136,7 +136,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--ledger", type=_given, metavar="FILE.jsonl",
                        help="with --via batch: the ledger of what was sent and what came back, read back when the "
                             "run starts again (default: TRACE.batch-RUN.jsonl beside the trace)")
-    group.add_argument("--max-cost", type=_dollars, metavar="USD", dest="max_cost",
+    group.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                        help="with --via: send nothing if the calls would cost more than USD at the engine's rates")
     group.add_argument("--record", type=_given, metavar="SCRIPT.json",
                        help="turn a scripted conversation into a trace (--trace FILE, "
@@ -220,8 +220,9 @@ def _pace(text: str):
         raise argparse.ArgumentTypeError(str(problem).removeprefix("--pace ")) from None
 
 
-def _dollars(text: str) -> float:
-    """--max-cost's value: US dollars, 0 or more."""
+def dollars_given(text: str) -> float:
+    """--max-cost's value: US dollars, 0 or more (NaN, which every comparison lets through, refused): also the bench
+    scripts'."""
     try:
         value = float(text)
     except ValueError:

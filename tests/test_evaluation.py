@@ -169,3 +169,20 @@ def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path):
     assert read("batch.json") == read("calls.json")
     assert [a["model_calls"] for a in read("batch.json")] == [1, 2, 1, 1]
     assert "--via batch: 4 calls to send to openai:m" in done.stderr + done.stdout
+
+
+def test_a_network_model_without_its_key_is_one_line(tmp_path):
+    environment = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "openai:m",
+                           "--limit", "1"], capture_output=True, text=True, timeout=120, env=environment, cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == ["error: no OPENAI_API_KEY: set it in the environment or in .env for "
+                                                "openai:m (the server at https://api.openai.com/v1)"]
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_max_cost_takes_dollars_alone(value):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "openai:m",
+                           "--via", "batch", "--max-cost", value], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(f"takes US dollars from 0 to 1,000,000, got {value!r}")

@@ -409,3 +409,12 @@ def test_what_does_not_go_with_via_in_locomo_is_one_line(argv, said, capsys):
     except SystemExit as ended:
         code = ended.code
     assert code == 2 and said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_max_cost_in_locomo_takes_dollars_alone(value, capsys):
+    with pytest.raises(SystemExit) as ended:
+        locomo.main([SYNTHETIC, "--probe", "--model", "openai:m", "--via", "batch", "--max-cost", value])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        f"takes US dollars from 0 to 1,000,000, got {value!r}")
