@@ -498,12 +498,13 @@ class BatchStandIn(OpenAIStandIn):
     Knobs: `fail_first` lines of the first batch fail with a 500 in the error file (partial failure); `outcome`
     "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that was not sent; `stall`:
     "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the work, sets `stalled` and
-    never answers (a run killed there); `uploaded` keeps every line uploaded, `polls` counts the polls."""
+    never answers (a run killed there); `lost_creates`: that many batches are made but answered 503, as when the
+    answer is lost on its way; `uploaded` keeps every line uploaded, `polls` counts the polls."""
 
     def __init__(self, replies: list, **options):
         self.fail_first = options.pop("fail_first", 0)
         self.outcome, self.stranger = options.pop("outcome", "completed"), options.pop("stranger", False)
-        self.stall = options.pop("stall", None)
+        self.stall, self.lost_creates = options.pop("stall", None), options.pop("lost_creates", 0)
         super().__init__(replies, models=("m",), **options)
         self.files, self.batches, self.uploaded, self.polls = {}, {}, [], 0
         self.stalled = threading.Event()
@@ -566,6 +567,9 @@ class BatchStandIn(OpenAIStandIn):
                  "output_file_id": None, "error_file_id": None, "created_at": 0,
                  "request_counts": {"total": 0, "completed": 0, "failed": 0}}
         self.batches[batch["id"]] = batch
+        if self.lost_creates > 0:
+            self.lost_creates -= 1
+            return openai_error(503, "The engine is currently overloaded, please try again later.", type="server_error")
         return self._held("create", Answer.json(200, batch))
 
     def _poll(self, batch_id: str) -> Answer:
@@ -643,11 +647,13 @@ class GeminiBatchStandIn(GeminiStandIn):
     - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
     Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
     "expired"; `stall`: "create" or "poll" (the second), where the stand-in does the work, sets `stalled` and never
-    answers (a run killed there); `sent` keeps every inline request."""
+    answers (a run killed there); `lost_creates`: that many batches are made but answered 503 UNAVAILABLE; `sent`
+    keeps every inline request."""
 
     def __init__(self, replies: list, **options):
         self.fail_first, self.outcome = options.pop("fail_first", 0), options.pop("outcome", "succeeded")
         self.stall, self.stalled, self.polls = options.pop("stall", None), threading.Event(), 0
+        self.lost_creates = options.pop("lost_creates", 0)
         super().__init__(replies, **options)
         self.jobs, self.sent = {}, []
 
@@ -679,6 +685,9 @@ class GeminiBatchStandIn(GeminiStandIn):
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
             "model": f"models/{model}", "displayName": batch.get("displayName", ""), "state": "BATCH_STATE_PENDING",
             "createTime": "2026-12-07T01:00:00Z"}, "_requests": requests}
+        if self.lost_creates > 0:
+            self.lost_creates -= 1
+            return gemini_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
         return self._held("create", Answer.json(200, self._shown(self.jobs[name])))
 
     def _shown(self, job: dict) -> dict:

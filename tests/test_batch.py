@@ -505,3 +505,20 @@ def test_max_cost_is_held_against_the_price_without_caching_the_most_it_may_cost
     assert f"{tokens:,} input tokens" in done.stderr
     assert done.returncode == 2 and server.requests == [], done.stderr
     assert done.stderr.splitlines()[-1].startswith(f"error: --max-cost {float(cap):g}: sending could cost up to $")
+
+
+def test_a_batch_made_though_its_answer_was_lost_is_found_not_made_again(agent_py, batches, trace, monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    server = batches(["Answer: 15.5 °C"] * 24, lost_creates=1)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert len(server.batches) == 1  # the first try made it: a second would pay for every call twice
+
+
+def test_a_gemini_batch_made_though_its_answer_was_lost_is_found_not_made_again(agent_py, gemini_batches, trace,
+                                                                               monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    server = gemini_batches(["Answer: 15.5 °C"] * 24, lost_creates=1)
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert len(server.jobs) == 1 and len(server.sent) == 24

@@ -5,7 +5,7 @@ state ends, and its inlined responses read back by that key (https://ai.google.d
 - `client.batches.create(model=..., src=[InlinedRequest...], config={"display_name": name})`: POST
   models/{model}:batchGenerateContent;
 - `client.batches.list(config={"page_size": ...})`: GET batches: a batch a run created but was killed before it
-  heard of is found by its display name, not created again;
+  heard of (or whose answer was lost: batch_jobs.created) is found by its display name, not created again;
 - `client.batches.get(name=...)`: GET batches/{id}; its state JOB_STATE_PENDING, JOB_STATE_RUNNING, then
   JOB_STATE_SUCCEEDED, JOB_STATE_FAILED, JOB_STATE_CANCELLED or JOB_STATE_EXPIRED (a batch not done in 48 hours),
   read here as experiments/batch.py's words (batch_jobs.py); its `dest.inlined_responses`, each a response or an
@@ -16,7 +16,7 @@ from itertools import islice
 
 from models import Message, ModelError, ModelReply, shortened
 from models.services import retry
-from models.services.batch_jobs import Outcome, Polled
+from models.services.batch_jobs import Outcome, Polled, created, once
 
 # Gemini's states in the words the batch reader uses (JobState, https://ai.google.dev/api/batch-mode)
 STATES = {"JOB_STATE_PENDING": "pending", "JOB_STATE_QUEUED": "pending", "JOB_STATE_RUNNING": "running",
@@ -43,16 +43,20 @@ class GeminiBatches:
         requests go inline). A batch of that name already made is not made again."""
         from google.genai import types
 
-        found = self._sdk(lambda batches: next((job.name for job in islice(batches.list(config={"page_size": 100}),
-                                                                            LISTED)
-                                                if job.display_name == name), None), "list")
+        found = self._named(name)
         if found:
             return found, {}
         requests = [types.InlinedRequest(contents=body["contents"], config=body["config"], metadata={"key": id})
                     for id, body in calls]
-        job = self._sdk(lambda batches: batches.create(model=self.model.name, src=requests,
-                                                       config={"display_name": name}), "create")
-        return job.name, {}
+        return created(lambda: self._sdk(lambda batches: batches.create(
+            model=self.model.name, src=requests, config={"display_name": name}), "create", retried=False).name,
+            lambda: self._named(name), f"batches create at {self.model.url}"), {}
+
+    def _named(self, name: str) -> str | None:
+        """The batch of that display name, if one was made."""
+        return self._sdk(lambda batches: next((job.name for job in islice(batches.list(config={"page_size": 100}),
+                                                                           LISTED)
+                                               if job.display_name == name), None), "list")
 
     def poll(self, batch_id: str) -> Polled:
         job = self._sdk(lambda batches: batches.get(name=batch_id), "get")
@@ -68,14 +72,16 @@ class GeminiBatches:
     def outcomes(self, polled: Polled) -> list[Outcome]:
         return polled.inline
 
-    def _sdk(self, work, what: str):
-        """One request of `client.batches`, retried as a call is (retry.py), its failure explained as a call's."""
+    def _sdk(self, work, what: str, retried: bool = True):
+        """One request of `client.batches`, retried as a call is (retry.py), or, not `retried`, a failure another try
+        might fix raised as Lost; its failure explained as a call's."""
         def attempt(channel: retry.Channel):
             try:
                 return work(self.model.client().batches)
             except Exception as error:
                 raise self.model.explained(error) from None
-        return retry.run(attempt, backend=self.model.backend, where=f"batches {what} at {self.model.url}")
+        return retry.run(attempt if retried else once(attempt), backend=self.model.backend,
+                         where=f"batches {what} at {self.model.url}")
 
     def _where(self) -> str:
         return f"Gemini's batch mode at {self.model.url}"

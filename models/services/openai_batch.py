@@ -8,20 +8,21 @@ of it, polled, and its output and error files read. Each line of the input is
 - GET {base}/files?purpose=batch (https://platform.openai.com/docs/api-reference/files/list): a file a run uploaded
   but was killed before it heard of is found by its name, not uploaded again;
 - POST {base}/batches, endpoint /v1/chat/completions, completion_window 24h, the only one offered
-  (https://platform.openai.com/docs/api-reference/batch/create);
+  (https://platform.openai.com/docs/api-reference/batch/create); a try that fails as another might not is tried
+  again only once the batch is not found made of its file (batch_jobs.created);
 - GET {base}/batches (https://platform.openai.com/docs/api-reference/batch/list, pages by `after`): a batch a run
   created but was killed before it heard of is found by its input file, not created again;
 - GET {base}/batches/{id} (https://platform.openai.com/docs/api-reference/batch/retrieve): its status, validating,
   in_progress, finalizing, completed, failed, expired, cancelling or cancelled
   (https://platform.openai.com/docs/api-reference/batch/object), request_counts, output_file_id, error_file_id;
 - GET {base}/files/{id}/content (https://platform.openai.com/docs/api-reference/files/retrieve-contents).
-Every request goes through models/services/retry.py, as a call does.
+Every request goes through models/services/retry.py, as a call does (the batch's creation through batch_jobs.created).
 """
 import json
 
 from models import ModelConfigError, ModelError, Message, ModelReply, shortened
 from models.services import retry, wire
-from models.services.batch_jobs import ENDED, Outcome, Polled
+from models.services.batch_jobs import ENDED, Outcome, Polled, created, once
 from models.services.keys import redact
 
 ENDPOINT = "/v1/chat/completions"
@@ -61,8 +62,10 @@ class OpenAIBatches:
             data = b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
             file = self._json("POST", "/files", data={"purpose": "batch"},
                               files={"file": (name, data, "application/jsonl")})["id"]
-        batch = self._found_batch(file) or self._json("POST", "/batches", json={
-            "input_file_id": file, "endpoint": ENDPOINT, "completion_window": WINDOW})
+        batch = self._found_batch(file) or created(
+            lambda: self._json("POST", "/batches", retried=False, json={
+                "input_file_id": file, "endpoint": ENDPOINT, "completion_window": WINDOW}),
+            lambda: self._found_batch(file), f"POST /batches at {self.model.url}")
         return batch["id"], {"input": file}
 
     def poll(self, batch_id: str) -> Polled:
@@ -106,17 +109,18 @@ class OpenAIBatches:
             after = listed[-1].get("id")
         return None
 
-    def _json(self, method: str, path: str, **options) -> dict:
+    def _json(self, method: str, path: str, retried: bool = True, **options) -> dict:
         try:
-            answer = wire.json_value(self._request(method, path, **options))
+            answer = wire.json_value(self._request(method, path, retried, **options))
         except wire.Malformed as problem:
             raise ModelError(f"{self._where()} answered {method} {path} with {problem}") from None
         if not isinstance(answer, dict):
             raise ModelError(f"{self._where()} answered {method} {path} with {wire.kind(answer)}, not an object")
         return answer
 
-    def _request(self, method: str, path: str, **options) -> bytes:
-        """One request to the Files or Batches API, retried as a call is (retry.py); its body."""
+    def _request(self, method: str, path: str, retried: bool = True, **options) -> bytes:
+        """One request to the Files or Batches API, retried as a call is (retry.py), or, not `retried`, a failure
+        another try might fix raised as Lost; its body."""
         import requests
 
         if self._session is None:
@@ -137,7 +141,8 @@ class OpenAIBatches:
                 return response.content
             raise self._explain(method, path, response)
 
-        return retry.run(attempt, backend=self.model.backend, where=f"{method} {path} at {self.model.url}")
+        return retry.run(attempt if retried else once(attempt), backend=self.model.backend,
+                         where=f"{method} {path} at {self.model.url}")
 
     def _explain(self, method: str, path: str, response) -> Exception:
         try:
