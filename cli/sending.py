@@ -2,6 +2,7 @@
 sent (and a yes asked for, or --yes given), and a batch's ledger and progress. The probe itself is
 experiments/probe.py's; the batch, experiments/batch.py's."""
 import hashlib
+import os
 import shlex
 import sys
 
@@ -26,11 +27,11 @@ def check_via(args, model) -> None:
 
 def open_batch(args, path: str, model, asked: list):
     """The calls of `asked` (each a list of messages) as one batch run, its ledger read back (or begun) at --ledger
-    or beside `path`, named PATH.batch-RUN.jsonl."""
+    or beside `path`, named PATH.batch-RUN.jsonl, PATH without its extension."""
     from experiments.batch import BatchRun, service_for
     from experiments.ledger import LedgerError
 
-    stem = path[:-6] if path.endswith(".jsonl") else path
+    stem = os.path.splitext(path)[0]
     try:
         return BatchRun(service_for(model), [(messages, STOP_SEQUENCES) for messages in asked],
                         lambda digest: args.ledger or f"{stem}.batch-{digest[:12]}.jsonl")

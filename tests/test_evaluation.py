@@ -164,6 +164,7 @@ def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path):
         assert done.returncode == 0, done.stderr
         chat = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
     assert len(server.uploaded) == 4 and len(chat) == 1  # the tool question's second call, asked itself
+    assert [path.name[:12] for path in tmp_path.glob("*.batch-*.jsonl")] == ["batch.batch-"]  # beside --out
     read = lambda name: [{k: a[k] for k in ("question", "answer", "right", "actions", "model_calls")}  # noqa: E731
                          for a in json.load(open(tmp_path / name))["runs"][0]["answers"]]
     assert read("batch.json") == read("calls.json")
