@@ -137,7 +137,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --via batch: the ledger of what was sent and what came back, read back when the "
                             "run starts again (default: TRACE.batch-RUN.jsonl beside the trace)")
     group.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
-                       help="with --via: send nothing if the calls would cost more than USD at the engine's rates")
+                       help="with --via: send nothing if the calls' input could cost more than USD at the "
+                            "engine's rates (the answers' tokens are not priced)")
     group.add_argument("--record", type=_given, metavar="SCRIPT.json",
                        help="turn a scripted conversation into a trace (--trace FILE, "
                             "default SCRIPT.jsonl), through the real loop")
