@@ -29,21 +29,27 @@ def trace(tmp_path):
     return str(path)
 
 
-@pytest.fixture
-def batches(monkeypatch):
-    """start(replies, **knobs): a BatchStandIn named by OPENAI_BASE_URL, its key in OPENAI_API_KEY, polled at once."""
+def _stand_ins(monkeypatch, make, environment):
+    """start(replies, **knobs): a stand-in `make` starts, named through the variables `environment(server)` gives,
+    polled at once; each stopped at the test's end."""
     started = []
 
     def start(replies, **knobs):
-        server = BatchStandIn(replies, key="test-key-0123", **knobs).__enter__()
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
-        monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+        server = make(replies, **knobs).__enter__()
+        for name, value in {**environment(server), "TINYREACT_BATCH_POLL": "0"}.items():
+            monkeypatch.setenv(name, value)
         started.append(server)
         return server
     yield start
     for server in started:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def batches(monkeypatch):
+    """start(replies, **knobs): a BatchStandIn named by OPENAI_BASE_URL, its key in OPENAI_API_KEY, polled at once."""
+    yield from _stand_ins(monkeypatch, lambda replies, **knobs: BatchStandIn(replies, key="test-key-0123", **knobs),
+                          lambda server: {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "test-key-0123"})
 
 
 def synchronous(agent_py, openai, trace, tmp_path, replies=REPLIES) -> tuple[str, list[dict]]:
@@ -290,18 +296,8 @@ GEMINI = ["--probe", "--policies", "full,window:1", "--model", "gemini:gemini-fl
 @pytest.fixture
 def gemini_batches(monkeypatch):
     """start(replies, **knobs): a GeminiBatchStandIn the SDK is pointed at (GOOGLE_GEMINI_BASE_URL), polled at once."""
-    started = []
-
-    def start(replies, **knobs):
-        server = GeminiBatchStandIn(replies, **knobs).__enter__()
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        monkeypatch.setenv("GEMINI_API_KEY", server.key)
-        monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
+    yield from _stand_ins(monkeypatch, GeminiBatchStandIn,
+                          lambda server: {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": server.key})
 
 
 def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, gemini, gemini_batches, trace,
