@@ -55,23 +55,27 @@ def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
         answered = sum(id in batch.ledger.answers for id in batch.ids)
         lines.append(f"  ledger {batch.ledger.path}: {sent:,} of {len(asked):,} calls sent before, {answered:,} "
                      "answered" + (f" ({batch.ledger.warning})" if batch.ledger.warning else ""))
-    price, cost = price_of(model.name), None
-    share = getattr(price, args.via, None) if price else None
-    if price is None or share is None:
-        lines.append(f"  no listed {args.via} price for {model.name} in models/prices.json (or TINYREACT_PRICES)")
-    else:
-        standard, cached = input_costs(price, calls)
-        cost = max(standard, cached) * share  # what --max-cost holds: the most the input may cost (caching may miss)
-        lines += [f"  {dollars(standard)} at standard rates, {dollars(standard * share)} at {args.via} rates "
-                  f"({share:g} of standard), {dollars(cached * share)} at {args.via} rates with caching at best "
-                  f"(prices read {price.read})"]
-    print("\n".join(lines), file=sys.stderr)
+    said, cost = _price(args.via, model.name, calls)
+    print("\n".join([*lines, said]), file=sys.stderr)
     try:
         _may_send(args, cost, bool(calls))
     except UsageError:
         if batch is not None:
             batch.ledger.close()  # nothing sent: another run may take the ledger
         raise
+
+
+def _price(via: str, name: str, calls: list[tuple[str, int, int]]) -> tuple[str, float | None]:
+    """The line that prices the calls' input, and what --max-cost holds: the most it may cost at the engine's rates
+    (caching may miss); None without a listed price."""
+    price = price_of(name)
+    share = getattr(price, via, None) if price else None
+    if price is None or share is None:
+        return f"  no listed {via} price for {name} in models/prices.json (or TINYREACT_PRICES)", None
+    standard, cached = input_costs(price, calls)
+    return (f"  {dollars(standard)} at standard rates, {dollars(standard * share)} at {via} rates ({share:g} of "
+            f"standard), {dollars(cached * share)} at {via} rates with caching at best (prices read {price.read})",
+            max(standard, cached) * share)
 
 
 def _priced_call(messages, counter) -> tuple[str, int, int]:
