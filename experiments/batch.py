@@ -8,7 +8,8 @@ to send:
   killed at any moment and started again finds its batches (by their name, at the service) and sends no call twice;
 - a call the batch answered with an error, or with a body that is no reply, is sent once more, in a new batch,
   and the run says so; one that fails again is an error of one line, and the replies that came are kept;
-- a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line.
+- a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line;
+- calls more or larger than one batch takes (the service's most_calls and most_bytes) go in several, sent together.
 The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's. FirstCall and Prefetched send a loop's
 first calls in a batch and let each run go on from there (bench/evaluate.py --via batch).
 """
@@ -28,6 +29,10 @@ TRIES = 2  # a call that fails inside a batch is sent once more
 class BatchService(Protocol):
     """A provider's batch engine, as this module uses it."""
     name: str  # the backend and model, as the ledger names the service
+    most_calls: int  # the calls one batch may carry
+    most_bytes: int  # and their size at most, each as `size` measures it
+
+    def size(self, id: str, body: dict) -> int: ...  # the bytes a call takes in its batch
 
     def body(self, messages: list[Message], stop: list[str]) -> dict: ...  # what one call sends
 
@@ -105,13 +110,17 @@ class BatchRun:
                 if id not in self.ledger.calls:
                     self.ledger.record("call", id=id, body=body)
             while True:
-                for batch in self.ledger.open_batches():
+                opened = self.ledger.open_batches()
+                for batch in opened:  # all sent before any is waited for: they run side by side
+                    self._submit(batch)
+                for batch in opened:
                     self._finish(batch, started, progress)
                 todo = self._to_send(say)
                 if not todo:
                     break
-                name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
-                self.ledger.record("submitting", name=name, ids=todo)
+                for part in self._parts(todo):
+                    name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
+                    self.ledger.record("submitting", name=name, ids=part)
         except BatchFailed as failed:
             failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
                               for id in self.ids]
@@ -133,12 +142,26 @@ class BatchRun:
                 "once more, in a new batch")
         return unanswered
 
-    def _finish(self, batch, started: float, progress: Callable[[str], None]) -> None:
-        """Submit a batch the ledger began (the service finds it by name if it took it already), wait for its end,
-        and record its outcomes."""
+    def _parts(self, todo: list[str]) -> list[list[str]]:
+        """The calls to send cut into batches the service takes: at most `most_calls` calls and `most_bytes` bytes
+        each (OpenAI's input file, Gemini's inline requests)."""
+        parts, size = [[]], 0
+        for id in todo:
+            weight = self.service.size(id, self.ledger.calls[id])
+            if parts[-1] and (len(parts[-1]) >= self.service.most_calls or size + weight > self.service.most_bytes):
+                parts, size = [*parts, []], 0
+            parts[-1].append(id)
+            size += weight
+        return parts
+
+    def _submit(self, batch) -> None:
+        """Submit a batch the ledger began (the service finds it by name if it took it already)."""
         if batch.id is None:
             batch.id, files = self.service.submit(batch.name, [(id, self.ledger.calls[id]) for id in batch.ids])
             self.ledger.record("submitted", name=batch.name, batch=batch.id, files=files)
+
+    def _finish(self, batch, started: float, progress: Callable[[str], None]) -> None:
+        """Wait for a submitted batch's end, and record its outcomes."""
         while True:
             polled = self.service.poll(batch.id)
             waited = time.monotonic() - started

@@ -499,12 +499,14 @@ class BatchStandIn(OpenAIStandIn):
     "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that was not sent; `stall`:
     "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the work, sets `stalled` and
     never answers (a run killed there); `lost_creates`: that many batches are made but answered 503, as when the
-    answer is lost on its way; `uploaded` keeps every line uploaded, `polls` counts the polls."""
+    answer is lost on its way; `most_lines`: the requests a file may hold (the reference's 50,000), a batch of more
+    failing in validation; `uploaded` keeps every line uploaded, `polls` counts the polls."""
 
     def __init__(self, replies: list, **options):
         self.fail_first = options.pop("fail_first", 0)
         self.outcome, self.stranger = options.pop("outcome", "completed"), options.pop("stranger", False)
         self.stall, self.lost_creates = options.pop("stall", None), options.pop("lost_creates", 0)
+        self.most_lines = options.pop("most_lines", 50_000)
         super().__init__(replies, models=("m",), **options)
         self.files, self.batches, self.uploaded, self.polls = {}, {}, [], 0
         self.stalled = threading.Event()
@@ -579,7 +581,11 @@ class BatchStandIn(OpenAIStandIn):
         self.polls += 1
         lines = [json.loads(line) for line in self.files[batch["input_file_id"]]["data"].splitlines()]
         steps = {"validating": "in_progress", "in_progress": "finalizing", "finalizing": "completed"}
-        if batch["status"] == "validating" and (self.outcome == "failed" or self.files[batch["input_file_id"]][
+        if batch["status"] == "validating" and len(lines) > self.most_lines:
+            batch["status"], batch["errors"] = "failed", {"object": "list", "data": [
+                {"code": "invalid_request", "message": f"The file holds {len(lines)} requests; at most "
+                 f"{self.most_lines} are allowed.", "line": None}]}
+        elif batch["status"] == "validating" and (self.outcome == "failed" or self.files[batch["input_file_id"]][
                 "purpose"] != "batch" or any(line.get("url") != batch["endpoint"] for line in lines)):
             batch["status"], batch["errors"] = "failed", {"object": "list", "data": [
                 {"code": "invalid_request", "message": "The url of line 1 does not match the batch's endpoint.",
@@ -647,13 +653,14 @@ class GeminiBatchStandIn(GeminiStandIn):
     - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
     Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
     "expired"; `stall`: "create" or "poll" (the second), where the stand-in does the work, sets `stalled` and never
-    answers (a run killed there); `lost_creates`: that many batches are made but answered 503 UNAVAILABLE; `sent`
-    keeps every inline request."""
+    answers (a run killed there); `lost_creates`: that many batches are made but answered 503 UNAVAILABLE;
+    `most_bytes`: the size of a batch of inline requests above which it is refused (the guide's 20 MB); `sent` keeps
+    every inline request."""
 
     def __init__(self, replies: list, **options):
         self.fail_first, self.outcome = options.pop("fail_first", 0), options.pop("outcome", "succeeded")
         self.stall, self.stalled, self.polls = options.pop("stall", None), threading.Event(), 0
-        self.lost_creates = options.pop("lost_creates", 0)
+        self.lost_creates, self.most_bytes = options.pop("lost_creates", 0), options.pop("most_bytes", 20_000_000)
         super().__init__(replies, **options)
         self.jobs, self.sent = {}, []
 
@@ -678,6 +685,9 @@ class GeminiBatchStandIn(GeminiStandIn):
         return super().handle(request)
 
     def _create(self, model: str, batch: dict) -> Answer:
+        if len(json.dumps(batch)) > self.most_bytes:
+            return gemini_error(400, "INVALID_ARGUMENT", f"Request payload size exceeds the limit: {self.most_bytes} "
+                                "bytes.")
         requests = batch["inputConfig"]["requests"]["requests"]
         self.sent += requests
         name = f"batches/{len(self.jobs) + 1}"

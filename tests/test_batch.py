@@ -518,3 +518,27 @@ def test_a_gemini_batch_made_though_its_answer_was_lost_is_found_not_made_again(
     done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes")
     assert done.returncode == 0, done.stderr
     assert len(server.jobs) == 1 and len(server.sent) == 24
+
+
+def test_calls_more_than_a_batch_takes_go_in_several_sent_together(agent_py, openai, batches, trace, tmp_path,
+                                                                    monkeypatch):
+    from models.services.openai_batch import OpenAIBatches
+
+    expected, _ = synchronous(agent_py, openai, trace, tmp_path)
+    monkeypatch.setattr(OpenAIBatches, "most_calls", 10, raising=False)
+    server = batches(list(REPLIES), most_lines=10)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "b.csv"))
+    assert done.returncode == 0, done.stderr
+    assert [len(batch) for batch in _lines_by_batch(server)] == [10, 10, 4]
+    assert (tmp_path / "b.csv").read_text() == expected
+
+
+def test_a_gemini_batch_larger_than_inline_requests_take_goes_in_several(agent_py, gemini_batches, trace,
+                                                                         monkeypatch):
+    from models.services.gemini_batch import GeminiBatches
+
+    monkeypatch.setattr(GeminiBatches, "most_bytes", 30_000, raising=False)
+    server = gemini_batches(["Answer: 15.5 °C"] * 24, most_bytes=50_000)
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert len(server.jobs) > 1 and len(server.sent) == 24

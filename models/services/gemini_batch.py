@@ -12,6 +12,7 @@ state ends, and its inlined responses read back by that key (https://ai.google.d
   error, with the metadata it was sent with.
 Every request goes through models/services/retry.py, as a call does, its failures explained as a call's are.
 """
+import json
 from itertools import islice
 
 from models import Message, ModelError, ModelReply, shortened
@@ -23,10 +24,15 @@ STATES = {"JOB_STATE_PENDING": "pending", "JOB_STATE_QUEUED": "pending", "JOB_ST
           "JOB_STATE_SUCCEEDED": "completed", "JOB_STATE_FAILED": "failed", "JOB_STATE_CANCELLED": "cancelled",
           "JOB_STATE_CANCELLING": "running", "JOB_STATE_EXPIRED": "expired"}
 LISTED = 1000  # batches looked through for one of a name (100 a page)
+# Inline requests suit "smaller batches that keep the total request size under 20MB" (the batch-mode guide); the
+# request's own wrapping is kept a megabyte for.
+MOST_INLINE_BYTES = 19_000_000
 
 
 class GeminiBatches:
     """The batch mode of the Gemini API a `gemini:` model calls (GOOGLE_GEMINI_BASE_URL), with its key."""
+    most_calls = 1_000_000  # no count is given: the size decides
+    most_bytes = MOST_INLINE_BYTES
 
     def __init__(self, model):
         self.model = model
@@ -37,6 +43,10 @@ class GeminiBatches:
 
     def reply(self, answer: dict) -> ModelReply:
         return self.model.reply_of(answer)
+
+    def size(self, id: str, body: dict) -> int:
+        """About the bytes of the call's inline request: its body as JSON, its key and their wrapping."""
+        return len(json.dumps(body, ensure_ascii=False).encode()) + len(id) + 100
 
     def submit(self, name: str, calls: list[tuple[str, dict]]) -> tuple[str, dict]:
         """The batch of `calls` ((custom_id, body) pairs) under the display name `name`: its name and no files (its

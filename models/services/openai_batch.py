@@ -34,6 +34,8 @@ LISTED_PAGES = 20  # of 100 batches each, looked through for one made from a fil
 
 class OpenAIBatches:
     """The Batch API of the server an `openai:` model calls (OPENAI_BASE_URL), with its key."""
+    most_calls = 50_000  # "The file can contain up to 50,000 requests" (api-reference/batch/create)
+    most_bytes = MAX_FILE_BYTES  # "and can be up to 200 MB in size"
 
     def __init__(self, model):
         self.model = model
@@ -53,13 +55,16 @@ class OpenAIBatches:
         except retry.Retryable as problem:
             raise ModelError(f"{self._where()} answered a call 200 with an error: {problem}") from None
 
+    def size(self, id: str, body: dict) -> int:
+        """The bytes of the call's line in the input file."""
+        return len(_line(id, body))
+
     def submit(self, name: str, calls: list[tuple[str, dict]]) -> tuple[str, dict]:
         """The batch of `calls` ((custom_id, body) pairs) under `name`: its id and {"input": its file's id}. A file
         of that name already uploaded is not uploaded again, nor a batch already made of it made again."""
         file = self._found_file(name)
         if file is None:
-            lines = [{"custom_id": id, "method": "POST", "url": ENDPOINT, "body": body} for id, body in calls]
-            data = b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
+            data = b"".join(_line(id, body) for id, body in calls)
             file = self._json("POST", "/files", data={"purpose": "batch"},
                               files={"file": (name, data, "application/jsonl")})["id"]
         batch = self._found_batch(file) or created(
@@ -164,6 +169,12 @@ class OpenAIBatches:
 
     def _where(self) -> str:
         return f"the Batch API at {self.model.url}"
+
+
+def _line(id: str, body: dict) -> bytes:
+    """A call's line of the input file."""
+    line = {"custom_id": id, "method": "POST", "url": ENDPOINT, "body": body}
+    return json.dumps(line, ensure_ascii=False).encode() + b"\n"
 
 
 def _outcome(line) -> Outcome:
