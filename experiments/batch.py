@@ -17,7 +17,7 @@ import os
 import time
 from typing import Callable, Protocol
 
-from experiments.ledger import Ledger, canonical, run_digest
+from experiments.ledger import Ledger, LedgerError, canonical, run_digest
 from models import Message, ModelError, ModelReply, shortened
 
 POLL_VARIABLE = "TINYREACT_BATCH_POLL"
@@ -121,13 +121,20 @@ class BatchRun:
                 for part in self._parts(todo):
                     name = f"tinyreact-{self.digest[:16]}-{len(self.ledger.batches) + 1}.jsonl"
                     self.ledger.record("submitting", name=name, ids=part)
+        except LedgerError as problem:  # what was sent runs on at the service, and is found again from the ledger
+            raise self._with_replies(BatchFailed(f"{problem}; run the same command again once it can be written")) \
+                from None
         except BatchFailed as failed:
-            failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
-                              for id in self.ids]
-            raise
+            raise self._with_replies(failed)
         finally:
             self.ledger.close()  # its lock let go: the run has done with it
         return [self.service.reply(self.ledger.answers[id]) for id in self.ids]
+
+    def _with_replies(self, failed: BatchFailed) -> BatchFailed:
+        """`failed`, with every call's reply that came (None for one that did not)."""
+        failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
+                          for id in self.ids]
+        return failed
 
     def _to_send(self, say: Callable[[str], None]) -> list[str]:
         """The calls still to send: never sent, or failed once (said once); BatchFailed for one failed twice."""

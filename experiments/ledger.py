@@ -38,7 +38,8 @@ TYPES = {"call": ("id", "body"), "submitting": ("name", "ids"), "submitted": ("n
 
 
 class LedgerError(ValueError):
-    """The ledger cannot be used: damaged, of another run, or of a newer TinyReAct. Its message is one line."""
+    """The ledger cannot be used: damaged, of another run, of a newer TinyReAct, or no longer writable. Its message
+    is one line."""
 
 
 def custom_id(body: dict) -> str:
@@ -92,9 +93,13 @@ class Ledger:
         self._file.close()
 
     def record(self, type: str, **fields) -> None:
-        """Append one record, flushed and synced, and take it into what the ledger knows."""
+        """Append one record, flushed and synced, and take it into what the ledger knows; LedgerError, one line, when
+        it cannot be written (a full disk)."""
         record = {"type": type, **fields}
-        self._append(record)
+        try:
+            self._append(record)
+        except OSError as problem:
+            raise LedgerError(f"cannot write the ledger {self.path}: {problem.strerror or problem}") from None
         self._apply(record)
 
     def sent(self, batch_id: str) -> Batch | None:

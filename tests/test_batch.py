@@ -542,3 +542,28 @@ def test_a_gemini_batch_larger_than_inline_requests_take_goes_in_several(agent_p
     done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes")
     assert done.returncode == 0, done.stderr
     assert len(server.jobs) > 1 and len(server.sent) == 24
+
+
+def test_a_ledger_that_cannot_be_written_midway_is_one_line_and_the_run_started_again_sends_nothing(
+        agent_py, batches, trace, monkeypatch):
+    import errno
+
+    from experiments.ledger import Ledger
+
+    server = batches(list(REPLIES))
+    written, appended = [], Ledger._append
+
+    def append(ledger, record):
+        if len(written) == 30:  # the calls, the batch, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(record)
+        appended(ledger, record)
+    with monkeypatch.context() as patched:
+        patched.setattr(Ledger, "_append", append)
+        full = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert full.returncode == 1 and "Traceback" not in full.stderr
+    assert full.stderr.splitlines()[-1].endswith("No space left on device; run the same command again once it can "
+                                                  "be written")
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert len(server.batches) == 1
