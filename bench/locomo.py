@@ -822,10 +822,6 @@ def resumed(args, batch) -> str:
     return "\n" + resume_line(args, "bench/locomo.py") if batch else ""
 
 
-def say_note(text: str) -> None:
-    print(f"note: {text}", file=sys.stderr)
-
-
 def outputs_problem(args) -> str | None:
     """What is wrong with where --plot and --answers would write, said before any work: the data file itself (it
     would be overwritten), a folder, or a folder that does not exist."""
@@ -846,6 +842,7 @@ class AnswersLost(Exception):
 
 
 def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
+    from cli.sending import say  # a note on one line, what the service sent in it made safe to print
     from models import ModelError, load_model
     from policies import make_policy
 
@@ -891,7 +888,7 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
 
     scores: dict[str, list[float]] = {}
     try:
-        replies = batch.replies(lambda text: print(text, file=sys.stderr), say_note) if batch else None
+        replies = batch.replies(lambda text: print(text, file=sys.stderr), say) if batch else None
         scores = probe(chosen, specs, model, stem, folder, kept, calls, replies)
     except KeyboardInterrupt:
         print("interrupted: the answers so far are in --answers" + resumed(args, batch), file=sys.stderr)

@@ -495,18 +495,19 @@ class BatchStandIn(OpenAIStandIn):
       failed has its line in the error file, with its status_code and error body.
     - A batch that does not complete in its window is "expired": the requests done are in the output file, the
       others in the error file with error {"code": "batch_expired"} (the guide's "Batch expiration").
-    Knobs: `fail_first` lines of the first batch fail with a 500 in the error file (partial failure); `outcome`
-    "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that was not sent; `stall`:
-    "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the work, sets `stalled` and
-    never answers (a run killed there); `lost_creates`: that many batches are made but answered 503, as when the
-    answer is lost on its way; `most_lines`: the requests a file may hold (the reference's 50,000), a batch of more
-    failing in validation; `uploaded` keeps every line uploaded, `polls` counts the polls."""
+    Knobs: `fail_first` lines of the first batch fail with a 500 in the error file (partial failure), saying
+    `fail_message`; `outcome` "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that
+    was not sent; `stall`: "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the
+    work, sets `stalled` and never answers (a run killed there); `lost_creates`: that many batches are made but
+    answered 503, as when the answer is lost on its way; `most_lines`: the requests a file may hold (the reference's
+    50,000), a batch of more failing in validation; `uploaded` keeps every line uploaded, `polls` counts the polls."""
 
     def __init__(self, replies: list, **options):
         self.fail_first = options.pop("fail_first", 0)
         self.outcome, self.stranger = options.pop("outcome", "completed"), options.pop("stranger", False)
         self.stall, self.lost_creates = options.pop("stall", None), options.pop("lost_creates", 0)
         self.most_lines = options.pop("most_lines", 50_000)
+        self.fail_message = options.pop("fail_message", "The server had an error processing your request.")
         super().__init__(replies, models=("m",), **options)
         self.files, self.batches, self.uploaded, self.polls = {}, {}, [], 0
         self.stalled = threading.Event()
@@ -614,7 +615,7 @@ class BatchStandIn(OpenAIStandIn):
                 continue
             if first and number < self.fail_first:
                 errors.append({**result, "response": {"status_code": 500, "request_id": f"req_{number}", "body": {
-                    "error": {"message": "The server had an error processing your request.", "type": "server_error",
+                    "error": {"message": self.fail_message, "type": "server_error",
                               "param": None, "code": None}}}})
                 continue
             answer = super().handle({"method": "POST", "path": "/v1/chat/completions", "headers": {

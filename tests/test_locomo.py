@@ -418,3 +418,18 @@ def test_max_cost_in_locomo_takes_dollars_alone(value, capsys):
     assert ended.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
         f"takes US dollars from 0 to 1,000,000, got {value!r}")
+
+
+def test_a_note_of_a_batch_shows_no_escape_the_service_sent(tmp_path, monkeypatch, capsys):
+    from model_servers import BatchStandIn
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
+    argv = [SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full", "--sample", "2", "--via", "batch",
+            "--yes", "--answers", str(tmp_path / "a.jsonl")]
+    with BatchStandIn(["Answer: x"] * 4, key="test-key-0123", fail_first=1,
+                      fail_message="busy\x1b]0;owned\x07\x1b[2J now") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 call(s) failed in their batch (500: busy" in err and "\x1b" not in err and "\x07" not in err
