@@ -8,8 +8,8 @@ choice of what to keep.
 
 `Summarising` is the seam every summarising policy is written in (the vendors' compaction managers beside it):
 when a summary is due (`due`, by default past `trigger` tokens), how many of the latest steps stay as they are
-(`kept`), what the summary is asked from (`transcript`, `prompt`), and which earlier questions stay beside it
-(`earlier_questions`). Each hook has the default compact:T uses.
+(`kept`), what the summary is asked from (`transcript`, `prompt`), which earlier questions stay beside it
+(`earlier_questions`), and how a step not summarised is shown (`step_pieces`). Each hook has the default compact:T uses.
 """
 from typing import Callable, Sequence
 
@@ -72,6 +72,10 @@ class Summarising(Policy):
         """The questions (by trace index) of turns the summary covers that are shown beside it: none."""
         return set()
 
+    def step_pieces(self, conversation, step) -> list[tuple[str, Part]]:
+        """A step not summarised, as shown: as it happened."""
+        return step_parts(step)
+
     @staticmethod
     def _covered(conversation) -> int:
         return conversation.summary["upto"] if conversation.summary else 0
@@ -94,7 +98,7 @@ class Summarising(Policy):
                 pieces.append(question_part(turn))
             for step in turn.steps:
                 if covered <= step.index and (before is None or step.index < before):
-                    pieces += step_parts(step)
+                    pieces += self.step_pieces(conversation, step)
             if before is None and number == len(conversation.turns) - 1:  # not an earlier turn's, left unanswered
                 pieces += pending_parts(turn)
         return pieces

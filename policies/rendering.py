@@ -116,6 +116,7 @@ class Conversation:
     turns: list[Turn]
     notes: list[str]
     summary: dict | None  # the latest summary of earlier steps, if any
+    summaries: list[dict] = field(default_factory=list)  # every summary since the last reset, in order
     forgotten: set = field(default_factory=set)  # trace indices of the replies whose steps the model chose to forget
     laid_out: tuple = field(default=([], (), None), repr=False)  # assemble()'s last pieces, messages and instructions
     steps: list[Step] = field(default_factory=list)  # every turn's steps, in order
@@ -163,7 +164,8 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
     kind, turns = event["type"], conversation.turns
     if kind == "reset":
         conversation.instructions, conversation.summary, conversation.now = None, None, None
-        for kept in (turns, conversation.notes, conversation.forgotten, conversation.steps, conversation.stepless):
+        for kept in (turns, conversation.notes, conversation.forgotten, conversation.steps, conversation.stepless,
+                     conversation.summaries):
             kept.clear()
     elif kind == "instructions":
         conversation.instructions = event
@@ -183,6 +185,7 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
         turns[-1].steps[-1].observations.append(event)
     elif kind == "summary":
         conversation.summary = event
+        conversation.summaries.append(event)
     elif kind == "note":
         _apply_note(conversation.notes, event)
     elif kind == "forget":
