@@ -11,9 +11,13 @@ import typing
 from typing import Callable
 
 from models import Message
+from policies.adk_compact import AdkCompact
 from policies.anthropic_clear import AnthropicClear
+from policies.anthropic_compact import AnthropicCompact
 from policies.base import Policy
 from policies.budget import Budget
+from policies.claude_code import ClaudeCode
+from policies.codex import Codex
 from policies.cold import ColdRewrite
 from policies.compact import CompactHistory
 from policies.composed import Composed
@@ -21,6 +25,8 @@ from policies.elide import ElideObservations
 from policies.facts import KeyFacts
 from policies.forget import Forget
 from policies.full import FullHistory
+from policies.langchain_summary import LangChainSummary
+from policies.openai_compact import OpenAICompact
 from policies.openclaw_ttl import OpenClawTTL
 from policies.pinned import PinnedNotes
 from policies.retrieve import Retrieve
@@ -45,6 +51,12 @@ POLICIES = {
     "anthropic-clear": AnthropicClear,
     "strands-window": StrandsWindow,
     "openclaw-ttl": OpenClawTTL,
+    "anthropic-compact": AnthropicCompact,
+    "openai-compact": OpenAICompact,
+    "claude-code": ClaudeCode,
+    "codex": Codex,
+    "langchain-summary": LangChainSummary,
+    "adk-compact": AdkCompact,
 }
 POLICY_HELP = ", ".join(kind.usage for kind in POLICIES.values()) + ", or several joined by + (elide:2+pinned)"
 BASELINE = FullHistory.name  # what every other policy's cost is measured against: the whole history, as it happened

@@ -86,6 +86,33 @@ def test_the_vendors_clearing_managers_replay_every_shipped_conversation_without
         assert acted == scaled | {"strands-window"}
     else:  # on a short one only a window of 10 messages, trimmed before every call, acts
         assert acted == {"strands-window:window_size=10/per_turn=1/context_window=3000"}
+# The vendors' summarising managers (issue 51), with their documented defaults and with triggers scaled to act on it
+SUMMARISING = ["anthropic-compact", "openai-compact", "claude-code", "codex", "langchain-summary", "adk-compact",
+           "anthropic-compact:trigger=3000", "openai-compact:compact_threshold=3000/item_tokens=100",
+           "claude-code:window=36000/buffer=13000", "codex:model_auto_compact_token_limit=3000",
+           "langchain-summary:trigger_tokens=2500/keep_messages=6", "langchain-summary:trigger_messages=30",
+           "adk-compact:compaction_interval=5/overlap_size=2"]
+
+
+@pytest.mark.parametrize("name", ["support", "renovation", "long"])
+def test_every_vendor_manager_replays_the_shipped_conversations_without_violations(name):
+    """Summaries from a scripted summarizer; with their defaults the token-triggered ones never act on a conversation
+    this size, and send exactly what full history sends."""
+    from experiments.replay import Summaries
+    from models.scripted import ScriptedModel
+
+    header, events = read_trace_file(os.path.join(CONVERSATIONS, f"{name}.jsonl"))
+    writer = ScriptedModel([f"Summary {n}: what the user asked, and what the tools returned." for n in range(400)])
+    full, *reports = replay(header, events, ["full"] + SUMMARISING, counter=TokenCounter(), facts=[], points=[],
+                            summaries=Summaries(writer))
+    assert {report.policy: (report.measured, report.violations) for report in reports} == {
+        report.policy: (True, 0) for report in reports}
+    for report in reports:
+        token_triggered = report.policy.split(":")[0] != "adk-compact"
+        if ":" not in report.policy and token_triggered:
+            assert report.sizes == full.sizes and report.summary_calls == 0, report.policy
+        elif ":" in report.policy:
+            assert report.summary_calls > 0 and report.peak < full.peak, report.policy
 
 
 class Counted(dict):
