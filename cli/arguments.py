@@ -3,6 +3,7 @@ lists of policies an option names. Which options go together is the table of mod
 import argparse
 import sys
 
+from models import OFFLINE_MODEL
 from policies import POLICY_HELP, make_policy
 from cli.output import EXIT_USAGE
 
@@ -109,6 +110,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--observation-cut", type=_characters, metavar="N", dest="observation_cut",
                        help="with --replay: characters of each observation shown (default: 2000, as in a run); facts "
                             "lost to the cut are counted apart from those a policy loses")
+    group.add_argument("--summarizer", type=_given, metavar="SPEC",
+                       help="with --replay: the model that writes the summaries a summarising policy asks for "
+                            "(compact:T, anthropic-compact, codex, ...), each cached beside the trace by a digest of "
+                            "what it summarises, so that a second replay calls no model (default: --model's, else "
+                            f"the embedded {OFFLINE_MODEL}, loaded only when a summary is missing)")
     group.add_argument("--facts", type=_given, metavar="FILE",
                        help="with --replay: the planted facts, their probes and probe points "
                             "(a facts file, see conversations/README.md); overrides the trace's")

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from models import Model, ModelConfigError, load_model
+from models import Model, ModelConfigError, load_model, resolved_spec
 from models.prices import prices
 from tokens import read_vocabulary_elsewhere
 from tools.mcp import McpError, McpServers, specs_from_environment
@@ -57,6 +57,24 @@ def chosen_model(args) -> Model:
     with spinner("loading…", start=False, lines=True) as update:
         return load_model(args.model, progress=lambda text: update(text + "…"),
                           notice=lambda text: print(text, file=sys.stderr))
+
+
+class ModelWhenAsked:
+    """The model a spec names, loaded at its first call: a replay whose summaries are all cached loads none. Its name
+    is known before (the summaries' cache is keyed by it); a spec that names no model is a UsageError at once."""
+    backend = "when asked"
+
+    def __init__(self, spec: str):
+        try:
+            self.name = resolved_spec(spec)[1]
+        except ModelConfigError as problem:
+            raise UsageError(f"--summarizer: {problem}") from None
+        self.spec, self._model = spec, None
+
+    def generate(self, messages, stop, **options):
+        if self._model is None:
+            self._model = load_model(self.spec, notice=lambda text: print(text, file=sys.stderr))
+        return self._model.generate(messages, stop, **options)
 
 
 def open_trace(path: str) -> TraceFile:

@@ -27,7 +27,7 @@ MODES = {
     "record": Mode("record", "trace policy no_stream otel"),
     "compare": Mode("compare", "question model ttl trace json finish html no_stream expect repeat protocol otel"),
     "replay": Mode("replay", "model json html no_stream policies probe plot csv facts probe_facts probe_points "
-                             "prices_of cache_ttl pace observation_cut"),
+                             "prices_of cache_ttl pace observation_cut summarizer"),
     "probe": Mode("probe", "repeat phrasings jobs answers reader via ledger max_cost yes", needs="replay"),
     "fork": Mode("fork", "model policy policies ttl trace json quiet html no_stream protocol set_observation "
                          "set_reply instructions", needs="source"),
@@ -44,11 +44,11 @@ MODES = {
 EXCLUSIVE = [("json", "quiet"), ("confirm", "yes")]
 # Every option, in the order refusals name them (an option without its mode is said before a mode's other options).
 OPTIONS = ["expect", "repeat", "policies", "probe", "plot", "csv", "facts", "probe_facts", "probe_points",
-           "prices_of", "cache_ttl", "pace", "observation_cut", "reader", "phrasings", "jobs", "answers", "via",
-           "ledger", "max_cost", "source",
-           "fork", "set_observation", "set_reply", "instructions", "resume", "question", "chat", "compare", "replay",
-           "record", "html", "otel", "model", "policy", "ttl", "trace", "json", "quiet", "finish", "show_context",
-           "no_stream", "models", "verify_cache", "show_prompt", "protocol", "mcp", "confirm", "yes", "tools"]
+           "prices_of", "cache_ttl", "pace", "observation_cut", "summarizer", "reader", "phrasings", "jobs", "answers",
+           "via", "ledger", "max_cost", "source", "fork", "set_observation", "set_reply", "instructions", "resume",
+           "question", "chat", "compare", "replay", "record", "html", "otel", "model", "policy", "ttl", "trace", "json",
+           "quiet", "finish", "show_context", "no_stream", "models", "verify_cache", "show_prompt", "protocol", "mcp",
+           "confirm", "yes", "tools"]
 # The options that name a file: the ones read, then the ones written.
 FILES = ["replay", "record", "source", "resume", "instructions", "facts", "trace", "html", "plot", "csv", "answers",
          "ledger"]
@@ -132,8 +132,8 @@ def _not_taken(args, given: list[str]) -> str | None:
 
 def _by_value(args) -> str | None:
     """The refusals that depend on the values given."""
-    return (_model_unused(args) or _model_given_twice(args) or _jobs_for_one(args) or _trace_folder(args)
-            or _named_twice(args) or _via(args))
+    return (_model_unused(args) or _summarizer_unused(args) or _model_given_twice(args) or _jobs_for_one(args)
+            or _trace_folder(args) or _named_twice(args) or _via(args))
 
 
 def as_comparison(args) -> str | None:
@@ -156,6 +156,13 @@ def _model_unused(args) -> str | None:
     """--model with --replay, where no probe and no summary asks for one."""
     if args.replay and args.model and not args.probe and not _asks_for_summaries(args.policies or DEFAULT_POLICIES):
         return "--model with --replay is for --probe, or for writing the summaries compact:T asks for"
+    return None
+
+
+def _summarizer_unused(args) -> str | None:
+    """--summarizer with --replay, where no policy asks for a summary."""
+    if args.replay and args.summarizer and not _asks_for_summaries(args.policies or DEFAULT_POLICIES):
+        return "--summarizer writes the summaries a summarising policy asks for, and none of these policies asks"
     return None
 
 
@@ -227,7 +234,8 @@ def _modes_first(given: list[str]) -> list[str]:
 
 
 def _asks_for_summaries(policies: str) -> bool:
-    """Whether any of these policies shows model-written summaries (compact:T), which a replay writes with --model.
+    """Whether any of these policies shows model-written summaries (compact:T, the vendors' compaction), which a
+    replay writes with --summarizer.
     A policy that cannot be read is said when the policies are read, after the options are checked."""
     try:
         return any(make_policy(spec).needs_summaries for spec in comma_separated(policies))

@@ -10,7 +10,7 @@ from policies.rendering import observations_cut_at
 from tokens import local_counter
 from views.terminal import clean
 from cli.arguments import PRICED_REPLAY, comma_separated
-from cli.loading import chosen_model, load_env_files, open_trace
+from cli.loading import ModelWhenAsked, chosen_model, load_env_files, open_trace
 from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         readable, write_output)
@@ -25,7 +25,7 @@ class Replaying:
     facts: list = field(default_factory=list)
     points: list = field(default_factory=list)
     model: Model | None = None
-    summaries: object = None  # experiments.replay.Summaries: compact:T's summaries, cached beside the trace
+    summaries: object = None  # experiments.replay.Summaries: the summarising policies' summaries, cached beside it
     window: int | None = None  # the context window reports are checked against
     window_model: str = ""  # whose it is
     priced: list | None = None  # (a model's name, its list price) for each rule the input cost is given under
@@ -62,7 +62,7 @@ def _replay_cut(args, specs: list[str], run: "Replaying") -> int:
                              args.pace)
     except OSError as problem:
         return fail(f"cannot write the summaries: {problem.strerror or problem}: {run.summaries.path}")
-    except ModelError as problem:  # writing a summary for compact:T
+    except ModelError as problem:  # writing a summary a summarising policy asks for
         print(f"error: {clean(problem)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(problem, ModelConfigError) else EXIT_NO_ANSWER
     if args.probe:
@@ -115,8 +115,9 @@ def _chosen_points(listed: str | None, points: list, path: str) -> list:
 
 
 def _replay_model(args, run: Replaying) -> None:
-    """The model that probes or writes the summaries compact:T asks for (none when the replay needs none), the
-    summaries' cache beside the trace, and the context window reports are checked against."""
+    """The model that probes (none when the replay needs none), the one that writes the summaries a summarising
+    policy asks for (_summarizer), the summaries' cache beside the trace, and the context window reports are checked
+    against."""
     from experiments.replay import Summaries, context_window
 
     if args.model or args.probe:
@@ -130,10 +131,19 @@ def _replay_model(args, run: Replaying) -> None:
             raise UsageError("--jobs runs calls at once against network models; "
                              "an embedded model answers one at a time")
     stem = args.replay[:-6] if args.replay.endswith(".jsonl") else args.replay
-    run.summaries = Summaries(run.model, stem + ".summaries.json")
+    run.summaries = Summaries(_summarizer(args, run), stem + ".summaries.json")
     run.window_model = run.model.name if run.model else parse_spec(OFFLINE_MODEL)[1]
     run.window = context_window(run.window_model)
     run.priced = _replay_price(args.prices_of, args.cache_ttl)
+
+
+def _summarizer(args, run: Replaying) -> Model:
+    """Who writes a missing summary: --summarizer's model, else --model's (as before --summarizer), else the model
+    main() was given, else the embedded model; one named by a spec is loaded only when a summary is missing."""
+    if args.summarizer:
+        load_env_files()
+        return ModelWhenAsked(args.summarizer)
+    return run.model or args.given_model or ModelWhenAsked(OFFLINE_MODEL)
 
 
 def _replay_price(asked: str | None, cache_ttl: float | None = None) -> list | None:

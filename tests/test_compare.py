@@ -81,7 +81,7 @@ def test_compact_is_measured_when_it_never_asks_and_not_measured_when_it_asks_wi
     header, events, reports = long_replay
     assert reports["compact:8000"].measured and reports["compact:8000"].sizes == reports["full"].sizes  # peak < 8,000
     small = replay(header, events, ["compact:2000"])[0]
-    assert not small.measured and "give --model" in small.note
+    assert not small.measured and "give a summarizer (--summarizer)" in small.note
 
 
 def test_compact_with_recorded_summaries_is_measured(tmp_path):

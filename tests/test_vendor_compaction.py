@@ -276,3 +276,71 @@ def test_bad_parameters_are_one_line_naming_the_parameters(spec, said):
         make_policy(spec)
     line = str(refused.value)
     assert said in line and "\n" not in line and " takes " in line
+
+
+# ---------------------------------------------------------------- --summarizer: who writes the summaries of a replay
+
+def replayed(capsys, argv, model=None):
+    import json
+
+    import cli as command_line
+
+    assert command_line.main(argv + ["--json"], model=model) == 0
+    return {policy["policy"]: policy for policy in json.loads(capsys.readouterr().out)["policies"]}
+
+
+@pytest.fixture
+def trace(tmp_path):
+    copy = tmp_path / "support.jsonl"
+    copy.write_bytes(open(SUPPORT, "rb").read())
+    return str(copy)
+
+
+SUMMARISING = "full,anthropic-compact:trigger=3000,codex:model_auto_compact_token_limit=3000"
+
+
+def test_a_replay_writes_each_summary_once_and_a_second_replay_calls_no_model(capsys, trace):
+    writer = ScriptedModel([f"Summary {n}: a thermostat, a charge, a fix." for n in range(40)])
+    first = replayed(capsys, ["--replay", trace, "--policies", SUMMARISING], writer)
+    written = len(writer.calls)
+    assert written == sum(first[name]["summary_calls"] for name in first) > 0
+    assert os.path.exists(trace[:-6] + ".summaries.json")
+    silent = ScriptedModel([])  # any call would fail: it has no reply
+    second = replayed(capsys, ["--replay", trace, "--policies", SUMMARISING], silent)
+    assert silent.calls == []
+    for name in first:
+        assert second[name]["sizes"] == first[name]["sizes"] and second[name]["measured"]
+    assert "written by scripted" in first["codex:model_auto_compact_token_limit=3000"]["note"]
+    assert "cached, by scripted" in second["codex:model_auto_compact_token_limit=3000"]["note"]
+
+
+def test_the_embedded_summarizer_is_the_default_and_is_loaded_only_for_a_missing_summary(capsys, trace, monkeypatch):
+    import cli.loading
+
+    loaded = []
+    monkeypatch.setattr(cli.loading, "load_model", lambda spec, **_: loaded.append(spec) or ScriptedModel(
+        [f"Summary {n}." for n in range(40)]))
+    first = replayed(capsys, ["--replay", trace, "--policies", SUMMARISING])  # neither --summarizer nor --model
+    assert loaded == ["local:qwen2.5-coder-0.5b"] and "written by qwen2.5-coder-0.5b" in first[
+        "anthropic-compact:trigger=3000"]["note"]
+    again = replayed(capsys, ["--replay", trace, "--policies", SUMMARISING, "--summarizer",
+                              "local:qwen2.5-coder-0.5b"])
+    assert loaded == ["local:qwen2.5-coder-0.5b"]  # every summary cached: nothing loaded the second time
+    assert again["anthropic-compact:trigger=3000"]["sizes"] == first["anthropic-compact:trigger=3000"]["sizes"]
+    other = replayed(capsys, ["--replay", trace, "--policies", SUMMARISING, "--summarizer", "local:gemma-3-270m"])
+    assert loaded == ["local:qwen2.5-coder-0.5b", "local:gemma-3-270m"]  # another writer: its own summaries
+    assert "written by gemma-3-270m" in other["anthropic-compact:trigger=3000"]["note"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--summarizer", "local:qwen2.5-coder-0.5b", "q?"], "--summarizer only works with --replay"),
+    (["--replay", SUPPORT, "--policies", "full,window:2", "--summarizer", "local:qwen2.5-coder-0.5b"],
+     "--summarizer writes the summaries a summarising policy asks for, and none of these policies asks"),
+    (["--replay", SUPPORT, "--policies", "full,codex", "--summarizer", "nosuch:model"], "--summarizer: "),
+])
+def test_a_summarizer_that_cannot_be_used_is_one_line(capsys, argv, said):
+    import cli as command_line
+
+    assert command_line.main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
