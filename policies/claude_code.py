@@ -44,6 +44,7 @@ class ClaudeCode(Summarising):
         self.idle, self.keep = idle_minutes * 60, keep_tool_results
         self.name = written("claude-code", self, window=window, buffer=buffer, idle_minutes=idle_minutes,
                             keep_tool_results=keep_tool_results)
+        self._boundary = (None, 0)  # (the conversation as read, where its clearing ends): found once a render
 
     def due(self, events, count) -> bool:
         return self.size(events, count) >= self.trigger
@@ -52,7 +53,10 @@ class ClaudeCode(Summarising):
         return 0  # the summary replaces the whole conversation
 
     def step_pieces(self, conversation, step) -> list:
-        if step.observations and step.index < self._cleared_before(conversation):
+        read = (id(conversation), len(conversation.steps), conversation.now)
+        if self._boundary[0] != read:
+            self._boundary = (read, self._cleared_before(conversation))
+        if step.observations and step.index < self._boundary[1]:
             return step_parts(step, CLEARED)
         return step_parts(step)
 

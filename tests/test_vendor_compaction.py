@@ -248,6 +248,16 @@ def test_claude_code_clears_old_tool_results_after_an_idle_gap_and_only_then(idl
     assert violations(last, events[:calls[-1]]) == []
 
 
+def test_claude_code_clears_in_a_replay_paced_an_hour_a_question_and_not_ten_minutes():
+    from experiments.replay import parse_pace
+
+    header, events = support()
+    for pace, acts in (("3700,5", True), ("600,5", False)):
+        full, claude = replay(header, events, ["full", "claude-code"], facts=[], points=[], pace=parse_pace(pace))
+        assert claude.violations == 0 and (claude.total < full.total) is acts and claude.summary_calls == 0
+        assert (claude.buckets["markers"] > 0) is acts
+
+
 def test_claude_code_auto_compacts_at_its_window_less_the_summary_room_and_the_buffer():
     header, events = support()
     sizes = sizes_under_full(events)
