@@ -255,7 +255,7 @@ class TinyReAct:
         raise Stop(reason)
 
     def _summarise_if_asked(self) -> None:
-        """When the context is too big, the compact policy asks for a summary the model writes."""
+        """When a summary is due, a summarising policy (compact, the vendors' compaction) asks the model for one."""
         request = self.policy.summary_request(self.trace.events, self.counter.count)
         if request is None:
             return

@@ -2,7 +2,7 @@
 would have sent given the same recorded replies (teacher forcing). Sizes, the tokens the session would have billed
 (summary calls included), peak context, buckets per call, invariant violations, and the state of each planted fact
 at each probe point (kept, gone, cut by the observation cap, or not stated yet); no model needed, except to write
-the summaries compact:T asks for (`Summaries`)."""
+the summaries a summarising policy asks for (`Summaries`: compact:T, the vendors' compaction)."""
 import hashlib
 import json
 import math
@@ -48,7 +48,7 @@ class PolicyReplay:
     buckets: dict = field(default_factory=dict)  # the buckets summed over calls
     violations: int = 0
     facts: dict = field(default_factory=dict)  # fact id -> {probe point label: kept, partly, cut, gone or unstated}
-    summary_calls: int = 0  # calls compact:T makes to write summaries; their tokens are in `total`
+    summary_calls: int = 0  # calls a summarising policy makes to write summaries; their tokens are in `total`
     summary_input: int = 0
     summary_output: int = 0
     over_window: int = 0  # calls whose context is larger than the model's window
@@ -183,9 +183,9 @@ def probe_calls(points: list[ProbePoint], events: Sequence[dict]) -> dict[str, i
 
 
 class Summaries:
-    """Where a replay gets the summaries compact:T asks for: written by `model` when there is one, and cached in a
-    JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the request,
-    so that a second replay costs nothing. Without a model, only the cache answers."""
+    """Where a replay gets the summaries a summarising policy asks for: written by `model` when there is one, and
+    cached in a JSON file (`path`) keyed by the policy, the calls the summary covers, the model, and a digest of the
+    request, so that a second replay costs nothing. Without a model, only the cache answers."""
 
     def __init__(self, model: Model | None = None, path: str | None = None, warn: Callable[[str], None] = _warn):
         """A cache file that cannot be read is said once through `warn` and set aside beside it, and a new one is
