@@ -39,5 +39,5 @@ class OpenAICompact(Summarising):
         return f"{super().prompt(transcript)}\n\n# LENGTH\nAt most about {self.item_tokens} tokens."
 
     def replay_caveat(self, events) -> str:
-        return (f"OpenAI's compaction item is opaque (encrypted): the replay shows a readable summary asked to be "
-                f"about {self.item_tokens:,} tokens in its place, written by the replay's summarizer")
+        return (f"where it compacts, OpenAI's item is opaque (encrypted): the replay shows in its place a readable "
+                f"summary asked to be about {self.item_tokens:,} tokens, written by the replay's summarizer")
