@@ -601,8 +601,9 @@ def test_a_replay_measures_what_a_prefix_cache_would_serve_and_prices_it_by_the_
     assert policies["full"]["input_cost"] == {"priced_as": "gemini-3.8-flash",
                                               "no_cache": round(full.input_cost(gemini, False), 8),
                                               "with_cache": round(full.input_cost(gemini, True), 8)}
-    assert command_line.main(["--replay", LONG, "--policies", "full,compact:300", "--json"]) == 0
-    unmeasured = json.loads(capsys.readouterr().out)["policies"][1]
+    from views.reports import replay_json
+    [small] = replay(read_trace_file(LONG)[0], events, ["compact:300"])  # no summarizer: not measured
+    unmeasured = replay_json([small], "c", [], [], priced=[("gemini-3.8-flash", gemini)])["policies"][0]
     assert not unmeasured["measured"] and "input_cost" not in unmeasured  # no cost, rather than $0
     rule = replayed["setup"]["caching_rule"]
     assert rule["min_cache_tokens"] == 4096 and rule["until"] == "2026-12-31"

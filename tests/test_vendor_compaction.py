@@ -320,6 +320,7 @@ def test_a_replay_writes_each_summary_once_and_a_second_replay_calls_no_model(ca
     assert silent.calls == []
     for name in first:
         assert second[name]["sizes"] == first[name]["sizes"] and second[name]["measured"]
+        assert second[name]["input_cost"] == first[name]["input_cost"]  # measured, so priced
     assert "written by scripted" in first["codex:model_auto_compact_token_limit=3000"]["note"]
     assert "cached, by scripted" in second["codex:model_auto_compact_token_limit=3000"]["note"]
 
