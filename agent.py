@@ -255,7 +255,8 @@ class TinyReAct:
         raise Stop(reason)
 
     def _summarise_if_asked(self) -> None:
-        """When a summary is due, a summarising policy (compact, the vendors' compaction) asks the model for one."""
+        """When a summary is due, a summarising policy (compact, a vendor's compaction) asks the
+        model for one."""
         request = self.policy.summary_request(self.trace.events, self.counter.count)
         if request is None:
             return

@@ -114,7 +114,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --replay: the model that writes the summaries a summarising policy asks for "
                             "(compact:T, anthropic-compact, codex, ...), each cached beside the trace by a digest of "
                             "what it summarises, so that a second replay calls no model (default: --model's, else "
-                            f"the embedded {OFFLINE_MODEL}, loaded only when a summary is missing)")
+                            f"the embedded {OFFLINE_MODEL}, loaded only when a summary is missing; none: the cached "
+                            "summaries only, a policy whose summaries are missing not measured)")
     group.add_argument("--facts", type=_given, metavar="FILE",
                        help="with --replay: the planted facts, their probes and probe points "
                             "(a facts file, see conversations/README.md); overrides the trace's")

@@ -137,9 +137,12 @@ def _replay_model(args, run: Replaying) -> None:
     run.priced = _replay_price(args.prices_of, args.cache_ttl)
 
 
-def _summarizer(args, run: Replaying) -> Model:
+def _summarizer(args, run: Replaying) -> Model | None:
     """Who writes a missing summary: --summarizer's model, else --model's (as before --summarizer), else the model
-    main() was given, else the embedded model; one named by a spec is loaded only when a summary is missing."""
+    main() was given, else the embedded model; one named by a spec is loaded only when a summary is missing. None
+    for --summarizer none: the cached summaries alone."""
+    if args.summarizer and args.summarizer.strip().lower() == "none":
+        return None
     if args.summarizer:
         load_env_files()
         return ModelWhenAsked(args.summarizer)
