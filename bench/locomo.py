@@ -469,7 +469,8 @@ def table(summary: dict) -> str:
     full = summary["policies"].get("full")
     for policy, measured in summary["policies"].items():
         if not measured["input_tokens"]:
-            rows.append(f"| {policy} | not measured: {measured['caveat']} |")
+            said = measured["caveat"]  # the replay's note, which may say "not measured" itself
+            rows.append(f"| {policy} | {said if said.startswith('not measured') else f'not measured: {said}'} |")
             continue
         evidence = measured["evidence"]
         by_conversation = evidence["clustered"]

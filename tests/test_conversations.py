@@ -193,7 +193,7 @@ def test_budget_keeps_its_word_and_says_when_the_current_turn_alone_is_larger():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["replay_tables.py", "stable_sweep.py", "cold_sweep.py"])
+@pytest.mark.parametrize("script", ["replay_tables.py", "stable_sweep.py", "cold_sweep.py", "managers.py"])
 def test_the_replay_tables_of_the_docs_are_the_replay_s_own(script):
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--check"],
                           capture_output=True, text=True, timeout=300)
