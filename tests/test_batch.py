@@ -235,6 +235,7 @@ def _agent(trace: str, url: str, *extra: str) -> subprocess.Popen:
                             text=True)
 
 
+@pytest.mark.slow  # a process started, killed and started again (or a deadline waited out)
 @pytest.mark.parametrize("stall", ["upload", "create", "poll"])
 def test_a_run_killed_at_any_step_and_started_again_sends_no_call_twice(trace, tmp_path, stall):
     with BatchStandIn(["Answer: 15.5 °C"] * 24, key="test-key-0123", stall=stall) as server:
@@ -370,6 +371,7 @@ def test_on_a_terminal_the_price_is_shown_and_a_yes_sends(trace, tmp_path, typed
     assert (code, len(server.uploaded), (tmp_path / "a.csv").exists()) == ((0, 24, True) if sent else (2, 0, False))
 
 
+@pytest.mark.slow  # a process started, killed and started again (or a deadline waited out)
 @pytest.mark.parametrize("stall", ["create", "poll"])
 def test_a_gemini_run_killed_at_any_step_and_started_again_sends_no_call_twice(trace, tmp_path, stall):
     with GeminiBatchStandIn(["Answer: 15.5 °C"] * 24, stall=stall) as server:
@@ -453,6 +455,7 @@ def test_a_ledger_that_is_a_folder_is_one_line(agent_py, batches, trace, tmp_pat
     assert server.requests == []
 
 
+@pytest.mark.slow  # a process started, killed and started again (or a deadline waited out)
 def test_a_slow_flex_call_is_waited_for_within_the_deadline_not_sent_again(agent_py, trace, tmp_path, monkeypatch):
     """The flex guide: "Due to slower processing speeds with Flex processing, request timeouts are more likely",
     and its examples wait 15 minutes. A flex answer slower than the calls' usual read timeout (retry.DEFAULT_DEADLINE,
