@@ -73,6 +73,7 @@ def table(name: str, reports: list, scaled: bool = False) -> str:
 
     price = price_of(PRICED)
     full = reports[0]
+    full_cost = full.input_cost(price, True)
     triggers = ", the vendors' triggers scaled to it" if scaled else ""
     lines = [f"**{name}.jsonl** ({len(full.sizes)} calls, full history's peak {full.peak:,} tokens{triggers})", "",
              "| policy | acts at | facts kept | input tokens, vs full | cost with caching | vs full |",
@@ -86,7 +87,7 @@ def table(name: str, reports: list, scaled: bool = False) -> str:
         cost = report.input_cost(price, True)
         lines.append(f"| {report.policy} | {_calls(acted, len(full.sizes))} | "
                      f"{'–' if share is None else f'{share:.0%}'} | {report.total / full.total:.0%} | "
-                     f"{dollars(cost)} | {cost / full.input_cost(price, True):.0%} |")
+                     f"{dollars(cost)} | {cost / full_cost:.0%} |")
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,7 @@ from traces import Trace
 from views.terminal import clean
 from tools import DEFAULT_TOOLS
 from cli.approval import approval_for
+from cli.compare import compare_trace_path
 from cli.loading import mcp_servers, model_for_a_run, open_trace
 from cli.otel import exporting
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
@@ -253,9 +254,9 @@ def _fork_path(path: str | None, n: int) -> str | None:
     """Where a chat's fork at call `n` is written: beside the chat's trace, a name no file has yet."""
     if not path:
         return None
-    stem = path[:-6] if path.endswith(".jsonl") else path
-    taken = (f"{stem}.fork-{n}{f'.{number}' if number > 1 else ''}.jsonl" for number in range(1, 10_000))
-    return next(name for name in taken if not os.path.exists(name))
+    named = (compare_trace_path(path, f"fork-{n}{f'.{number}' if number > 1 else ''}", 0, 1)
+             for number in range(1, 10_000))  # CHAT.fork-N.jsonl, then CHAT.fork-N.2.jsonl, ...
+    return next(name for name in named if not os.path.exists(name))
 
 
 def _policy_command(agent: TinyReAct, display, name: str) -> None:
