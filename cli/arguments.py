@@ -1,6 +1,7 @@
 """The options as argparse reads them: each value checked as it is read, one line for a usage error, and the
 lists of policies an option names. Which options go together is the table of modes (cli/modes.py)."""
 import argparse
+import functools
 import sys
 
 from models import OFFLINE_MODEL
@@ -19,6 +20,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed: a batch left running says it
+    return args
+
+
+@functools.cache  # built once a process: argparse reads with it and changes nothing in it
+def _parser() -> Parser:
     parser = Parser(
         prog="agent.py", description="Ask a question; a ReAct agent reasons, uses tools and answers. "
                                      "With no question on a terminal, or with --chat, it opens a conversation.",
@@ -179,8 +187,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="with --fork: the instructions from the fork on are FILE's text ($tools: the tools' "
                             "documentation), recorded as an edit")
     parser.set_defaults(given_model=None)  # not an option: the model main() may be given (cli/__init__.py)
-    parser.set_defaults(argv=list(sys.argv[1:] if argv is None else argv))  # as typed: a batch left running says it
-    return parser.parse_args(argv)
+    return parser
 
 
 def _given(text: str) -> str:
