@@ -270,28 +270,42 @@ def summarised(policy, events: Sequence[dict], count: Callable[[str], int], summ
     for index in call_points(base):
         asks_before.add(next((i for i in range(previous, index) if base[i]["type"] == "context"), index))
         previous = index + 1
-    session, made, covered = [], [], 0
+    session, made = [], []
     for index, event in enumerate(base):
         if index in asks_before:
-            request = policy.summary_request(session, count)
-            if request is not None:
-                upto, messages = request
-                text, source = recorded.get((policy.name, upto)), "recorded"
-                if text is None and summaries is not None:
-                    replies = [e["type"] == "reply" for e in session]
-                    calls = (sum(replies[:covered]) + 1, sum(replies[:upto]))
-                    text, source = summaries.text(policy.name, calls, messages)
-                if text is None:
-                    return Summarised(None, [], made)
-                made.append((sum(count(m.text) for m in messages), count(text), source))
-                session.append({"type": "summary", "upto": upto, "text": text, "policy": policy.name})
-                covered = upto
+            try:
+                due = summary_before(policy, session, count, summaries, recorded)
+            except LookupError:
+                return Summarised(None, [], made)
+            if due:
+                session.append(due[0])
+                made.append(due[1])
         session.append(event)
     at = {id(event): i for i, event in enumerate(session)}
     position = [len(session)]
     for event in reversed(events):  # a recorded summary taken out sits where the next event does
         position.insert(0, at.get(id(event), position[0]))
     return Summarised(session, position, made)
+
+
+def summary_before(policy, session: Sequence[dict], count: Callable[[str], int], summaries: Summaries | None,
+                   recorded: dict | None = None) -> tuple[dict, tuple[int, int, str]] | None:
+    """The summary `policy` asks for before the call made right after `session`, if one is due: its event, and the
+    call that wrote it (input tokens, output tokens, where its text came from). From the recording where it answers
+    this very request (same policy, same range), else from `summaries`; LookupError when neither has it."""
+    request = policy.summary_request(session, count)
+    if request is None:
+        return None
+    upto, messages = request
+    text, source = (recorded or {}).get((policy.name, upto)), "recorded"
+    if text is None and summaries is not None:
+        replies = [e["type"] == "reply" for e in session]
+        covered = next((e["upto"] for e in reversed(session) if e["type"] == "summary"), 0)
+        text, source = summaries.text(policy.name, (sum(replies[:covered]) + 1, sum(replies[:upto])), messages)
+    if text is None:
+        raise LookupError(f"{policy.name} asks for a summary that is not to be had")
+    return ({"type": "summary", "upto": upto, "text": text, "policy": policy.name},
+            (sum(count(m.text) for m in messages), count(text), source))
 
 
 def repeated_prefix(before: list[Message], messages: list[Message], count: Callable[[str], int]) -> int:
