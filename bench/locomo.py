@@ -3,7 +3,7 @@ are still in the context each policy would send when the question is asked, by L
 intervals, and what each policy costs with and without prompt caching under three providers' rules.
 
     python bench/locomo.py PATH/locomo10.zip [--policies LIST] [--conversations N|A-B] [--json] [--plot FILE.svg]
-                           [--corrections AUDIT.json] [--cache-ttl SECONDS|none]
+                           [--corrections AUDIT.json] [--cache-ttl SECONDS|none] [--summarizer SPEC|none]
     python bench/locomo.py PATH/locomo10.zip --probe --model SPEC [--sample N] [--policies LIST] [--answers FILE]
     python bench/locomo.py PATH/locomo10.zip --probe --reader likelihood --model local:qwen2.5-coder-0.5b [...]
     python bench/locomo.py PATH/locomo10.zip --probe --model openai:gpt-5.6-luna --via batch|flex [--yes] [...]
@@ -38,6 +38,12 @@ lines) is scored on the lines it has; the output names each. The categories are 
 nowhere in it; the names here follow LoCoMo's own scoring code (task_eval/evaluation.py scores category 1 as several
 answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop, 5 adversarial.
+
+A summarising policy (compact:T, the vendors' compaction) is replayed with the summaries it asks for, written by
+--summarizer (the embedded 0.5B by default, loaded only when a summary is not cached) and cached in --summaries
+(locomo.summaries.json here) by a digest of what each summarises, so a second run calls no model. The questions are
+asked after the summaries the sessions made, and after the one the policy asks for before a question's call, if it
+does: it covers what came before the questions, the same for each, and is priced once.
 
 --probe asks a seeded sample of the questions of the model given, under each policy, and scores each answer
 judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
@@ -78,6 +84,7 @@ SESSION_DATE = "%I:%M %p on %d %B, %Y"
 TURN_SECONDS = 30
 HEADLINE = (1, 2, 3, 4)  # the headline's categories: an adversarial question's right answer is that it was not said
 BOOTSTRAP = 2000  # resamples of the conversations for the clustered interval
+OFFLINE_SUMMARIZER = "local:qwen2.5-coder-0.5b"  # as agent.py's --replay writes summaries with no --model
 AUDIT_ID = re.compile(r"locomo_(\d{1,3})_qa(\d{1,5})")
 MAX_CORRECTIONS = 5_000_000  # bytes: the audit is about 150 KB
 
@@ -283,13 +290,15 @@ class Measured:
     caveat: str = ""
     corrected: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
     by_conversation: dict = field(default_factory=dict)  # conversation: Counter of the headline's states
+    summary_calls: int = 0  # a summarising policy's calls that wrote summaries, the sessions' and the questions'
 
 
 def measure(conversations: list[Conversation], specs: list[str], rules: list[tuple[str, object]],
-            folder: str, progress=lambda text: None) -> tuple[list[Measured], dict]:
+            folder: str, progress=lambda text: None, summaries=None) -> tuple[list[Measured], dict]:
     """Each policy over every conversation: the evidence's state for every question (under LoCoMo's evidence and,
     where --corrections gave it, the audit's), the input tokens and the cost of every call, the sessions' and the
-    questions', each priced at its time (call_times)."""
+    questions', each priced at its time (call_times). A summarising policy's summaries come from `summaries`
+    (experiments.replay.Summaries); without them it is not measured."""
     from experiments.replay import replay, timed
 
     results = {spec: Measured(make_policy_name(spec)) for spec in specs}
@@ -307,12 +316,12 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
             if any(i not in conv.lines for i in question.evidence):
                 unscored["a line the conversation lacks"].append(f"{conv.name} q{question.number}")
         progress(f"conversation {number} of {len(conversations)}: replaying {len(specs)} policies")
-        reports = replay(header, events, specs, facts=[], points=[])
+        reports = replay(header, events, specs, facts=[], points=[], summaries=summaries)
         for spec, report in zip(specs, reports):
             if not report.measured:
                 results[spec].caveat = report.note
                 continue
-            _measured(results[spec], spec, report, conv, events, times[-1] if times else 0.0, rules)
+            _measured(results[spec], spec, report, conv, events, times[-1] if times else 0.0, rules, summaries)
     return list(results.values()), unscored
 
 
@@ -323,11 +332,13 @@ def make_policy_name(spec: str) -> str:
 
 
 def _measured(result: Measured, spec: str, report, conv: Conversation, events: list[dict], last: float,
-              rules: list[tuple[str, object]]) -> None:
+              rules: list[tuple[str, object]], summaries=None) -> None:
     """One policy's replay of one conversation added to its result: the session calls priced, then each question
-    asked as a call of its own after the last session, its evidence's state in that call's context."""
+    asked as a call of its own after the last session, its evidence's state in that call's context. A summarising
+    policy asks them after the summaries it made in the sessions, and after the one it asks for before a question's
+    call, if it does (the same for every question: what it covers ends before the question), priced once."""
     from experiments.facts import call_points, question_event
-    from experiments.replay import repeated_prefix
+    from experiments.replay import repeated_prefix, summarised, summary_before
     from policies import make_policy
     from tokens import local_counter
 
@@ -335,12 +346,29 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
     result.caveat = result.caveat or report.caveat
     _priced(result.sessions_cost, report, rules)
     policy = make_policy(spec)
+    if policy.needs_summaries:  # measured by the replay, so every summary is to be had
+        events = summarised(policy, events, count, summaries).events
+    asked_for = set()  # the summaries the questions' calls asked for, by what they cover
     calls = call_points(events)
     previous = policy.render(events[:calls[-1]]) if calls else []  # the last session call's context
     kept = result.by_conversation.setdefault(conv.name, Counter())
     for number, question in enumerate(conv.questions, 1):
         at = last + TURN_SECONDS * number
-        messages = policy.render([*events, {**question_event(question.text), "t": at}])
+        session = [*events, {**question_event(question.text), "t": at}]
+        try:
+            due = summary_before(policy, session, count, summaries) if policy.needs_summaries else None
+        except LookupError:  # the sessions' summaries were cached, the questions' one is not
+            result.caveat = (f"not measured: the summary {policy.name} asks for before the questions is not "
+                             "cached; give a summarizer (--summarizer) to write it")
+            return
+        if due:
+            session.append(due[0])
+            if due[0]["upto"] not in asked_for:
+                asked_for.add(due[0]["upto"])
+                report.summary_calls += 1
+                report.summary_input += due[1][0]
+                report.summary_output += due[1][1]
+        messages = policy.render(session)
         report.sizes.append(sum(count(part.text) for message in messages for part in message.parts))
         report.repeated.append(repeated_prefix(previous, messages, count))
         report.times.append(at)
@@ -354,6 +382,7 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
         if required and question.category in HEADLINE:
             kept[evidence_state(text, required)] += 1
     result.input_tokens += report.total
+    result.summary_calls += report.summary_calls
     result.peak = max(result.peak, report.peak)
     _priced(result.cost, report, rules)
 
@@ -450,7 +479,7 @@ def as_json(conversations: list[Conversation], results: list[Measured], unscored
                      for key, costs in result.cost.items()},
             "sessions_cost": {key: {name: round(value, 6) for name, value in costs.items()}
                               for key, costs in result.sessions_cost.items()},
-            "caveat": result.caveat or None}
+            "summary_calls": result.summary_calls, "caveat": result.caveat or None}
             for result in results},
     }
 
@@ -468,7 +497,7 @@ def table(summary: dict) -> str:
             + " ---: |" * len(summary["rules"])]
     full = summary["policies"].get("full")
     for policy, measured in summary["policies"].items():
-        if not measured["input_tokens"]:
+        if not measured["input_tokens"] or (measured["caveat"] or "").startswith("not measured"):
             said = measured["caveat"]  # the replay's note, which may say "not measured" itself
             rows.append(f"| {policy} | {said if said.startswith('not measured') else f'not measured: {said}'} |")
             continue
@@ -511,6 +540,19 @@ def plot(summary: dict, title: str) -> str:
     if left_out:
         title += f" (left off a panel where over {OFF_CHART}x full history's cost: {', '.join(sorted(left_out))})"
     return tradeoff_chart(panels, title) + "\n"
+
+
+def summaries_for(args, specs: list[str]):
+    """Where a summarising policy's summaries come from: the cache file --summaries names, and the --summarizer
+    model, loaded at the first summary the cache lacks; None when no policy asks for one."""
+    from cli.loading import ModelWhenAsked
+    from experiments.replay import Summaries
+    from policies import make_policy
+
+    if not any(make_policy(spec).needs_summaries for spec in specs):
+        return None
+    wanted = args.summarizer or OFFLINE_SUMMARIZER
+    return Summaries(None if wanted == "none" else ModelWhenAsked(wanted), args.summaries)
 
 
 def _cache_ttl(text: str) -> float:
@@ -607,6 +649,7 @@ def _span(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     from cli.arguments import dollars_given
+    from cli.output import UsageError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
@@ -638,6 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-ttl", type=_cache_ttl, metavar="SECONDS|none", dest="cache_ttl",
                         help="every prompt cache keeps a prefix SECONDS after its last use, whatever its price row "
                              "says (none: caches never expire, the costs as counted before they did)")
+    parser.add_argument("--summarizer", metavar="SPEC|none",
+                        help="the model that writes the summaries a summarising policy asks for (compact:T, the "
+                             "vendors' compaction), loaded only if one is not cached (default: the embedded "
+                             f"{OFFLINE_SUMMARIZER}); none: the cache alone")
+    parser.add_argument("--summaries", metavar="FILE.json", default="locomo.summaries.json",
+                        help="the summaries' cache, read and written when a summarising policy is replayed (default: "
+                             "locomo.summaries.json in the current folder)")
     parser.add_argument("--corrections", metavar="FILE",
                         help="the independent audit of LoCoMo's answer key (dial481/locomo-audit's errors.json): "
                              "evidence kept is also given under its corrected evidence")
@@ -659,14 +709,15 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:  # once each: `stable` and `stable:10000` are one policy
             named.setdefault(make_policy(spec).name, spec)
         specs = list(named.values())
-    except (DataError, ValueError) as problem:
+        summaries = None if args.probe else summaries_for(args, specs)  # a bad --summarizer: said before work
+    except (DataError, ValueError, UsageError) as problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as folder:
         if args.probe:
             return probe_main(args, conversations, specs, folder)
         say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
-        results, unscored = measure(conversations, specs, priced, folder, say)
+        results, unscored = measure(conversations, specs, priced, folder, say, summaries)
     summary = as_json(conversations, results, unscored, priced, locomo_setup(args, priced, corrections, conversations))
     code = 0
     if args.plot:

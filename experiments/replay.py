@@ -343,8 +343,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
             if made.events is None:
                 report.measured = False
                 report.note = ("not measured: it asks for summaries the recording does not hold (none made under "
-                               f"{policy.name}); give a summarizer (--summarizer) to write them, cached beside the "
-                               "trace")
+                               f"{policy.name}); give a summarizer (--summarizer) to write them")
                 reports.append(report)
                 continue
             session, position = made.events, made.position

@@ -187,6 +187,43 @@ def test_the_command_line_prints_the_tables_the_json_and_the_chart(tmp_path, cap
     assert once["window:1"]["input_tokens"] == printed["policies"]["window:1"]["input_tokens"]
 
 
+def summarised_run(folder, summaries, specs=("full", "compact:300")):
+    conversations = locomo.read(SYNTHETIC)
+    rules = [(name, price) for name, price in locomo.rules()]
+    results, unscored = locomo.measure(conversations, list(specs), rules, str(folder), summaries=summaries)
+    return locomo.as_json(conversations, results, unscored, rules)["policies"]
+
+
+def test_a_summarising_policy_is_measured_with_its_summaries_and_measured_again_from_the_cache(tmp_path):
+    from experiments.replay import Summaries, replay, timed
+    from models.scripted import ScriptedModel
+
+    writer, cache = ScriptedModel(["Summary: what was said."] * 100), str(tmp_path / "s.json")
+    first = summarised_run(tmp_path, Summaries(writer, cache))
+    compacted, full = first["compact:300"], first["full"]
+    assert compacted["caveat"] is None and compacted["summary_calls"] == len(writer.calls) > 0
+    assert compacted["evidence_kept"] < full["evidence_kept"] and compacted["peak_context"] < full["peak_context"]
+    # the sessions' summaries, and one more that the questions' calls ask for: one, not one a question
+    sessions = 0
+    for conv in locomo.read(SYNTHETIC):
+        header, recorded = locomo.record(conv, str(tmp_path))
+        events = timed(recorded, locomo.call_times(conv, recorded))
+        sessions += replay(header, events, ["compact:300"], facts=[], points=[],
+                           summaries=Summaries(None, cache))[0].summary_calls
+    assert compacted["summary_calls"] == sessions + 2  # two conversations
+    again = summarised_run(tmp_path, Summaries(None, cache))  # the cache alone: no model to call
+    assert again == first
+
+
+def test_a_summarising_policy_without_its_summaries_is_said_not_measured(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert locomo.main([SYNTHETIC, "--policies", "full,adk-compact", "--summarizer", "none"]) == 0
+    assert "| adk-compact | not measured: it asks for summaries the recording does not hold" in capsys.readouterr().out
+    assert not (tmp_path / "locomo.summaries.json").exists()  # nothing written: nothing was made
+    assert locomo.main([SYNTHETIC, "--policies", "full,compact:300", "--summarizer", "nonsense:x"]) == 2
+    assert capsys.readouterr().err.startswith("error: --summarizer: unknown backend 'nonsense'")
+
+
 def test_a_span_of_conversations_is_replayed_alone(capsys):
     assert locomo.main([SYNTHETIC, "--policies", "full", "--conversations", "2-2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions"] == 3  # the second conversation's
