@@ -5,6 +5,7 @@ Strands, OpenClaw) beside full, window, elide, stable and cold.
     python bench/managers.py                      # print both tables as Markdown (docs/experiments.md shows them)
     python bench/managers.py --check              # exit 1 if docs/experiments.md holds other numbers
     python bench/managers.py --summarizer SPEC    # write the summaries the cache lacks with SPEC (default: local 0.5B)
+    python bench/managers.py --html FILE.html     # and one page of them all, each table with its chart
 
 First at each vendor's documented defaults, then with its trigger scaled to long and support: a trigger
 in tokens at half of full history's peak context, a window of messages at half of full history's last, OpenClaw's
@@ -23,8 +24,8 @@ import sys
 from repository import ROOT  # importing it puts ROOT on the import path
 
 CONVERSATIONS = ["short", "renovation", "long", "support"]
-# short's peak, 1,386 tokens, would have a summary every call or two; renovation's were not written (time)
-SCALED = ["long", "support"]
+# short's peak, 1,386 tokens, would have a summary every call or two
+SCALED = ["renovation", "long", "support"]
 OURS = ["full", "window:4", "elide:2", "stable", "cold"]
 VENDORS = ["anthropic-clear", "anthropic-compact", "openai-compact", "claude-code", "codex", "langchain-summary",
            "adk-compact", "strands-window", "openclaw-ttl"]
@@ -67,27 +68,42 @@ def replayed(name: str, specs, summaries_model=None) -> list:
     return replay(header, events, ["full", *specs], facts=facts, points=points, summaries=summaries, pace=pace)
 
 
-def table(name: str, reports: list, scaled: bool = False) -> str:
+COLUMNS = ["policy", "acts at", "facts kept", "input tokens, vs full", "cost with caching", "vs full"]
+
+
+def heading(name: str, reports: list, scaled: bool = False) -> tuple[str, str]:
+    """The conversation's file, and what its table measures."""
+    full = reports[0]
+    triggers = ", the vendors' triggers scaled to it" if scaled else ""
+    return f"{name}.jsonl", f"({len(full.sizes)} calls, full history's peak {full.peak:,} tokens{triggers})"
+
+
+def rows(reports: list) -> list[list[str]]:
+    """A row of COLUMNS for each policy after full history (the first report), which it is measured against."""
     from models.prices import dollars, price_of
     from views.reports import kept_share
 
     price = price_of(PRICED)
     full = reports[0]
     full_cost = full.input_cost(price, True)
-    triggers = ", the vendors' triggers scaled to it" if scaled else ""
-    lines = [f"**{name}.jsonl** ({len(full.sizes)} calls, full history's peak {full.peak:,} tokens{triggers})", "",
-             "| policy | acts at | facts kept | input tokens, vs full | cost with caching | vs full |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    made = []
     for report in reports[1:]:
         if not report.measured:
-            lines.append(f"| {report.policy} | not measured: {report.note} | | | | |")
+            made.append([report.policy, f"not measured: {report.note}", "", "", "", ""])
             continue
         acted = [number for number, (size, whole) in enumerate(zip(report.sizes, full.sizes), 1) if size != whole]
         share = kept_share(report)
         cost = report.input_cost(price, True)
-        lines.append(f"| {report.policy} | {_calls(acted, len(full.sizes))} | "
-                     f"{'–' if share is None else f'{share:.0%}'} | {report.total / full.total:.0%} | "
-                     f"{dollars(cost)} | {cost / full_cost:.0%} |")
+        made.append([report.policy, _calls(acted, len(full.sizes)), "–" if share is None else f"{share:.0%}",
+                     f"{report.total / full.total:.0%}", dollars(cost), f"{cost / full_cost:.0%}"])
+    return made
+
+
+def table(name: str, reports: list, scaled: bool = False) -> str:
+    file, measures = heading(name, reports, scaled)
+    lines = [f"**{file}** {measures}", "", "| " + " | ".join(COLUMNS) + " |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(reports)]
     return "\n".join(lines) + "\n"
 
 
@@ -98,16 +114,44 @@ def _calls(acted: list[int], calls: int) -> str:
     return f"{len(acted)} of {calls} calls, from call {acted[0]}"
 
 
-def tables(summaries_model=None) -> list[str]:
+def measured(summaries_model=None) -> list[tuple[str, list, bool]]:
+    """Each conversation's replays at the vendors' defaults, then each with their triggers scaled to it: (name, the
+    reports, full history's first, scaled or not)."""
+    defaults = [(name, replayed(name, OURS + VENDORS, summaries_model), False) for name in CONVERSATIONS]
+    return defaults + [(name, replayed(name, scaled, summaries_model), True) for name in SCALED]
+
+
+def tables(replays: list[tuple[str, list, bool]]) -> list[str]:
     """The two tables: at the vendors' defaults, then with their triggers scaled to each conversation."""
-    defaults = "\n".join(table(name, replayed(name, OURS + VENDORS, summaries_model)) for name in CONVERSATIONS)
-    fitted = "\n".join(table(name, replayed(name, scaled, summaries_model), True) for name in SCALED)
-    return [defaults, fitted]
+    return ["\n".join(table(name, reports, fitted) for name, reports, fitted in replays if fitted == scaled)
+            for scaled in (False, True)]
+
+
+def html_page(replays: list[tuple[str, list, bool]]) -> str:
+    """One page for all of them: for each conversation and trigger setting, the cost with caching against the facts
+    kept, one point a policy, with the frontier, then the table."""
+    from models.prices import price_of
+    from tokens import local_counter
+    from views.pages.parts import Store, esc, page, table as html_table
+    from views.reports import tradeoff_chart, tradeoff_panels
+
+    body = ["<h1>The context managers people run, side by side</h1>",
+            f'<p class="meta">each conversation paced a question every ten minutes (--pace {PACE}), priced at '
+            f"{PRICED}'s list price and caching rule; summaries from conversations/NAME.summaries.json; made by "
+            "python bench/managers.py --html FILE</p>"]
+    for name, reports, scaled in replays:
+        charted = [reports[0], *(report for report in reports[1:] if report.policy != reports[0].policy)]
+        panels = tradeoff_panels(charted, priced=[(PRICED, price_of(PRICED))])
+        body += [f"<h2>{esc(' '.join(heading(name, reports, scaled)))}</h2>", tradeoff_chart(panels) if panels else "",
+                 html_table(COLUMNS, [[esc(cell) for cell in row] for row in rows(reports)], text_columns=2)]
+    return page("The context managers people run", body, Store(local_counter()))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with docs/experiments.md instead of printing")
+    parser.add_argument("--html", metavar="FILE.html", help="also write one page of them all: each table with its "
+                        "chart of cost with caching against facts kept")
     parser.add_argument("--summarizer", metavar="SPEC",
                         help="the model that writes the summaries the cache lacks (default: local:qwen2.5-coder-0.5b; "
                              "with --check, none: the cache alone)")
@@ -116,7 +160,16 @@ def main() -> int:
     if not args.check:
         from cli.loading import ModelWhenAsked
         model = ModelWhenAsked(args.summarizer or OFFLINE_MODEL)  # loaded only if a summary is missing
-    made = tables(model)
+    replays = measured(model)
+    made = tables(replays)
+    if args.html:
+        from files import write_whole
+
+        try:
+            write_whole(args.html, html_page(replays).encode("utf-8"))
+        except OSError as problem:
+            print(f"error: cannot write --html {args.html}: {problem.strerror or problem}", file=sys.stderr)
+            return 1
     if not args.check:
         print("\n".join(made))
         return 0

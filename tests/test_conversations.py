@@ -194,10 +194,18 @@ def test_budget_keeps_its_word_and_says_when_the_current_turn_alone_is_larger():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["replay_tables.py", "stable_sweep.py", "cold_sweep.py", "managers.py"])
-def test_the_replay_tables_of_the_docs_are_the_replay_s_own(script):
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--check"],
+def test_the_replay_tables_of_the_docs_are_the_replay_s_own(script, tmp_path):
+    page = tmp_path / "managers.html"
+    extra = ["--html", str(page)] if script == "managers.py" else []
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--check", *extra],
                           capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout) == (0, "")
+    if extra:  # one page of them all: each table the docs show, with its chart
+        import html
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        assert text.count("<svg") == text.count("<h2>") == 7  # four conversations, three of them scaled too
+        assert "<td>openclaw-ttl:min_prunable_tool_chars=0/context_window=6704</td><td>14 of 84 calls, from call 51" \
+               "</td><td class=n>100%</td><td class=n>96%</td><td class=n>$0.466</td><td class=n>122%</td>" in text
 
 
 def test_stable_keeps_its_prefix_between_rebuilds_and_every_planted_fact():
