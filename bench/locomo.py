@@ -322,6 +322,9 @@ def measure(conversations: list[Conversation], specs: list[str], rules: list[tup
                 results[spec].caveat = report.note
                 continue
             _measured(results[spec], spec, report, conv, events, times[-1] if times else 0.0, rules, summaries)
+    for spec, result in results.items():  # not measured on one conversation: its numbers are no policy's whole
+        if result.caveat.startswith("not measured"):
+            results[spec] = Measured(result.policy, caveat=result.caveat)
     return list(results.values()), unscored
 
 
@@ -335,8 +338,8 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
               rules: list[tuple[str, object]], summaries=None) -> None:
     """One policy's replay of one conversation added to its result: the session calls priced, then each question
     asked as a call of its own after the last session, its evidence's state in that call's context. A summarising
-    policy asks them after the summaries it made in the sessions, and after the one it asks for before a question's
-    call, if it does (the same for every question: what it covers ends before the question), priced once."""
+    policy asks them after the summaries it made in the sessions, and after the one it asks for once the sessions
+    are over, if it does: made before the questions, it is the same for each of them, and priced once."""
     from experiments.facts import call_points, question_event
     from experiments.replay import repeated_prefix, summarised, summary_before
     from policies import make_policy
@@ -348,27 +351,23 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
     policy = make_policy(spec)
     if policy.needs_summaries:  # measured by the replay, so every summary is to be had
         events = summarised(policy, events, count, summaries).events
-    asked_for = set()  # the summaries the questions' calls asked for, by what they cover
+        try:
+            closing = summary_before(policy, events, count, summaries)
+        except LookupError:  # the sessions' summaries were cached, this one is not
+            result.caveat = (f"not measured: the summary {policy.name} asks for before the questions is not "
+                             "cached; give a summarizer (--summarizer) to write it")
+            return
+        if closing:
+            events = [*events, closing[0]]
+            report.summary_calls += 1
+            report.summary_input += closing[1][0]
+            report.summary_output += closing[1][1]
     calls = call_points(events)
     previous = policy.render(events[:calls[-1]]) if calls else []  # the last session call's context
     kept = result.by_conversation.setdefault(conv.name, Counter())
     for number, question in enumerate(conv.questions, 1):
         at = last + TURN_SECONDS * number
-        session = [*events, {**question_event(question.text), "t": at}]
-        try:
-            due = summary_before(policy, session, count, summaries) if policy.needs_summaries else None
-        except LookupError:  # the sessions' summaries were cached, the questions' one is not
-            result.caveat = (f"not measured: the summary {policy.name} asks for before the questions is not "
-                             "cached; give a summarizer (--summarizer) to write it")
-            return
-        if due:
-            session.append(due[0])
-            if due[0]["upto"] not in asked_for:
-                asked_for.add(due[0]["upto"])
-                report.summary_calls += 1
-                report.summary_input += due[1][0]
-                report.summary_output += due[1][1]
-        messages = policy.render(session)
+        messages = policy.render([*events, {**question_event(question.text), "t": at}])
         report.sizes.append(sum(count(part.text) for message in messages for part in message.parts))
         report.repeated.append(repeated_prefix(previous, messages, count))
         report.times.append(at)
@@ -497,7 +496,7 @@ def table(summary: dict) -> str:
             + " ---: |" * len(summary["rules"])]
     full = summary["policies"].get("full")
     for policy, measured in summary["policies"].items():
-        if not measured["input_tokens"] or (measured["caveat"] or "").startswith("not measured"):
+        if not measured["input_tokens"]:
             said = measured["caveat"]  # the replay's note, which may say "not measured" itself
             rows.append(f"| {policy} | {said if said.startswith('not measured') else f'not measured: {said}'} |")
             continue
@@ -546,13 +545,23 @@ def summaries_for(args, specs: list[str]):
     """Where a summarising policy's summaries come from: the cache file --summaries names, and the --summarizer
     model, loaded at the first summary the cache lacks; None when no policy asks for one."""
     from cli.loading import ModelWhenAsked
+    from cli.output import UsageError
     from experiments.replay import Summaries
     from policies import make_policy
 
     if not any(make_policy(spec).needs_summaries for spec in specs):
         return None
+    if os.path.isdir(args.summaries) or not os.path.isdir(os.path.dirname(os.path.abspath(args.summaries))):
+        raise UsageError(f"--summaries {args.summaries}: not a file in a folder that exists")
     wanted = args.summarizer or OFFLINE_SUMMARIZER
     return Summaries(None if wanted == "none" else ModelWhenAsked(wanted), args.summaries)
+
+
+def summary_problem(problem: Exception) -> str:
+    """What stopped a replay while it asked for summaries, in one line: the summarizer's, or the cache file's."""
+    if isinstance(problem, OSError):
+        return f"cannot write the summaries {problem.filename or ''}: {problem.strerror or problem}"
+    return f"--summarizer: {problem}"
 
 
 def _cache_ttl(text: str) -> float:
@@ -650,6 +659,7 @@ def _span(text: str) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     from cli.arguments import dollars_given
     from cli.output import UsageError
+    from models import ModelConfigError, ModelError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo's data/locomo10.json, or a zip of it (not shipped: see the docstring)")
@@ -717,7 +727,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.probe:
             return probe_main(args, conversations, specs, folder)
         say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
-        results, unscored = measure(conversations, specs, priced, folder, say, summaries)
+        try:
+            results, unscored = measure(conversations, specs, priced, folder, say, summaries)
+        except (ModelError, OSError) as problem:  # the summarizer's key, its server, the summaries' file
+            print(f"error: {summary_problem(problem)}", file=sys.stderr)
+            return 2 if isinstance(problem, ModelConfigError) else 1
     summary = as_json(conversations, results, unscored, priced, locomo_setup(args, priced, corrections, conversations))
     code = 0
     if args.plot:

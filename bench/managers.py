@@ -89,7 +89,8 @@ def rows(reports: list) -> list[list[str]]:
     made = []
     for report in reports[1:]:
         if not report.measured:
-            made.append([report.policy, f"not measured: {report.note}", "", "", "", ""])
+            note = report.note if report.note.startswith("not measured") else f"not measured: {report.note}"
+            made.append([report.policy, note, "", "", "", ""])
             continue
         acted = [number for number, (size, whole) in enumerate(zip(report.sizes, full.sizes), 1) if size != whole]
         share = kept_share(report)

@@ -194,34 +194,63 @@ def summarised_run(folder, summaries, specs=("full", "compact:300")):
     return locomo.as_json(conversations, results, unscored, rules)["policies"]
 
 
-def test_a_summarising_policy_is_measured_with_its_summaries_and_measured_again_from_the_cache(tmp_path):
+@pytest.mark.parametrize("spec", ["compact:300", "anthropic-compact:trigger=300"])  # keeps steps; keeps none
+def test_a_summarising_policy_is_measured_with_its_summaries_and_measured_again_from_the_cache(tmp_path, spec):
     from experiments.replay import Summaries, replay, timed
     from models.scripted import ScriptedModel
 
     writer, cache = ScriptedModel(["Summary: what was said."] * 100), str(tmp_path / "s.json")
-    first = summarised_run(tmp_path, Summaries(writer, cache))
-    compacted, full = first["compact:300"], first["full"]
+    first = summarised_run(tmp_path, Summaries(writer, cache), ("full", spec))
+    compacted, full = first[spec], first["full"]
     assert compacted["caveat"] is None and compacted["summary_calls"] == len(writer.calls) > 0
     assert compacted["evidence_kept"] < full["evidence_kept"] and compacted["peak_context"] < full["peak_context"]
-    # the sessions' summaries, and one more that the questions' calls ask for: one, not one a question
+    # the sessions' summaries, and the one asked for once they are over: one for the questions, not one a question
     sessions = 0
     for conv in locomo.read(SYNTHETIC):
         header, recorded = locomo.record(conv, str(tmp_path))
         events = timed(recorded, locomo.call_times(conv, recorded))
-        sessions += replay(header, events, ["compact:300"], facts=[], points=[],
+        sessions += replay(header, events, [spec], facts=[], points=[],
                            summaries=Summaries(None, cache))[0].summary_calls
     assert compacted["summary_calls"] == sessions + 2  # two conversations
-    again = summarised_run(tmp_path, Summaries(None, cache))  # the cache alone: no model to call
+    again = summarised_run(tmp_path, Summaries(None, cache), ("full", spec))  # the cache alone: no model to call
     assert again == first
 
 
-def test_a_summarising_policy_without_its_summaries_is_said_not_measured(tmp_path, capsys, monkeypatch):
+def test_summaries_from_the_cache_alone_or_none_and_what_stops_a_summarizer_is_one_line(tmp_path, capsys,
+                                                                                          monkeypatch):
+    from experiments.replay import Summaries
+    from models.scripted import ScriptedModel
+
     monkeypatch.chdir(tmp_path)
     assert locomo.main([SYNTHETIC, "--policies", "full,adk-compact", "--summarizer", "none"]) == 0
     assert "| adk-compact | not measured: it asks for summaries the recording does not hold" in capsys.readouterr().out
-    assert not (tmp_path / "locomo.summaries.json").exists()  # nothing written: nothing was made
-    assert locomo.main([SYNTHETIC, "--policies", "full,compact:300", "--summarizer", "nonsense:x"]) == 2
-    assert capsys.readouterr().err.startswith("error: --summarizer: unknown backend 'nonsense'")
+    summarised_run(tmp_path, Summaries(ScriptedModel(["Summary."] * 100), str(tmp_path / "cached.json")),
+                   ("full", "adk-compact"))
+    assert locomo.main([SYNTHETIC, "--policies", "full,adk-compact", "--summarizer", "none",
+                        "--summaries", "cached.json"]) == 0
+    assert "| adk-compact | 10.0% (2%–40%); 0%–33% |" in capsys.readouterr().out  # measured, from the cache
+    for argv, said in [(["--summarizer", "nonsense:x"], "error: --summarizer: unknown backend 'nonsense'"),
+                       (["--summarizer", "openai:m"], "error: --summarizer: no OPENAI_API_KEY"),
+                       (["--summaries", str(tmp_path)], f"error: --summaries {tmp_path}: not a file in a folder"),
+                       (["--summaries", "no/such/x.json"], "error: --summaries no/such/x.json: not a file")]:
+        assert locomo.main([SYNTHETIC, "--policies", "full,compact:300", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(said) and len(err.splitlines()) == 1, err
+
+
+def test_a_policy_not_measured_on_one_conversation_shows_no_numbers_anywhere(tmp_path, capsys, monkeypatch):
+    from experiments.replay import Summaries
+    from models.scripted import ScriptedModel
+
+    monkeypatch.chdir(tmp_path)
+    conversations, rules = locomo.read(SYNTHETIC), list(locomo.rules())
+    locomo.measure(conversations[:1], ["full", "compact:300"], rules, str(tmp_path),
+                   summaries=Summaries(ScriptedModel(["Summary."] * 100), "locomo.summaries.json"))
+    assert locomo.main([SYNTHETIC, "--policies", "full,compact:300", "--summarizer", "none", "--json",
+                        "--plot", "p.svg"]) == 0  # the first conversation's summaries cached, not the second's
+    compacted = json.loads(capsys.readouterr().out)["policies"]["compact:300"]
+    assert compacted["caveat"].startswith("not measured") and compacted["input_tokens"] == 0
+    assert compacted["evidence_kept"] is None and "compact:300" not in (tmp_path / "p.svg").read_text()
 
 
 def test_a_span_of_conversations_is_replayed_alone(capsys):
