@@ -42,8 +42,8 @@ answers, 5 as adversarial) and the answers' shape (category 2's are dates): 1 mu
 A summarising policy (compact:T, the vendors' compaction) is replayed with the summaries it asks for, written by
 --summarizer (the embedded 0.5B by default, loaded only when a summary is not cached) and cached in --summaries
 (locomo.summaries.json here) by a digest of what each summarises, so a second run calls no model. The questions are
-asked after the summaries the sessions made, and after the one the policy asks for before a question's call, if it
-does: it covers what came before the questions, the same for each, and is priced once.
+asked after the summaries the sessions made, and after the one the policy asks for once the sessions are over, if it
+does: made before the questions, it is the same for each of them, and priced once.
 
 --probe asks a seeded sample of the questions of the model given, under each policy, and scores each answer
 judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
@@ -290,7 +290,7 @@ class Measured:
     caveat: str = ""
     corrected: dict = field(default_factory=lambda: {category: Counter() for category in CATEGORIES})
     by_conversation: dict = field(default_factory=dict)  # conversation: Counter of the headline's states
-    summary_calls: int = 0  # a summarising policy's calls that wrote summaries, the sessions' and the questions'
+    summary_calls: int = 0  # calls that wrote a summary: the sessions', and one before the questions
 
 
 def measure(conversations: list[Conversation], specs: list[str], rules: list[tuple[str, object]],
@@ -558,9 +558,9 @@ def summaries_for(args, specs: list[str]):
 
 
 def summary_problem(problem: Exception) -> str:
-    """What stopped a replay while it asked for summaries, in one line: the summarizer's, or the cache file's."""
+    """What stopped a replay, in one line: the summarizer's failure, or a file's (the summaries' cache, most likely)."""
     if isinstance(problem, OSError):
-        return f"cannot write the summaries {problem.filename or ''}: {problem.strerror or problem}"
+        return f"{problem.strerror or problem}: {problem.filename}" if problem.filename else str(problem)
     return f"--summarizer: {problem}"
 
 

@@ -499,3 +499,18 @@ def test_a_note_of_a_batch_shows_no_escape_the_service_sent(tmp_path, monkeypatc
         assert locomo.main(argv) == 0
     err = capsys.readouterr().err
     assert "note: 1 call(s) failed in their batch (500: busy" in err and "\x1b" not in err and "\x07" not in err
+
+
+def test_summaries_that_cannot_be_written_stop_the_replay_in_one_line(tmp_path, capsys, monkeypatch):
+    import cli.loading
+    import experiments.replay
+    from models.scripted import ScriptedModel
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device", path)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli.loading, "load_model", lambda spec, notice=None: ScriptedModel(["Summary."] * 100))
+    monkeypatch.setattr(experiments.replay, "write_whole", full_disk)
+    assert locomo.main([SYNTHETIC, "--policies", "full,compact:300"]) == 1
+    assert capsys.readouterr().err == "error: No space left on device: locomo.summaries.json\n"
