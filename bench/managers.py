@@ -129,8 +129,8 @@ def tables(replays: list[tuple[str, list, bool]]) -> list[str]:
 
 
 def html_page(replays: list[tuple[str, list, bool]]) -> str:
-    """One page for all of them: for each conversation and trigger setting, the cost with caching against the facts
-    kept, one point a policy, with the frontier, then the table."""
+    """One page for all of them: for each conversation and trigger setting, input tokens and the cost with caching
+    against the facts kept, one point a policy, with the frontier, then the table."""
     from models.prices import price_of
     from tokens import local_counter
     from views.pages.parts import Store, esc, page, table as html_table
@@ -152,7 +152,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with docs/experiments.md instead of printing")
     parser.add_argument("--html", metavar="FILE.html", help="also write one page of them all: each table with its "
-                        "chart of cost with caching against facts kept")
+                        "charts of input tokens and of cost with caching against facts kept")
     parser.add_argument("--summarizer", metavar="SPEC",
                         help="the model that writes the summaries the cache lacks (default: local:qwen2.5-coder-0.5b; "
                              "with --check, none: the cache alone)")
