@@ -341,7 +341,7 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
     policy asks them after the summaries it made in the sessions, and after the one it asks for once the sessions
     are over, if it does: made before the questions, it is the same for each of them, and priced once."""
     from experiments.facts import call_points, question_event
-    from experiments.replay import repeated_prefix, summarised, summary_before
+    from experiments.replay import repeated_prefix, summary_before
     from policies import make_policy
     from tokens import local_counter
 
@@ -349,8 +349,8 @@ def _measured(result: Measured, spec: str, report, conv: Conversation, events: l
     result.caveat = result.caveat or report.caveat
     _priced(result.sessions_cost, report, rules)
     policy = make_policy(spec)
-    if policy.needs_summaries:  # measured by the replay, so every summary is to be had
-        events = summarised(policy, events, count, summaries).events
+    if policy.needs_summaries:  # measured by the replay: its session holds every summary the sessions asked for
+        events = report.summarised
         try:
             closing = summary_before(policy, events, count, summaries)
         except LookupError:  # the sessions' summaries were cached, this one is not

@@ -55,6 +55,8 @@ class PolicyReplay:
     repeated: list[int] = field(default_factory=list)  # at each call, tokens that repeat the previous call's prefix
     times: list[float] = field(default_factory=list)  # when each call was made, in seconds (call_times)
     not_to_keep: list[str] = field(default_factory=list)  # facts tracked but not to be kept (Fact.keep False)
+    # a summarising policy's session with its summaries in, at its recorded times: what a later call follows
+    summarised: list[dict] | None = field(default=None, repr=False)
 
     @property
     def total(self) -> int:
@@ -347,6 +349,7 @@ def replay(header: dict, events: Sequence[dict], specs: Sequence[str], counter: 
                 reports.append(report)
                 continue
             session, position = made.events, made.position
+            report.summarised = session
             report.summary_calls = len(made.calls)
             report.summary_input = sum(tokens for tokens, _, _ in made.calls)
             report.summary_output = sum(tokens for _, tokens, _ in made.calls)
