@@ -13,7 +13,7 @@ Claude Code's.
 """
 from policies.base import written
 from policies.compact import Summarising
-from policies.rendering import step_parts
+from policies.rendering import call_after, step_parts
 
 # github.com/anthropics/claude-code/issues/12004 (read 2026-12-07): the shipped cli.js sets the auto-compact threshold
 # at the available input tokens less 13,000; the available input is the context window less min(the model's output
@@ -65,8 +65,7 @@ class ClaudeCode(Summarising):
         more than `idle` seconds after the reply before it, all but the latest `keep` results are cleared."""
         steps, boundary = conversation.steps, 0
         for number, step in enumerate(steps):
-            at = steps[number + 1].reply.get("t") if number + 1 < len(steps) else conversation.now
-            before = step.reply.get("t")
+            at, before = call_after(conversation, number), step.reply.get("t")
             if not (isinstance(at, (int, float)) and isinstance(before, (int, float)) and at - before > self.idle):
                 continue
             observed = [earlier for earlier in steps[:number + 1] if earlier.observations]

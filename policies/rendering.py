@@ -192,6 +192,13 @@ def _read_event(conversation: Conversation, event: dict, index: int) -> None:
         conversation.forgotten.update(event["replies"])
 
 
+def call_after(conversation: Conversation, number: int) -> float | None:
+    """When the call after the conversation's `number`-th step (from 0) was made, by the trace's clock: the next
+    step's reply, or after the last step the trace's latest time. None when the trace holds no time there."""
+    steps = conversation.steps
+    return steps[number + 1].reply.get("t") if number + 1 < len(steps) else conversation.now
+
+
 def pinned_notes(events: Sequence[dict]) -> list[str]:
     """The notes in force: every `pin` note event, less the ones a later `unpin` removed (numbered from 1)."""
     notes = []

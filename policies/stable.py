@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from policies.base import Policy
 from policies.facts import all_facts, by_kind, facts_block, latest
-from policies.rendering import Conversation, View, observation_cut, question_part, step_parts
+from policies.rendering import Conversation, View, call_after, observation_cut, question_part, step_parts
 from tokens import local_counter
 
 KEEP = 2  # steps kept at least when the context is rebuilt, so that the step under way keeps its recent past
@@ -70,8 +70,7 @@ class Stable(Policy):
             shown.add(turn)
             # rebuilt when rebuilds() says so for the call after this step: the latest steps that fit, with their
             # questions, the instructions and the facts, in a share of T, so that the next rebuild is far off
-            later = steps[number + 1].reply.get("t") if number + 1 < len(steps) else conversation.now
-            if self.rebuilds(size, added, step.reply.get("t"), later):
+            if self.rebuilds(size, added, step.reply.get("t"), call_after(conversation, number)):
                 first = max(0, number + 1 - KEEP)
                 # the most the block can hold from here
                 room = self.tokens * KEEP_SHARE - fixed - self._block_tokens(conversation, steps[first].index)
