@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from model_servers import GeminiStandIn, OpenAIStandIn  # noqa: E402  (found through the path set above)
+from model_servers import GeminiStandIn, OpenAIStandIn, stand_ins  # noqa: E402  (found through the path set above)
 from servers import FakeOpenMeteo, FakeWikipedia  # noqa: E402
 
 KEY_VARIABLES = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GEMINI_TEMPERATURE", "GEMINI_THINKING",
@@ -62,34 +62,16 @@ def sigint_reaches_children():
 def gemini(monkeypatch):
     """start(replies, **options): a GeminiStandIn answering with `replies`, the SDK pointed at it as a user would with
     GOOGLE_GEMINI_BASE_URL, and its key (`key`, else test-key) in GEMINI_API_KEY. Returns the stand-in."""
-    started = []
-
-    def start(replies, **options):
-        server = GeminiStandIn(replies, **options).__enter__()
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-        monkeypatch.setenv("GEMINI_API_KEY", server.key)
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
+    yield from stand_ins(monkeypatch, GeminiStandIn,
+                         lambda server: {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": server.key})
 
 
 @pytest.fixture
 def openai(monkeypatch):
     """start(replies): an OpenAIStandIn serving the model m (`--model openai:m`), named by OPENAI_BASE_URL, with a key
     in OPENAI_API_KEY. Returns the stand-in."""
-    started = []
-
-    def start(replies):
-        server = OpenAIStandIn(replies, models=("m",)).__enter__()
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
+    yield from stand_ins(monkeypatch, lambda replies: OpenAIStandIn(replies, models=("m",)),
+                         lambda server: {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "test-key-0123"})
 
 
 # The Wikipedia pages the Super Bowl LIX question needs (and one it must not take for them).

@@ -18,6 +18,22 @@ import threading
 from servers import Answer, Loopback  # the one loopback server of the tests; Answer is re-exported from here
 
 
+def stand_ins(monkeypatch, make, environment):
+    """A fixture's body: start(replies, **knobs) starts the stand-in `make(replies, **knobs)` and names it through the
+    variables `environment(server)` gives, as a user would; each is stopped at the test's end."""
+    started = []
+
+    def start(replies, **knobs):
+        server = make(replies, **knobs).__enter__()
+        for name, value in environment(server).items():
+            monkeypatch.setenv(name, value)
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
 def sse(events: list) -> list[bytes]:
     """Server-sent events, one chunk each: `data: <json>` and a blank line (https://html.spec.whatwg.org/multipage/server-sent-events.html)."""
     return [f"data: {e if isinstance(e, str) else json.dumps(e)}\r\n\r\n".encode() for e in events]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from model_servers import BatchStandIn, GeminiBatchStandIn, OpenAIStandIn, openai_error
+from model_servers import BatchStandIn, GeminiBatchStandIn, OpenAIStandIn, openai_error, stand_ins
 from models.services import retry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,19 +30,8 @@ def trace(tmp_path):
 
 
 def _stand_ins(monkeypatch, make, environment):
-    """start(replies, **knobs): a stand-in `make` starts, named through the variables `environment(server)` gives,
-    polled at once; each stopped at the test's end."""
-    started = []
-
-    def start(replies, **knobs):
-        server = make(replies, **knobs).__enter__()
-        for name, value in {**environment(server), "TINYREACT_BATCH_POLL": "0"}.items():
-            monkeypatch.setenv(name, value)
-        started.append(server)
-        return server
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
+    """model_servers.stand_ins, each stand-in polled at once (TINYREACT_BATCH_POLL 0)."""
+    return stand_ins(monkeypatch, make, lambda server: {**environment(server), "TINYREACT_BATCH_POLL": "0"})
 
 
 @pytest.fixture
