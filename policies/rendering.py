@@ -150,14 +150,20 @@ class ConversationReader:
             self.__init__()
         conversation = self._conversation
         for index in range(self._read, len(events)):
-            _read_event(conversation, events[index], index)
-            if events[index].get("t").__class__ in (int, float) and events[index]["type"] not in AFTER_A_CALL:
-                conversation.now = events[index]["t"]
+            event = events[index]
+            if event["type"] in READ:
+                _read_event(conversation, event, index)
+            if event["type"] not in AFTER_A_CALL and event.get("t").__class__ in (int, float):
+                conversation.now = event["t"]
         if events:
             self._read, self._last = len(events), events[-1]
         if conversation.instructions is None:
             raise ValueError("the trace has no instructions event")
         return conversation
+
+
+# the kinds of event _read_event reads, and nothing else: a step's context, usage and thought events are passed by
+READ = {"reset", "instructions", "question", "finish", "reply", "action", "observation", "summary", "note", "forget"}
 
 
 def _read_event(conversation: Conversation, event: dict, index: int) -> None:
@@ -230,8 +236,9 @@ def step_parts(step: Step, stand_in: str | None = None, limit: int = USUAL, trim
     """A step as the model saw it, its observation cut to `limit` characters (by default, the cut in force) or
     trimmed to (head, tail) characters (`trim`, see shortened); `stand_in` replaces the observation with a marked
     placeholder (elide); `inputs=False` shows its tool calls without their arguments (reply_text)."""
-    limit = observation_cut() if limit == USUAL else limit
-    usual = stand_in is None and limit == observation_cut() and trim is None and inputs
+    cut = observation_cut()
+    limit = cut if limit == USUAL else limit
+    usual = stand_in is None and limit == cut and trim is None and inputs
     if usual and step.parts is not None and step.parts_cut == limit:
         return step.parts
     parts = []
@@ -269,8 +276,10 @@ def reply_text(reply: dict, inputs: bool = True) -> str:
     """A reply as the context shows and counts it: its text; a native reply's calls follow it, one a line (they go
     to the service as calls). With `inputs=False`, its tool calls are shown without their arguments: INPUTS_CLEARED
     stands in the parentheses of its Action (a text reply's first) or of each call."""
+    if "calls" not in reply:  # a text reply: most of them
+        return (reply["text"] if inputs else _without_inputs(reply["text"])) or "(empty reply)"
     calls = [f"Call: {call['name']}({call['arguments'] if inputs else INPUTS_CLEARED})"
-             for call in reply.get("calls") or ()]
+             for call in reply["calls"] or ()]
     text = reply["text"] if inputs or calls else _without_inputs(reply["text"])
     return "\n".join([text] * bool(text) + calls) or "(empty reply)"
 
