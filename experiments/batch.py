@@ -13,10 +13,10 @@ to send:
 The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's. FirstCall and Prefetched send a loop's
 first calls in a batch and let each run go on from there (bench/evaluate.py --via batch).
 """
-import os
 import time
 from typing import Callable, Protocol
 
+import settings
 from experiments.ledger import Ledger, LedgerError, canonical, run_digest
 from models import Message, ModelError, ModelReply, shortened
 
@@ -69,16 +69,7 @@ def call_ids(bodies: list[dict]) -> list[str]:
 
 def poll_seconds() -> float:
     """TINYREACT_BATCH_POLL (seconds, 0 or more) or DEFAULT_POLL; ValueError in one line for anything else."""
-    value = os.environ.get(POLL_VARIABLE, "").strip()
-    if not value:
-        return DEFAULT_POLL
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds <= 86_400:
-        raise ValueError(f"{POLL_VARIABLE} must be seconds from 0 to 86,400, got {value!r}")
-    return seconds
+    return float(settings.from_environment(POLL_VARIABLE, DEFAULT_POLL, 0, 86_400, seconds=True))
 
 
 class BatchRun:

@@ -273,8 +273,8 @@ def test_a_poll_interval_that_is_no_number_of_seconds_is_one_line(agent_py, batc
     server = batches(list(REPLIES))
     monkeypatch.setenv("TINYREACT_BATCH_POLL", "soon")
     done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
-    assert (done.returncode, done.stderr.strip()) == (2, "error: TINYREACT_BATCH_POLL must be seconds from 0 to "
-                                                         "86,400, got 'soon'")
+    assert (done.returncode, done.stderr.strip()) == (
+        2, "error: TINYREACT_BATCH_POLL must be a number of seconds from 0 to 86,400, got 'soon'")
     assert server.requests == []
 
 

@@ -20,6 +20,7 @@ LAYER = {
     "tools": 0, "replies": 0, "traces": 0,
     "redaction": -1,  # the secrets never written: below the trace, which blanks them as events are added
     "files": -1,  # files given to read, and files written whole: below the trace, whose files they are
+    "settings": -1,  # numbers set in the environment, read within bounds: below the backends and tools that read them
 }
 # Imports inside functions, allowed only for heavy or optional dependencies that --help must not pay for.
 LAZY_OK = {"rich", "dotenv", "google", "numpy", "gguf", "requests", "wikipedia", "regex",

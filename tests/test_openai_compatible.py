@@ -288,7 +288,7 @@ def test_a_bad_temperature_setting_is_one_line_and_exit_2(monkeypatch, capsys):
     monkeypatch.setenv("TINYREACT_TEMPERATURE", "warm")
     assert cli.main(["What is 2 + 2?", "--model", "llamacpp:m"]) == 2
     assert capsys.readouterr().err == ("error: TINYREACT_TEMPERATURE must be a number from 0 to 2, or `server` to send "
-                                       "none; got 'warm'\n")
+                                       "none, got 'warm'\n")
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -29,6 +29,7 @@ import shlex
 import threading
 from typing import Callable
 
+import settings
 from redaction import shown_url
 from tools.mcp_functions import DEADLINE_VARIABLE, clean, mcp_tool, python_name
 from tools.mcp_listing import sifted
@@ -51,16 +52,11 @@ class McpError(Exception):
 def call_seconds() -> float:
     """TINYREACT_MCP_DEADLINE: how long a server is given to start, and a call to be answered (default
     DEFAULT_CALL_SECONDS)."""
-    given = os.environ.get(DEADLINE_VARIABLE, "").strip()
-    if not given:
-        return DEFAULT_CALL_SECONDS
     try:
-        seconds = float(given)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds <= 3600:
-        raise McpError(f"{DEADLINE_VARIABLE} must be a number of seconds from 0 to 3600, got {given[:40]!r}")
-    return seconds
+        return float(settings.from_environment(DEADLINE_VARIABLE, DEFAULT_CALL_SECONDS, 0, 3600, above=True,
+                                               seconds=True))
+    except ValueError as problem:
+        raise McpError(str(problem)) from None
 
 
 def specs_from_environment() -> list[str]:

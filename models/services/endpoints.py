@@ -4,6 +4,7 @@ all read through one bounded reader; the temperature a server is sent; and the r
 import os
 import time
 
+import settings
 from models import ModelConfigError, ModelError, backend_record
 from models.services import checked_url, wire
 from models.services.keys import check_key
@@ -105,13 +106,9 @@ def temperature_for(backend: str, url: str) -> float | None:
     if not value:
         return None if backend == "openai" and url == backend_record("openai").url else 0.0
     try:
-        temperature = float(value)
-    except ValueError:
-        temperature = -1.0
-    if not 0 <= temperature <= 2:  # NaN fails both comparisons
-        raise ModelConfigError(f"{TEMPERATURE_VARIABLE} must be a number from 0 to 2, or `server` to send none; "
-                               f"got {value[:40]!r}")
-    return temperature
+        return settings.number(TEMPERATURE_VARIABLE, value, 0, 2, besides=", or `server` to send none")
+    except ValueError as problem:
+        raise ModelConfigError(str(problem)) from None
 
 
 def ollama_context(request_url: str, name: str) -> int:

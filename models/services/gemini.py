@@ -16,12 +16,12 @@ The SDK's own retries are off: models/services/retry.py retries, waits what the 
 the deadline. Redirects are not followed, so the key is never sent to a host other than the configured one.
 """
 import json
-import math
 import os
 import re
 import warnings
 from dataclasses import replace
 
+import settings
 from models import (COUNTED_LOCALLY, DEFAULT_MODEL, Message, ModelConfigError, ModelError, ModelReply, gemini_key,
                     parse_spec, shortened, within_limit)
 from models.services import checked_url, retry, wire
@@ -34,6 +34,9 @@ from redaction import shown_url
 API_VERSION = "v1beta"  # the -latest aliases are served on v1beta
 PUBLIC_URL = "https://generativelanguage.googleapis.com"
 MAX_OUTPUT_TOKENS = 8192  # thinking tokens count against it too: 2048 left thinking models with no text
+# the most GEMINI_MAX_OUTPUT_TOKENS takes: the request's field is an int32 (googleapis,
+# google/ai/generativelanguage/v1beta, GenerationConfig.max_output_tokens); a model refuses more than its own limit
+OUTPUT_TOKENS_FIELD = 2**31 - 1
 THINKING_LEVELS = ("minimal", "low", "medium", "high")
 
 # What each family accepts, first match wins: (name pattern, thinking setting, send temperature 0 by default).
@@ -114,18 +117,17 @@ def parse_thinking(value: str) -> tuple[str, object] | None:
 def parse_temperature(value: str) -> float:
     """GEMINI_TEMPERATURE: a number from 0 to 2, the range the API takes."""
     try:
-        temperature = float(value)
-    except ValueError:
-        temperature = math.nan
-    if not (math.isfinite(temperature) and 0 <= temperature <= 2):
-        raise ModelConfigError(f"GEMINI_TEMPERATURE must be a number from 0 to 2, got {value!r}")
-    return temperature
+        return settings.number("GEMINI_TEMPERATURE", value, 0, 2)
+    except ValueError as problem:
+        raise ModelConfigError(str(problem)) from None
 
 
 def parse_max_output_tokens(value: str) -> int:
-    if not re.fullmatch(r"\d+", value.strip()) or int(value) < 1:
-        raise ModelConfigError(f"GEMINI_MAX_OUTPUT_TOKENS must be a whole number above 0, got {value!r}")
-    return int(value)
+    """GEMINI_MAX_OUTPUT_TOKENS: a whole number from 1 to what the request's field holds (OUTPUT_TOKENS_FIELD)."""
+    try:
+        return settings.number("GEMINI_MAX_OUTPUT_TOKENS", value, 1, OUTPUT_TOKENS_FIELD, whole=True)
+    except ValueError as problem:
+        raise ModelConfigError(str(problem)) from None
 
 
 def make(backend: str, name: str, progress=None) -> "GeminiModel":

@@ -13,8 +13,6 @@
 without waiting it.
 """
 import email.utils
-import math
-import os
 import queue
 import random
 import re
@@ -23,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+import settings
 from models import ModelConfigError, ModelError, backend_record
 
 ATTEMPTS = 4
@@ -50,17 +49,11 @@ class Deadline:
 
 def call_deadline() -> float:
     """TINYREACT_CALL_DEADLINE in seconds (default 120); ModelConfigError unless a number above 0, at most a day."""
-    value = os.environ.get("TINYREACT_CALL_DEADLINE", "").strip()
-    if not value:
-        return DEFAULT_DEADLINE
     try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_DEADLINE):
-        raise ModelConfigError(f"TINYREACT_CALL_DEADLINE must be a number of seconds above 0 and at most "
-                               f"{MAX_DEADLINE:,} (a day), got {value!r}")
-    return seconds
+        return float(settings.from_environment("TINYREACT_CALL_DEADLINE", DEFAULT_DEADLINE, 0, MAX_DEADLINE,
+                                               above=True, seconds=True))
+    except ValueError as problem:
+        raise ModelConfigError(str(problem)) from None
 
 
 class DeadlineExceeded(ModelError):

@@ -1,0 +1,59 @@
+"""The numbers a user sets in the environment are read alike (settings.py): within their bounds, or refused in one
+line that names the setting and quotes at most 40 characters of what it holds, through each reader's own error."""
+import pytest
+
+import cli
+from experiments.batch import poll_seconds
+from models import ModelConfigError
+from models.services.endpoints import temperature_for
+from models.services.gemini import GeminiModel
+from models.services.retry import call_deadline
+from tools.mcp import McpError, call_seconds
+
+DIGITS = "9" * 5_000  # more digits than Python turns into an int (4,300)
+READERS = [  # (variable, how it is read, the error it raises)
+    ("TINYREACT_CALL_DEADLINE", call_deadline, ModelConfigError),
+    ("TINYREACT_MCP_DEADLINE", call_seconds, McpError),
+    ("TINYREACT_BATCH_POLL", poll_seconds, ValueError),
+    ("TINYREACT_TEMPERATURE", lambda: temperature_for("ollama", "x"), ModelConfigError),
+    ("GEMINI_TEMPERATURE", lambda: GeminiModel("gemini-2.5-flash"), ModelConfigError),
+    ("GEMINI_MAX_OUTPUT_TOKENS", lambda: GeminiModel("gemini-2.5-flash"), ModelConfigError),
+]
+
+
+@pytest.mark.parametrize("variable, read, error", READERS)
+@pytest.mark.parametrize("value", [DIGITS, "x" * 3_000, "nan", "-inf", "-1"])
+def test_a_setting_out_of_bounds_is_one_short_line_naming_it(monkeypatch, variable, read, error, value):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(error) as refused:
+        read()
+    message = str(refused.value)
+    assert message.startswith(f"{variable} must be ") and "\n" not in message and len(message) < 200
+    assert f"got {value[:40]!r}"[:-1] in message  # the value's start, quoted
+
+
+def test_a_deadline_says_that_zero_is_refused(monkeypatch):
+    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "0")
+    with pytest.raises(McpError, match=r"TINYREACT_MCP_DEADLINE must be a number of seconds above 0 and at most 3,600, "
+                                       r"got '0'"):
+        call_seconds()
+    monkeypatch.setenv("TINYREACT_MCP_DEADLINE", "0.5")
+    assert call_seconds() == 0.5
+
+
+def test_settings_within_bounds_are_read_as_numbers(monkeypatch):
+    for variable, value in [("TINYREACT_CALL_DEADLINE", "1e3"), ("TINYREACT_BATCH_POLL", "0"),
+                            ("GEMINI_MAX_OUTPUT_TOKENS", " 2048 "), ("GEMINI_TEMPERATURE", "0.5")]:
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    model = GeminiModel("gemini-2.5-flash")
+    assert (call_deadline(), poll_seconds(), model.max_output_tokens) == (1000.0, 0.0, 2048)
+
+
+def test_an_output_limit_of_thousands_of_digits_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GEMINI_MAX_OUTPUT_TOKENS", DIGITS)
+    assert cli.main(["What is 2 + 2?", "--model", "gemini"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: GEMINI_MAX_OUTPUT_TOKENS must be a whole number from 1 to 2,147,483,647, got '{DIGITS[:40]}...'\n")
