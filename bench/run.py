@@ -3,6 +3,7 @@
     python bench/run.py            # every table; installs the peers on first use
     python bench/run.py --loop     # table 1 for TinyReAct alone: the bare step, the work inline, the loop
     python bench/run.py --protocols  # the loop in the text protocol and in the native one, timed in turn
+    python bench/run.py --instructions  # table 1 counted in instructions by callgrind (valgrind), not timed
 
 On first use it creates bench/.venv-peers and installs bench/requirements-peers.txt there (smolagents and
 LangChain's classic agents, at the versions measured); the project's own environment is never touched.
@@ -341,9 +342,47 @@ def protocols_only() -> None:
           f"({native / bare:.1f}× the bare step, {native / text:.2f}× the text protocol)")
 
 
+COUNTED_RUNS = 60  # runs of each whose instructions are counted, less those of none: the set-up cancels out
+RUNS_OF = {"bare": bare_run, "inline": inlined_run, "tinyreact": tinyreact_run}
+
+
+def instructions_only() -> None:
+    """Table 1 in instructions a step, counted by callgrind, which does not wander with the machine's speed as time
+    does: each of the three run COUNTED_RUNS times and none, in processes of their own, with one hash seed."""
+    import shutil
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions counts with valgrind, which is not installed: apt-get install valgrind")
+    counted = {}
+    for name in RUNS_OF:
+        totals = []
+        for runs in (0, COUNTED_RUNS):
+            done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                                   __file__, "--run", name, str(runs)], capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONHASHSEED": "0"})
+            found = [line for line in done.stderr.splitlines() if "Collected :" in line]
+            if done.returncode != 0 or not found:
+                sys.exit(f"callgrind did not count the {name} runs: {done.stderr.strip()[-300:]}")
+            totals.append(int(found[-1].split(":")[-1]))
+        counted[name] = (totals[1] - totals[0]) / (COUNTED_RUNS * STEPS)
+    bare, inlined, ours = counted.values()
+    print(f"bare step {bare:,.0f} · inline {inlined:,.0f} ({inlined / bare:.2f}×) · TinyReAct {ours:,.0f} "
+          f"({ours / bare:.2f}× the bare step, {ours / inlined:.2f}× its work inline) instructions a step")
+
+
+def counted_runs(name: str, runs: int) -> None:
+    """What --instructions counts: one run of `name` to warm it, then `runs` more."""
+    run_once = RUNS_OF[name]()
+    for _ in range(runs + 1):
+        run_once()
+
+
 def main() -> None:
     if sys.argv[1:] == ["--loop"]:
         return loop_only()
+    if sys.argv[1:] == ["--instructions"]:
+        return instructions_only()
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 4:
+        return counted_runs(sys.argv[2], int(sys.argv[3]))
     if sys.argv[1:] == ["--protocols"]:
         return protocols_only()
     ensure_peers()
