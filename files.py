@@ -17,7 +17,7 @@ def read_input(path: str, limit: int, what: str) -> bytes:
     end) of at most `limit` bytes; ValueError, one line, saying why not. OSError when it cannot be read."""
     status = os.stat(path)  # before opening: opening a FIFO blocks until something writes to it
     if not stat.S_ISREG(status.st_mode):
-        raise ValueError(f"{path} is not {what}: not a regular file (a pipe or a device)")
+        raise ValueError(f"{path} is not {what}: it is {kind_of(status.st_mode)}, not a regular file")
     if status.st_size > limit:
         raise ValueError(f"{path} is not {what}: {status.st_size:,} bytes, more than {limit:,}")
     with open(path, "rb") as file:
@@ -25,6 +25,12 @@ def read_input(path: str, limit: int, what: str) -> bytes:
     if len(data) > limit:  # it grew while read
         raise ValueError(f"{path} is not {what}: more than {limit:,} bytes")
     return data
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, as an error says it."""
+    return ("a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device")
 
 
 def read_json(path: str, what: str):

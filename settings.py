@@ -1,6 +1,7 @@
 """Numbers a user sets in the environment (TINYREACT_CALL_DEADLINE, GEMINI_TEMPERATURE ...), each read the same
 way: within its bounds, or refused in one line that names the setting and quotes at most SHOWN characters of what it
-holds (a variable can hold megabytes, or a number of 5,000 digits that Python will not turn into an int)."""
+holds (a variable can hold megabytes, or a number of 5,000 digits that Python will not turn into an int). `quoted`
+is how any value a user gave is quoted in an error (options, policy parameters)."""
 import math
 import os
 
@@ -21,8 +22,12 @@ def number(name: str, value: str, lowest: float, highest: float, *, above: bool 
         return read
     kind = ("a whole number" if whole else "a number") + (" of seconds" if seconds else "")
     span = f"above {lowest:,} and at most {highest:,}" if above else f"from {lowest:,} to {highest:,}"
-    shown = value if len(value) <= SHOWN else value[:SHOWN] + "..."
-    raise ValueError(f"{name} must be {kind} {span}{besides}, got {shown!r}")
+    raise ValueError(f"{name} must be {kind} {span}{besides}, got {quoted(value)}")
+
+
+def quoted(value: str) -> str:
+    """A value given by a user, quoted in an error: at most SHOWN characters of it, and ... when there were more."""
+    return repr(value) if len(value) <= SHOWN else repr(value[:SHOWN] + "...")
 
 
 def from_environment(name: str, default: float | int, lowest: float, highest: float, **how) -> float | int:

@@ -551,8 +551,9 @@ def summaries_for(args, specs: list[str]):
 
     if not any(make_policy(spec).needs_summaries for spec in specs):
         return None
-    if os.path.isdir(args.summaries) or not os.path.isdir(os.path.dirname(os.path.abspath(args.summaries))):
-        raise UsageError(f"--summaries {args.summaries}: not a file in a folder that exists")
+    if (os.path.exists(args.summaries) and not os.path.isfile(args.summaries)
+            or not os.path.isdir(os.path.dirname(os.path.abspath(args.summaries)))):  # a folder, a FIFO, a device
+        raise UsageError(f"--summaries {args.summaries}: not a regular file in a folder that exists")
     wanted = args.summarizer or OFFLINE_SUMMARIZER
     return Summaries(None if wanted == "none" else ModelWhenAsked(wanted), args.summaries)
 

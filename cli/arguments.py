@@ -5,6 +5,7 @@ import functools
 import sys
 
 from models import OFFLINE_MODEL
+from settings import quoted
 from policies import POLICY_HELP, make_policy
 from cli.output import EXIT_USAGE
 
@@ -202,7 +203,7 @@ def _protocols(text: str) -> list[str]:
     names = comma_separated(text)
     unknown = [name for name in names if name not in ("text", "native")]
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"takes text, native or text,native, got {text!r}")
+        raise argparse.ArgumentTypeError(f"takes text, native or text,native, got {quoted(text)}")
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"names a protocol twice: {text!r}")
     return names
@@ -223,7 +224,7 @@ def _cache_ttl(text: str) -> float:
         seconds = -1.0
     if not 0 <= seconds <= MAX_CACHE_SECONDS:
         raise argparse.ArgumentTypeError(f"takes seconds from 0 to {MAX_CACHE_SECONDS:,} (a week), or none, "
-                                         f"got {text!r}")
+                                         f"got {quoted(text)}")
     return seconds
 
 
@@ -243,13 +244,13 @@ def dollars_given(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"takes US dollars from 0 to 1,000,000, got {text!r}")
+        raise argparse.ArgumentTypeError(f"takes US dollars from 0 to 1,000,000, got {quoted(text)}")
     return value
 
 
 def _context_choice(text: str) -> str:
     if text not in ("changes", "full"):
-        raise argparse.ArgumentTypeError(f"takes full or changes, got {text!r} "
+        raise argparse.ArgumentTypeError(f"takes full or changes, got {quoted(text)} "
                                          "(write the question before --show-context)")
     return text
 
@@ -258,12 +259,20 @@ def _positive_int(text: str) -> int:
     return _whole_number(text, 1, 1000)
 
 
+def call_number(text: str) -> int | None:
+    """A model call's number as a person typed it (--set-observation K, /fork N); None for anything else, "²" and a
+    number of thousands of digits included (str.isdigit takes the one, int refuses the other)."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
 def _whole_number(text: str, low: int, high: int, unit: str = "", why: str = "") -> int:
     """An option's whole number from `low` to `high` (of `unit`, for the messages; `why` says why the bound)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number{unit and ' of' + unit}, got {text!r}") from None
+        what = f"a whole number{unit and ' of' + unit}"
+        raise argparse.ArgumentTypeError(f"expected {what}, got {quoted(text)}") from None
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"must be between {low} and {high}{unit}{why}, got {value}")
     return value

@@ -14,6 +14,7 @@ from traces import Trace
 from views.terminal import clean
 from tools import DEFAULT_TOOLS
 from cli.approval import approval_for
+from cli.arguments import call_number
 from cli.compare import compare_trace_path
 from cli.loading import mcp_servers, model_for_a_run, open_trace
 from cli.otel import exporting
@@ -229,11 +230,11 @@ def _fork_command(session: Session, args, argument: str) -> None:
     from experiments.provenance import digest
 
     agent = session.agent
-    if not argument.strip().isdigit():
+    if call_number(argument) is None:
         session.display.note("error: /fork takes a model call's number, as in /fork 2")
         return
     try:
-        plan = fork_plan(agent.trace.events, int(argument))
+        plan = fork_plan(agent.trace.events, call_number(argument))
     except ValueError as problem:
         session.display.note(f"error: {str(problem).replace('--fork', '/fork', 1)}")
         return

@@ -17,10 +17,9 @@ from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageErr
 
 def compare(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py QUESTION --compare LIST`: one table, or one JSON object with --json; --trace writes one file a run."""
-    if args.html and os.path.realpath(args.html) in _comparison_traces(args, specs):
-        return fail(f"--html names one of the trace files --compare writes: {args.html}")
-    if not (args.question or "").strip():
-        return fail("--compare needs a question: python agent.py \"your question\" --compare full,window:2")
+    refused = _refused(args, specs)
+    if refused:
+        return fail(refused)
     with exporting(args) as export:  # --otel: each run's spans, sent as it ends
         model = model_for_a_run(args)
         counter, runs, traces, sent = local_counter(), [], [], {}  # sent: what every run's calls sent, by digest
@@ -31,6 +30,18 @@ def compare(args, policy: Policy, specs: list[str]) -> int:
         print(f"interrupted after {len(runs)} of {planned} runs", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_ANSWERED if all(run.answer is not None for run in runs) else EXIT_NO_ANSWER
+
+
+def _refused(args, specs: list[str]) -> str | None:
+    """What stops a comparison before any call is paid for, in one line; None when nothing does."""
+    if args.html and os.path.realpath(args.html) in _comparison_traces(args, specs):
+        return f"--html names one of the trace files --compare writes: {args.html}"
+    if not (args.question or "").strip():
+        return "--compare needs a question: python agent.py \"your question\" --compare full,window:2"
+    folder = os.path.dirname(os.path.abspath(args.trace)) if args.trace else None
+    if folder and not os.path.isdir(folder):  # as a single run refuses it: its calls would be paid, none recorded
+        return f"cannot write the trace files: no folder {folder} (--trace {args.trace})"
+    return None
 
 
 def _comparison_report(args, model: Model, counter, runs: list, traces: list, interrupted: bool,

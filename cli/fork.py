@@ -10,18 +10,22 @@ the fork's events are the parent's, times aside: the loop goes on from the copie
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
 from experiments.fork import branches, first_difference, fork_plan, parent_tools, run
 from experiments.provenance import digest
+from files import read_input
+from settings import quoted
 from models import BACKENDS, COUNTED_LOCALLY, ModelReply
 from models.prices import price_of
 from policies import Policy, make_policy
 from protocols import make_protocol
 from tokens import local_counter
 from traces import TraceFile
-from cli.arguments import PRICED_REPLAY, comma_separated
+from cli.arguments import PRICED_REPLAY, call_number, comma_separated
 from cli.ask import _agent_shown, _header, _interrupted, _write_run_page, outcome  # a run's view
 from cli.compare import compare_trace_path
 from cli.loading import model_for_a_run, open_trace
 from cli.otel import exporting
 from cli.output import EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, UsageError, print_json, write_output
+
+MAX_INSTRUCTIONS_BYTES = 1_000_000  # an --instructions file: a prompt, not a book
 
 
 def fork(args, policy: Policy, specs: list[str]) -> int:
@@ -64,11 +68,14 @@ def _edits(args, plan: dict) -> list[dict]:
     if args.set_reply is not None:
         edits.append({"type": "edit", "what": "reply", "call": args.fork, "text": args.set_reply})
     if args.instructions:
-        try:
-            with open(args.instructions, encoding="utf-8") as file:
-                args.instructions_text = file.read()
-        except (OSError, UnicodeDecodeError) as problem:
-            raise UsageError(f"--instructions {args.instructions}: {getattr(problem, 'strerror', None) or problem}")
+        try:  # within bounds: a FIFO would block, /dev/zero never end
+            args.instructions_text = read_input(args.instructions, MAX_INSTRUCTIONS_BYTES, "instructions").decode()
+        except OSError as problem:
+            raise UsageError(f"--instructions {args.instructions}: {problem.strerror or problem}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--instructions {args.instructions}: not text in UTF-8") from None
+        except ValueError as problem:  # not a regular file, or too large
+            raise UsageError(f"--instructions {problem}") from None
         edits.append({"type": "edit", "what": "instructions", "call": args.fork, "text": args.instructions_text})
     return edits
 
@@ -77,9 +84,9 @@ def _observation_edited(given: list[str], plan: dict, fork_at: int) -> dict:
     """--set-observation K TEXT: the first tool result of call K (before the fork) made TEXT in the copied events;
     the edit event saying so."""
     number, text = given
-    if not number.strip().isdigit():
-        raise UsageError(f"--set-observation takes a call's number, then the text, got {number!r}")
-    call, copied = int(number), plan["copied"]
+    call, copied = call_number(number), plan["copied"]
+    if call is None:
+        raise UsageError(f"--set-observation takes a call's number, then the text, got {quoted(number)}")
     contexts = [index for index, event in enumerate(copied) if event["type"] == "context"]
     if not 1 <= call <= len(contexts):
         raise UsageError(f"--set-observation {call}: only calls 1 to {len(contexts)} come before the fork at "
@@ -112,7 +119,7 @@ def _model(args, parent: TraceFile):
     """--model, else the parent's model where its header names one that can be loaded."""
     header = parent.header
     if not args.model and args.given_model is None:
-        if header.get("backend") not in BACKENDS:
+        if not isinstance(header.get("backend"), str) or header["backend"] not in BACKENDS:
             raise UsageError(f"{args.source} was made by {header.get('model') or 'an unnamed model'} "
                              f"({header.get('backend') or 'no backend'}), which cannot be loaded: give --model")
         args.model = f"{header['backend']}:{header['model']}"

@@ -58,9 +58,12 @@ def verify_cache(args, policy: Policy, specs: list[str]) -> int:
     """`agent.py --verify-cache`: every model folder in the cache read back and checked; exit 1 if one is damaged."""
     from models.embedded.cache import cache_root, verify_caches  # numpy: only for this
 
-    results = verify_caches()
+    try:
+        results, root = verify_caches(), cache_root()
+    except ModelConfigError as problem:  # a TINYREACT_CACHE_DIR whose home folder cannot be found
+        return fail(str(problem))
     if not results:
-        print(f"no unpacked model in {cache_root()}")
+        print(f"no unpacked model in {root}")
     for folder, damaged in results.items():
         if damaged:
             print(f"✗ {folder}: damaged: {', '.join(damaged)} — clear it with: rm -rf {folder}")

@@ -15,7 +15,9 @@ from agent import DEFAULT_TTL, TinyReAct
 from experiments.live import LiveRun, ToolTape
 from experiments.replay import replay
 from policies import Policy, make_policy
+from protocols import PROTOCOLS
 from results import summarise, unreadable_replies
+from settings import quoted
 from tools import shipped_by_name
 from traces import Trace
 
@@ -57,9 +59,21 @@ def fork_plan(events: Sequence[dict], n: int) -> dict:
     now = next(finish)
     later = [(event["type"], event.get("text"), next(finish) if event["type"] == "question" else False)
              for event in events[cut:] if event["type"] in ("question", "reset")]
-    return {"copied": list(events[:cut]), "policy": events[at].get("policy", "full"),
-            "protocol": instructions.get("protocol", "text"), "tools": _tool_names(instructions),
-            "ttl": _ttl(events), "finish": now, "later": later}
+    policy, protocol = events[at].get("policy", "full"), instructions.get("protocol", "text")
+    for kind, name, known in (("policy", policy, _known_policy), ("protocol", protocol, PROTOCOLS.__contains__)):
+        if not known(name):  # a trace from a newer TinyReAct, or an edited one
+            raise ValueError(f"--fork {n}: call {n} ran under the {kind} {quoted(name)}, which this TinyReAct "
+                             "does not have, so it cannot be asked again")
+    return {"copied": list(events[:cut]), "policy": policy, "protocol": protocol,
+            "tools": _tool_names(instructions), "ttl": _ttl(events), "finish": now, "later": later}
+
+
+def _known_policy(spec: str) -> bool:
+    try:
+        make_policy(spec)
+    except ValueError:
+        return False
+    return True
 
 
 def _cut(events: list[dict], n: int) -> tuple[int, int]:

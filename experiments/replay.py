@@ -8,7 +8,6 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 from experiments import warn as _warn
@@ -17,7 +16,7 @@ from models import Message, Model
 from policies import Meter, make_policy
 from policies.invariants import Checker
 from tokens import TokenCounter, local_counter
-from files import write_whole
+from files import read_json, write_whole
 from traces import as_text, read_trace_file
 
 # A service's prompt cache serves the start of a prompt that repeats the start of a recent one, from a minimum length
@@ -195,17 +194,19 @@ class Summaries:
         self.model, self.path = model, path
         self.cache: dict[str, dict] = {}
         if path and os.path.lexists(path):
-            try:
-                entries = json.loads(Path(path).read_text(encoding="utf-8"))
+            try:  # within bounds: a FIFO would block, /dev/zero never end
+                entries = read_json(path, "a summaries cache")
                 problem = _cache_problem(entries)
             except OSError as error:  # a folder, no permission
                 problem = error.strerror or str(error)
-            except (ValueError, RecursionError) as error:  # not UTF-8, not JSON
-                problem = f"not JSON in UTF-8: {error}"
+            except ValueError as error:  # not a regular file, too large, not JSON in UTF-8
+                problem = str(error).removeprefix(f"{path} is not a summaries cache: ")
             if problem is None:
                 self.cache = {entry["key"]: entry for entry in entries}
             else:
                 warn(f"the summaries cache {path} cannot be read ({problem}); {self._set_aside()}")
+            if os.path.exists(path) and not os.path.isfile(path):  # a folder, a device or a pipe: not written either
+                self.path = None
 
     def text(self, policy: str, calls: tuple[int, int], request: list[Message]) -> tuple[str | None, str]:
         """(the summary, "cached" or "written by MODEL"); (None, "") when there is no model and no cached one."""

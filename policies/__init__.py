@@ -7,10 +7,12 @@ not change. `make_policy` reads a policy's argument from the command line by its
 and `A+B` composes policies (policies/composed.py).
 """
 import inspect
+import math
 import typing
 from typing import Callable
 
 from models import Message
+from settings import quoted
 from policies.adk_compact import AdkCompact
 from policies.anthropic_clear import AnthropicClear
 from policies.anthropic_compact import AnthropicCompact
@@ -88,7 +90,7 @@ def make_policy(spec: str) -> Policy:
     try:
         value = convert(argument)
     except ValueError:
-        raise ValueError(f"policy {name!r} takes a whole number, as in {name}:4; got {argument!r}") from None
+        raise ValueError(f"policy {name!r} takes a whole number, as in {name}:4; got {quoted(argument)}") from None
     return kind(value)
 
 
@@ -113,7 +115,7 @@ def _with_parameters(name: str, kind, argument: str) -> Policy:
         try:
             given[key] = _converted(value, hint)
         except ValueError:
-            raise ValueError(f"policy {name!r}: {key} takes {_TYPE_NAMES.get(hint, 'text')}, got {value!r}; "
+            raise ValueError(f"policy {name!r}: {key} takes {_TYPE_NAMES.get(hint, 'text')}, got {quoted(value)}; "
                              f"{listed}") from None
     try:
         return kind(**given)
@@ -129,7 +131,10 @@ def _converted(value: str, hint):
         if value.lower() not in ("true", "false"):
             raise ValueError(value)
         return value.lower() == "true"
-    return hint(value)
+    converted = hint(value)
+    if hint is float and not math.isfinite(converted):  # nan would make every comparison with it false
+        raise ValueError(value)
+    return converted
 
 
 def measure(messages: list[Message], tool_docs: str, count: Callable[[str], int]) -> dict[str, int]:

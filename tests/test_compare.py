@@ -456,6 +456,28 @@ def test_a_summaries_cache_that_cannot_be_read_is_set_aside_with_one_warning(tmp
         assert capsys.readouterr().err == ""  # said once: the next replay starts from no cache
 
 
+def test_a_pipe_as_the_summaries_cache_is_neither_waited_on_nor_written(tmp_path, capsys):
+    """A FIFO where the cache would be: opening it to read would wait for a writer forever, and writing into it
+    for a reader. The replay says once that it is not used, and finishes (an alarm ends the test if it waits)."""
+    import signal
+
+    def waited(*_):
+        raise TimeoutError("the replay waited on the pipe")
+    trace = tmp_path / "sb.jsonl"
+    trace.write_bytes(open(SUPER_BOWL, "rb").read())
+    os.mkfifo(tmp_path / "sb.summaries.json")
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(20)
+    try:
+        assert command_line.main(["--replay", str(trace), "--policies", "compact:300", "--summarizer", "none"]) == 0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    err = capsys.readouterr().err
+    assert f"the summaries cache {tmp_path / 'sb.summaries.json'} cannot be read (it is a pipe, not a regular file)" \
+        in err and "it is not used" in err
+
+
 def test_a_summaries_cache_set_aside_is_made_again(tmp_path, capsys):
     from experiments.replay import Summaries
     cache = tmp_path / "summaries.json"
@@ -530,6 +552,16 @@ def test_compare_traces_that_cannot_be_written_are_one_warning_each(world, tmp_p
     assert code == 0 and [run["answer"] for run in json.loads(captured.out)["runs"]] == ["47", "47"]
     assert captured.err == "".join(f"warning: could not write the trace file {name} (No space left on device); "
                                    "the file ends there, and the run goes on\n" for name in names)
+
+
+def test_compare_with_its_traces_in_a_missing_folder_is_refused_before_any_call(world, tmp_path, capsys):
+    """As a single run is: the runs' calls would be paid for and none recorded."""
+    server = world(["Answer: 47", "Answer: 47"])
+    trace = tmp_path / "no" / "t.jsonl"
+    assert command_line.main(["7 * 6 + 5?", "--compare", "full,window:1", "--trace", str(trace)]) == 2
+    said = capsys.readouterr().err
+    assert said == f"error: cannot write the trace files: no folder {tmp_path / 'no'} (--trace {trace})\n"
+    assert server.requests == []
 
 
 def test_compare_traces_of_distinct_policies_get_distinct_files(world, tmp_path, capsys):

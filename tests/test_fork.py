@@ -154,6 +154,28 @@ def test_a_trace_that_fails_its_checks_is_one_line(tmp_path, capsys):
     assert str(broken) in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("event, field, value, said", [
+    ("context", "policy", "bogus:zz", "--fork 2: call 2 ran under the policy 'bogus:zz', which this TinyReAct"),
+    ("instructions", "protocol", "bogus", "--fork 2: call 2 ran under the protocol 'bogus', which this TinyReAct does"),
+    ("header", "backend", ["x"], "which cannot be loaded: give --model"),
+])
+def test_a_trace_naming_what_this_version_does_not_have_is_one_line(tmp_path, capsys, event, field, value, said):
+    """A trace from a newer TinyReAct, or edited by hand: a policy or a protocol this one lacks, a backend that is
+    no name."""
+    parent = scripted_run(tmp_path, REPLIES)
+    records = [json.loads(line) for line in parent.read_text().splitlines()]
+    changed = next(record for record in records[1:] if record["type"] == event) if event != "header" else records[0]
+    changed[field] = value
+    if event == "context":  # call 2's
+        [record for record in records[1:] if record["type"] == "context"][1][field] = value
+    parent.write_text("".join(json.dumps(record) + "\n" for record in records))
+    capsys.readouterr()
+    model = ScriptedModel(REPLIES) if event != "header" else None
+    assert cli.main(["--from", str(parent), "--fork", "2"], model=model) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_a_model_that_cannot_be_loaded_again_asks_for_model(tmp_path, capsys):
     parent = scripted_run(tmp_path, REPLIES)
     capsys.readouterr()
@@ -254,6 +276,9 @@ def test_edited_instructions_are_sent_from_the_fork_on(tmp_path, capsys):
     (["--set-observation", "3", "x"], "--set-observation 3: only calls 1 to 1 come before the fork at call 2"),
     (["--set-observation", "one", "x"], "--set-observation takes a call's number, then the text"),
     (["--instructions", "/no/such/prompt.txt"], "--instructions /no/such/prompt.txt: No such file"),
+    (["--set-observation", "²", "x"], "--set-observation takes a call's number, then the text"),  # isdigit() says yes
+    (["--set-observation", "9" * 5000, "x"], "--set-observation takes a call's number, then the text"),
+    (["--instructions", "/dev/zero"], "--instructions /dev/zero is not instructions: it is a device"),  # never ends
     (["--set-reply", "x"], None),
 ])
 def test_an_edit_that_cannot_be_made_is_one_line(tmp_path, capsys, argv, said):

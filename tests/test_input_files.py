@@ -27,10 +27,10 @@ def fifo(tmp_path):
 
 @pytest.mark.parametrize("flag", ["--replay", "--from", "--record", "--facts"])
 def test_a_fifo_or_a_device_is_refused_before_it_is_read(tmp_path, capsys, fifo, flag):
-    for path in (fifo, "/dev/zero"):
+    for path, kind in ((fifo, "a pipe"), ("/dev/zero", "a device")):
         assert cli.main(arguments(flag, path, tmp_path)) == 2
         [line] = capsys.readouterr().err.strip().splitlines()
-        assert line.endswith("not a regular file (a pipe or a device)") and path in line
+        assert line.endswith(f"it is {kind}, not a regular file") and path in line
 
 
 @pytest.mark.parametrize("flag", ["--replay", "--from", "--record", "--facts"])

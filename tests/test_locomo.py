@@ -231,8 +231,9 @@ def test_summaries_from_the_cache_alone_or_none_and_what_stops_a_summarizer_is_o
     assert "| adk-compact | 10.0% (2%–40%); 0%–33% |" in capsys.readouterr().out  # measured, from the cache
     for argv, said in [(["--summarizer", "nonsense:x"], "error: --summarizer: unknown backend 'nonsense'"),
                        (["--summarizer", "openai:m"], "error: --summarizer: no OPENAI_API_KEY"),
-                       (["--summaries", str(tmp_path)], f"error: --summaries {tmp_path}: not a file in a folder"),
-                       (["--summaries", "no/such/x.json"], "error: --summaries no/such/x.json: not a file")]:
+                       (["--summaries", str(tmp_path)], f"error: --summaries {tmp_path}: not a regular file in a"),
+                       (["--summaries", "/dev/zero"], "error: --summaries /dev/zero: not a regular file in a"),
+                       (["--summaries", "no/such/x.json"], "error: --summaries no/such/x.json: not a regular file")]:
         assert locomo.main([SYNTHETIC, "--policies", "full,compact:300", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith(said) and len(err.splitlines()) == 1, err

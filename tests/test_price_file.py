@@ -44,7 +44,8 @@ def test_a_price_file_that_would_block_or_never_end_is_refused(monkeypatch, caps
         os.mkfifo(path)
     else:
         path = "/dev/zero"
-    assert "not a regular file (a pipe or a device)" in refused(monkeypatch, capsys, path)
+    said = "a pipe" if kind == "fifo" else "a device"
+    assert f"it is {said}, not a regular file" in refused(monkeypatch, capsys, path)
 
 
 def test_a_price_files_caching_rule_prices_a_replay(monkeypatch, capsys, tmp_path):

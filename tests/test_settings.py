@@ -57,3 +57,30 @@ def test_an_output_limit_of_thousands_of_digits_is_one_line_and_exit_2(monkeypat
     assert cli.main(["What is 2 + 2?", "--model", "gemini"]) == 2
     assert capsys.readouterr().err == (
         f"error: GEMINI_MAX_OUTPUT_TOKENS must be a whole number from 1 to 2,147,483,647, got '{DIGITS[:40]}...'\n")
+
+
+def test_options_and_policy_parameters_quote_at_most_40_characters_and_refuse_nan(capsys):
+    with pytest.raises(SystemExit) as stopped:  # argparse's usage error
+        cli.main(["--ttl", DIGITS, "What is 2 + 2?"])
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert said == f"error: argument --ttl: expected a whole number, got '{DIGITS[:40]}...' (see --help)\n"
+    assert cli.main(["--show-prompt", "--policy", f"window:{DIGITS}"]) == 2
+    assert f"takes a whole number, as in window:4; got '{DIGITS[:40]}...'\n" in capsys.readouterr().err
+    assert cli.main(["--show-prompt", "--policy", "claude-code:idle_minutes=nan"]) == 2  # never cleared, silently
+    assert "error: policy 'claude-code': idle_minutes takes a number, got 'nan';" in capsys.readouterr().err
+
+
+def test_a_thinking_budget_of_thousands_of_digits_is_one_line_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GEMINI_THINKING", DIGITS)
+    with pytest.raises(ModelConfigError, match=r"^GEMINI_THINKING must be none, .* got '9{40}\.\.\.'$"):
+        GeminiModel("gemini-2.5-flash")
+
+
+def test_a_cache_folder_in_a_home_that_cannot_be_found_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("TINYREACT_CACHE_DIR", "~no-such-user-here/models")
+    assert cli.main(["--verify-cache"]) == 2
+    assert capsys.readouterr().err == (
+        "error: the model cache's folder (TINYREACT_CACHE_DIR='~no-such-user-here/models') cannot be found (Could not "
+        "determine home directory); set TINYREACT_CACHE_DIR to a folder\n")

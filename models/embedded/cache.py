@@ -32,6 +32,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from models import ModelConfigError
+from settings import quoted
 
 MANIFEST = "manifest.json"
 TEMPORARY = ".partial"  # every temporary file's name contains this; a complete file never does
@@ -44,8 +45,15 @@ class CacheError(ModelConfigError):
 
 
 def cache_root() -> Path:
-    """Where the model folders live: $TINYREACT_CACHE_DIR, else ~/.cache/tinyreact."""
-    return Path(os.environ.get("TINYREACT_CACHE_DIR") or Path.home() / ".cache" / "tinyreact").expanduser()
+    """Where the model folders live: $TINYREACT_CACHE_DIR, else ~/.cache/tinyreact; CacheError when the home folder
+    it names cannot be found (`~nobody/models`, or no HOME and no user entry)."""
+    given = os.environ.get("TINYREACT_CACHE_DIR")
+    try:
+        return Path(given or Path.home() / ".cache" / "tinyreact").expanduser()
+    except RuntimeError as problem:  # pathlib's word for a home folder it cannot determine
+        named = f"TINYREACT_CACHE_DIR={quoted(given)}" if given else "the default, ~/.cache/tinyreact"
+        raise CacheError(f"the model cache's folder ({named}) cannot be found ({str(problem).rstrip('.')}); set "
+                         "TINYREACT_CACHE_DIR to a folder") from None
 
 
 @dataclass(frozen=True)

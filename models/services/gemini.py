@@ -108,10 +108,10 @@ def parse_thinking(value: str) -> tuple[str, object] | None:
         return None
     if text in THINKING_LEVELS:
         return ("level", text.upper())
-    if re.fullmatch(r"-1|\d+", text):
+    if re.fullmatch(r"-1|\d{1,9}", text):  # the API's budgets are far below a billion
         return ("budget", int(text))
     raise ModelConfigError(f"GEMINI_THINKING must be none, {', '.join(THINKING_LEVELS)} or a token budget "
-                           f"(an integer, -1 for dynamic), got {value!r}")
+                           f"(an integer, -1 for dynamic), got {settings.quoted(value)}")
 
 
 def parse_temperature(value: str) -> float:
