@@ -142,6 +142,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     for kind, question, expected in questions:
         began = time.perf_counter()
         result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
+        if isinstance(result.error, ModelConfigError):  # no server at the URL, a key refused: no question will do
+            raise SystemExit(f"error: {spec}: {result.error}")
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
         calls = [action for e in result.trace if e["type"] == "reply"  # each reply read again, as the loop read it
                  for action in speaking.read(e).actions]
@@ -316,6 +318,16 @@ def positive(text: str) -> int:
     return number
 
 
+def prompt_problem(path: str) -> str | None:
+    """Why --prompt's file is no instruction template, in a few words; None when it renders."""
+    import prompts
+
+    if not os.path.isfile(path):
+        said = "a folder" if os.path.isdir(path) else "no such file" if not os.path.exists(path) else "not a file"
+        return f"{said} (an instruction template, as prompts/*.txt)"
+    return prompts.template_problem(path)
+
+
 def main() -> None:
     from cli.arguments import dollars_given
 
@@ -368,8 +380,8 @@ def main() -> None:
                      "name a model spec (openai:NAME)")
     if via_problem(args):
         parser.error(via_problem(args))
-    if args.prompt and not os.path.isfile(args.prompt):
-        parser.error(f"--prompt {args.prompt}: no such file (an instruction template, as prompts/*.txt)")
+    if args.prompt and prompt_problem(args.prompt):
+        parser.error(f"--prompt {args.prompt}: {prompt_problem(args.prompt)}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
         raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:
@@ -439,18 +451,23 @@ def offered_tools(names: str | None) -> list | None:
 
 
 def saved_runs(path: str) -> list[dict]:
-    """The runs of a results file --out wrote; SystemExit, one line, for a file that is missing or not one."""
+    """The runs of a results file --out wrote; SystemExit, one line, for a file that is missing or not one (read
+    within bounds: a FIFO would block), or one whose runs the table cannot be made from."""
+    from files import read_json
+
     try:
-        with open(path, encoding="utf-8") as file:
-            runs = json.load(file)["runs"]
+        runs = read_json(path, "a results file")["runs"]
         if not isinstance(runs, list) or not all(isinstance(run, dict) and "answers" in run for run in runs):
             raise ValueError("its runs are not runs")
+        table([rescored(run) for run in runs])  # every field the comparison reads, of the types it reads
         return runs
     except OSError as problem:
         raise SystemExit(f"error: cannot read {path}: {problem.strerror or problem}") from None
     except (ValueError, KeyError, TypeError, RecursionError) as problem:
-        why = "not JSON" if isinstance(problem, json.JSONDecodeError) else str(problem) or type(problem).__name__
-        raise SystemExit(f"error: {path} is not a results file of bench/evaluate.py --out ({why[:80]})") from None
+        why = ("not JSON" if isinstance(problem, json.JSONDecodeError)
+               else f"no {problem.args[0]!r} field where the comparison reads one" if isinstance(problem, KeyError)
+               else str(problem).removeprefix(f"{path} is not a results file: ") or type(problem).__name__)
+        raise SystemExit(f"error: {path} is not a results file of bench/evaluate.py --out: {why[:80]}") from None
 
 
 if __name__ == "__main__":

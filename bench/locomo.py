@@ -72,7 +72,7 @@ POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,bu
 RULES = ["gemini-3.8-flash", "gpt-5.6-sol", "claude-haiku-4-5"]  # three providers' caching rules (models/prices.json)
 MAX_FILE = 200_000_000  # bytes: the data is 2.6 MB unpacked; anything this large is not it
 # "D1:3", and the data's slips: "D:11:26", "D30:05" (the spaces bounded, so that no text makes it backtrack long)
-EVIDENCE = re.compile(r"D\s{0,3}:?\s{0,3}(\d+)\s{0,3}:\s{0,3}(\d+)")
+EVIDENCE = re.compile(r"D\s{0,3}:?\s{0,3}(\d{1,6})\s{0,3}:\s{0,3}(\d{1,6})")
 ASK = ("{question} Answer in a short phrase, with the conversation's own words where you can. If the conversation "
        "does not say, answer: Not mentioned in the conversation.")
 ENDS = "[the session ends]"
@@ -129,7 +129,8 @@ def read(path: str) -> list[Conversation]:
     if os.path.isdir(path):
         raise DataError(f"{path} is a folder: name LoCoMo's data/locomo10.json, or a zip of it")
     if not os.path.isfile(path):
-        raise DataError(f"{path}: no such file")
+        raise DataError(f"{path}: " + ("not a regular file (a pipe or a device)" if os.path.exists(path) else
+                                       "no such file"))
     if os.path.getsize(path) > MAX_FILE:
         raise DataError(f"{path}: {os.path.getsize(path):,} bytes, more than LoCoMo's data could be")
     if zipfile.is_zipfile(path):
@@ -182,13 +183,13 @@ def conversation(name: str, sample) -> Conversation:
         raise DataError(f"{name}: speaker_a and speaker_b must be names")
     sessions = []
     for key in fields:
-        found = re.fullmatch(r"session_(\d+)", key)
+        found = re.fullmatch(r"session_(\d{1,6})", key)
         if found and fields[key]:
             turns = fields[key]
             if not isinstance(turns, list) or not all(isinstance(turn, dict) and isinstance(turn.get("text"), str)
                                                       and isinstance(turn.get("dia_id"), str) for turn in turns):
                 raise DataError(f"{name}: {key} must be a list of turns, each with a dia_id and a text")
-            sessions.append((int(found[1]), str(fields.get(f"{key}_date_time", "")), turns))
+            sessions.append((int(found[1]), fields.get(f"{key}_date_time"), turns))
     numbers = Counter(number for number, _, _ in sessions)
     if any(count > 1 for count in numbers.values()):
         raise DataError(f"{name}: two sessions numbered {next(n for n, c in numbers.items() if c > 1)}")
@@ -205,6 +206,10 @@ def conversation(name: str, sample) -> Conversation:
         unread = sum(not (isinstance(text, str) and EVIDENCE.search(text)) for text in evidence)  # "D", a number
         questions.append(Question(number, item["question"], str(item.get("answer", "")), item["category"],
                                   list(dict.fromkeys(ids)), unread))
+    for number, date, _ in sessions:  # the calls are paced by them (call_times)
+        if not isinstance(date, str) or session_time(date) is None:
+            raise DataError(f"{name}: session_{number}_date_time {str(date)[:40]!r} is not written as LoCoMo writes "
+                            "them (1:56 pm on 8 May, 2023)")
     return Conversation(name, speakers, sorted(sessions, key=lambda session: session[0]), questions)
 
 
@@ -404,20 +409,23 @@ def needed(conv: Conversation, question: Question, evidence: list[str] | None) -
     return lines + [f"[Session {n}, {dates[n]}]" if dates.get(n) else f"[Session {n}]" for n in sessions]
 
 
+def session_time(date: str) -> float | None:
+    """A session's date as LoCoMo writes it (1:56 pm on 8 May, 2023), in seconds since the epoch; None if not."""
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.strptime(date, SESSION_DATE).replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:  # not a date, or no such day (31 February)
+        return None
+
+
 def call_times(conv: Conversation, events: list[dict]) -> list[float]:
     """When each call of a conversation's trace is taken to be made, in seconds since the epoch: a session's first
     call at its date, each later one TURN_SECONDS after the one before (never before it, if a date goes back)."""
-    from datetime import datetime, timezone
 
     from experiments.facts import call_points
 
-    dates = {}
-    for number, date, _ in conv.sessions:
-        try:
-            dates[number] = datetime.strptime(date, SESSION_DATE).replace(tzinfo=timezone.utc).timestamp()
-        except ValueError:
-            raise DataError(f"{conv.name}: session {number}'s date {date[:40]!r} is not written as LoCoMo writes "
-                            "them (1:56 pm on 8 May, 2023)") from None
+    dates = {number: session_time(date) for number, date, _ in conv.sessions}  # each read when it was loaded
     times, previous = [], 0
     for index in call_points(events):
         started = next((int(found[1]) for e in events[previous:index] if e["type"] == "question"

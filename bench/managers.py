@@ -160,7 +160,12 @@ def main() -> int:
     model = None
     if not args.check:
         from cli.loading import ModelWhenAsked
-        model = ModelWhenAsked(args.summarizer or OFFLINE_MODEL)  # loaded only if a summary is missing
+        from cli.output import UsageError
+        try:
+            model = ModelWhenAsked(args.summarizer or OFFLINE_MODEL)  # loaded only if a summary is missing
+        except UsageError as problem:  # a spec that names no model
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     replays = measured(model)
     made = tables(replays)
     if args.html:

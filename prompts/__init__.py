@@ -44,3 +44,19 @@ def template_for(model: str) -> str:
 def render_instructions(tools: Iterable[Callable], model: str = "") -> str:
     """The instruction prompt for `model`: how to write Thought/Action/Answer, the tools' documentation, the rules."""
     return load(template_for(model)).substitute(tools=tool_docs(tools)).strip()
+
+
+def template_problem(path: str) -> str | None:
+    """What keeps the file at `path` from rendering as an instruction template, in a few words; None when it renders.
+    A template takes one variable, $tools; a dollar sign is written $$."""
+    try:
+        Template(Path(path).read_text(encoding="utf-8")).substitute(tools="")
+    except OSError as problem:
+        return problem.strerror or str(problem)
+    except UnicodeDecodeError:
+        return "not text in UTF-8"
+    except KeyError as unknown:
+        return f"${unknown.args[0]} is no variable of a template: it takes $tools only (write $$ for a dollar sign)"
+    except ValueError:  # a $ that begins no variable name
+        return "a $ begins no variable: a template takes $tools, and $$ for a dollar sign"
+    return None

@@ -82,8 +82,9 @@ def test_the_readmes_sentences_about_accuracy_say_what_the_saved_runs_say():
     assert said and (int(said[1]), int(said[2])) == (larger["kinds"]["all"]["k"], larger["kinds"]["all"]["n"])
 
 
-@pytest.mark.parametrize("content, says", [(None, "cannot read"), ("not json", "(not JSON)"),
-                                           ('{"runs": 5}', "its runs are not runs"), ('{"set": "test"}', "'runs'")])
+@pytest.mark.parametrize("content, says", [(None, "cannot read"), ("not json", "--out: not JSON"),
+                                           ('{"runs": 5}', "its runs are not runs"), ('{"set": "test"}', "'runs'"),
+                                           ('{"runs": [{"answers": []}]}', "no 'label' field where the comparison")])
 def test_a_results_file_that_is_missing_or_no_results_file_is_one_line(tmp_path, content, says):
     path = tmp_path / "results.json"
     if content is not None:
@@ -106,6 +107,7 @@ def test_an_unknown_tool_or_an_out_folder_that_does_not_exist_is_said_before_any
 @pytest.mark.parametrize("arguments, says", [
     (["--models", "qwn"], "--models: no embedded model 'qwn': choose from qwen, gemma, qwen-1.5b, or none"),
     (["--prompt", "no-such-prompt.txt"], "--prompt no-such-prompt.txt: no such file"),
+    (["--prompt", os.path.join(ROOT, "README.md")], "README.md: a $ begins no variable"),  # a template's $ is $$
     (["--limit", "-1"], "argument --limit: a whole number from 1, not '-1'"),
     (["--limit", "0"], "argument --limit: a whole number from 1, not '0'"),
     (["--only", "3,x"], "argument --only: a whole number from 1, not 'x'"),
@@ -187,3 +189,13 @@ def test_max_cost_takes_dollars_alone(value):
                            "--via", "batch", "--max-cost", value], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(f"takes US dollars from 0 to 1,000,000, got {value!r}")
+
+
+def test_a_model_with_no_server_stops_the_run_in_one_line_not_as_wrong_answers(tmp_path):
+    environment = {**os.environ, "LLAMACPP_BASE_URL": "http://127.0.0.1:9/v1"}  # the discard port: nothing answers
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "llamacpp:m",
+                           "--limit", "2", "--out", str(tmp_path / "r.json")], capture_output=True, text=True,
+                          timeout=120, env=environment, cwd=tmp_path)
+    assert done.returncode == 1 and "wrong" not in done.stdout and not (tmp_path / "r.json").exists()
+    assert done.stderr.strip().splitlines() == ["error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is "
+                                                "llama-server running? `llama-server -m MODEL.gguf --port 8080`"]
