@@ -386,8 +386,12 @@ def test_a_standing_instruction_said_first_stays_in_the_key_facts_block_after_se
     assert report.facts["rule"][last[0].label] == "kept" and report.violations == 0
 
 
-def test_a_summarizer_that_names_no_model_is_one_line_before_any_replay():
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "managers.py"), "--summarizer", "bogus"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr.startswith("error: --summarizer: 'bogus' is not a Gemini model name")
-    assert done.stderr.count("\n") == 1 and done.stdout == ""
+def test_a_summarizer_that_names_no_model_is_one_line_before_any_replay(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    import managers
+
+    monkeypatch.setattr(sys, "argv", ["managers.py", "--summarizer", "bogus"])
+    assert managers.main() == 2
+    said = capsys.readouterr()
+    assert said.err.startswith("error: --summarizer: 'bogus' is not a Gemini model name") and said.out == ""
+    assert said.err.count("\n") == 1

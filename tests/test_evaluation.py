@@ -191,11 +191,14 @@ def test_max_cost_takes_dollars_alone(value):
     assert done.stderr.strip().splitlines()[-1].endswith(f"takes US dollars from 0 to 1,000,000, got {value!r}")
 
 
-def test_a_model_with_no_server_stops_the_run_in_one_line_not_as_wrong_answers(tmp_path):
-    environment = {**os.environ, "LLAMACPP_BASE_URL": "http://127.0.0.1:9/v1"}  # the discard port: nothing answers
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "llamacpp:m",
-                           "--limit", "2", "--out", str(tmp_path / "r.json")], capture_output=True, text=True,
-                          timeout=120, env=environment, cwd=tmp_path)
-    assert done.returncode == 1 and "wrong" not in done.stdout and not (tmp_path / "r.json").exists()
-    assert done.stderr.strip().splitlines() == ["error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is "
-                                                "llama-server running? `llama-server -m MODEL.gguf --port 8080`"]
+def test_a_model_with_no_server_stops_the_run_in_one_line_not_as_wrong_answers(tmp_path, monkeypatch, capsys):
+    import evaluate
+
+    monkeypatch.setenv("LLAMACPP_BASE_URL", "http://127.0.0.1:9/v1")  # the discard port: nothing answers
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", "--models", "llamacpp:m", "--limit", "2", "--out",
+                                      str(tmp_path / "r.json")])
+    with pytest.raises(SystemExit) as stopped:
+        evaluate.main()
+    assert str(stopped.value) == ("error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is llama-server running? "
+                                  "`llama-server -m MODEL.gguf --port 8080`")
+    assert "wrong" not in capsys.readouterr().out and not (tmp_path / "r.json").exists()
