@@ -17,8 +17,10 @@ def number(name: str, value: str, lowest: float, highest: float, *, above: bool 
     try:
         read = int(text) if whole else float(text)
     except ValueError:  # no number, or an integer too long to read
-        read = math.nan
-    if math.isfinite(read) and (lowest < read if above else lowest <= read) and read <= highest:
+        read = None
+    # an int is compared as it is: math.isfinite would turn one of 309 digits or more into a float, and overflow
+    if read is not None and (whole or math.isfinite(read)) and (lowest < read if above else lowest <= read) \
+            and read <= highest:
         return read
     kind = ("a whole number" if whole else "a number") + (" of seconds" if seconds else "")
     span = f"above {lowest:,} and at most {highest:,}" if above else f"from {lowest:,} to {highest:,}"

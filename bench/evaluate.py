@@ -142,8 +142,8 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     for kind, question, expected in questions:
         began = time.perf_counter()
         result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
-        if isinstance(result.error, ModelConfigError):  # no server at the URL, a key refused: no question will do
-            raise SystemExit(f"error: {spec}: {result.error}")
+        if isinstance(result.error, ModelConfigError) and not answers:  # no server at the URL, a key refused, at
+            raise SystemExit(f"error: {spec}: {result.error}")  # the first question: none will do; later, it is scored
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
         calls = [action for e in result.trace if e["type"] == "reply"  # each reply read again, as the loop read it
                  for action in speaking.read(e).actions]
@@ -463,7 +463,7 @@ def saved_runs(path: str) -> list[dict]:
         return runs
     except OSError as problem:
         raise SystemExit(f"error: cannot read {path}: {problem.strerror or problem}") from None
-    except (ValueError, KeyError, TypeError, RecursionError) as problem:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as problem:
         why = ("not JSON" if isinstance(problem, json.JSONDecodeError)
                else f"no {problem.args[0]!r} field where the comparison reads one" if isinstance(problem, KeyError)
                else str(problem).removeprefix(f"{path} is not a results file: ") or type(problem).__name__)

@@ -66,6 +66,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import repository  # noqa: F401  (importing it puts the repository's root on the import path)
+from files import kind_of  # noqa: E402  (after the path is set)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 POLICIES = "full,window:8,user-only:4,elide:2,facts,window:8+facts,retrieve:8,budget:4000,stable,cold"
@@ -129,8 +130,8 @@ def read(path: str) -> list[Conversation]:
     if os.path.isdir(path):
         raise DataError(f"{path} is a folder: name LoCoMo's data/locomo10.json, or a zip of it")
     if not os.path.isfile(path):
-        raise DataError(f"{path}: " + ("not a regular file (a pipe or a device)" if os.path.exists(path) else
-                                       "no such file"))
+        raise DataError(f"{path}: " + (f"it is {kind_of(os.stat(path).st_mode)}, not a regular file"
+                                       if os.path.exists(path) else "no such file"))
     if os.path.getsize(path) > MAX_FILE:
         raise DataError(f"{path}: {os.path.getsize(path):,} bytes, more than LoCoMo's data could be")
     if zipfile.is_zipfile(path):
@@ -183,7 +184,9 @@ def conversation(name: str, sample) -> Conversation:
         raise DataError(f"{name}: speaker_a and speaker_b must be names")
     sessions = []
     for key in fields:
-        found = re.fullmatch(r"session_(\d{1,6})", key)
+        found = re.fullmatch(r"session_(\d+)", key)
+        if found and len(found[1]) > 6:
+            raise DataError(f"{name}: {key[:40]} is numbered past any conversation's sessions")
         if found and fields[key]:
             turns = fields[key]
             if not isinstance(turns, list) or not all(isinstance(turn, dict) and isinstance(turn.get("text"), str)
@@ -208,8 +211,9 @@ def conversation(name: str, sample) -> Conversation:
                                   list(dict.fromkeys(ids)), unread))
     for number, date, _ in sessions:  # the calls are paced by them (call_times)
         if not isinstance(date, str) or session_time(date) is None:
-            raise DataError(f"{name}: session_{number}_date_time {str(date)[:40]!r} is not written as LoCoMo writes "
-                            "them (1:56 pm on 8 May, 2023)")
+            shown = json.dumps(date)[:40]
+            raise DataError(f"{name}: session_{number}_date_time {shown} is not written as LoCoMo writes them "
+                            "(1:56 pm on 8 May, 2023)")
     return Conversation(name, speakers, sorted(sessions, key=lambda session: session[0]), questions)
 
 

@@ -205,7 +205,7 @@ def _protocols(text: str) -> list[str]:
     if not names or unknown:
         raise argparse.ArgumentTypeError(f"takes text, native or text,native, got {quoted(text)}")
     if len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(f"names a protocol twice: {text!r}")
+        raise argparse.ArgumentTypeError(f"names a protocol twice: {quoted(text)}")
     return names
 
 

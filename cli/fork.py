@@ -8,13 +8,13 @@ and N; the parent is only read.
 Unedited, and with a model that answers as before (a scripted model, or an embedded one, which decodes greedily),
 the fork's events are the parent's, times aside: the loop goes on from the copied events as it went on then
 (agent.TinyReAct.resume), because everything it reads is in the trace."""
-from experiments.fork import branches, first_difference, fork_plan, parent_tools, run
+from experiments.fork import branches, first_difference, fork_plan, in_force, parent_tools, run
 from experiments.provenance import digest
 from files import read_input
 from settings import quoted
 from models import BACKENDS, COUNTED_LOCALLY, ModelReply
 from models.prices import price_of
-from policies import Policy, make_policy
+from policies import Policy
 from protocols import make_protocol
 from tokens import local_counter
 from traces import TraceFile
@@ -37,8 +37,8 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     models = comma_separated(args.model or "")
     if args.policies or len(models) > 1:
         return _branches(args, parent, plan, specs, models)
-    policy = make_policy(plan["policy"]) if args.policy is None else policy
-    args.protocol = args.protocol or [plan["protocol"]]
+    parent_policy, protocol = _in_force(args, plan, args.policy)
+    policy, args.protocol = policy if args.policy is not None else parent_policy, [protocol]
     args.ttl = args.ttl or plan["ttl"]
     with exporting(args) as export:  # --otel: the live questions' spans
         model = _model(args, parent)
@@ -69,7 +69,8 @@ def _edits(args, plan: dict) -> list[dict]:
         edits.append({"type": "edit", "what": "reply", "call": args.fork, "text": args.set_reply})
     if args.instructions:
         try:  # within bounds: a FIFO would block, /dev/zero never end
-            args.instructions_text = read_input(args.instructions, MAX_INSTRUCTIONS_BYTES, "instructions").decode()
+            data = read_input(args.instructions, MAX_INSTRUCTIONS_BYTES, "instructions").decode()
+            args.instructions_text = data.replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads them
         except OSError as problem:
             raise UsageError(f"--instructions {args.instructions}: {problem.strerror or problem}") from None
         except UnicodeDecodeError:
@@ -133,7 +134,16 @@ def _planned(parent: TraceFile, n: int) -> dict:
         raise UsageError(str(problem)) from None
 
 
-def _tools(plan: dict, policy: Policy) -> list:
+def _in_force(args, plan: dict, policy: str | None) -> tuple[Policy, str]:
+    """experiments.fork.in_force for the command line: a policy or protocol the trace names that this TinyReAct
+    lacks, with none given in its place, is a UsageError."""
+    try:
+        return in_force(plan, args.fork, policy, (args.protocol or [None])[0])
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+
+
+def _tools(plan: dict, policy: Policy | None) -> list:
     try:
         return parent_tools(plan, policy)
     except ValueError as problem:
@@ -147,10 +157,10 @@ def _branches(args, parent: TraceFile, plan: dict, specs: list[str], models: lis
     from experiments.live import summarise_runs
     from views.pages import compare_page
 
-    args.protocol = args.protocol or [plan["protocol"]]
+    args.protocol = [_in_force(args, plan, args.policy or (specs[0] if args.policies else None))[1]]
     counter, traces, runs = local_counter(), [], []
     variants = _variants(args, parent, plan, specs, models)
-    tools = _tools(plan, make_policy(plan["policy"]))
+    tools = _tools(plan, None)
     try:
         for run in branches(parent.events, args.fork, variants, tools, price_of(PRICED_REPLAY),
                             lambda label: compare_trace_path(args.trace, label, 0, 1), counter, traces,

@@ -59,13 +59,20 @@ def fork_plan(events: Sequence[dict], n: int) -> dict:
     now = next(finish)
     later = [(event["type"], event.get("text"), next(finish) if event["type"] == "question" else False)
              for event in events[cut:] if event["type"] in ("question", "reset")]
-    policy, protocol = events[at].get("policy", "full"), instructions.get("protocol", "text")
-    for kind, name, known in (("policy", policy, _known_policy), ("protocol", protocol, PROTOCOLS.__contains__)):
-        if not known(name):  # a trace from a newer TinyReAct, or an edited one
-            raise ValueError(f"--fork {n}: call {n} ran under the {kind} {quoted(name)}, which this TinyReAct "
-                             "does not have, so it cannot be asked again")
-    return {"copied": list(events[:cut]), "policy": policy, "protocol": protocol,
-            "tools": _tool_names(instructions), "ttl": _ttl(events), "finish": now, "later": later}
+    return {"copied": list(events[:cut]), "policy": events[at].get("policy", "full"),
+            "protocol": instructions.get("protocol", "text"), "tools": _tool_names(instructions),
+            "ttl": _ttl(events), "finish": now, "later": later}
+
+
+def in_force(plan: dict, n: int, policy: str | None, protocol: str | None) -> tuple[Policy, str]:
+    """The policy and protocol a fork at call `n` asks again under: those given, else the ones the trace names
+    there; ValueError, one line, for one the trace names that this TinyReAct does not have (a trace from a newer
+    one, or edited) and nothing replaces."""
+    for kind, name, given in (("policy", plan["policy"], policy), ("protocol", plan["protocol"], protocol)):
+        if given is None and not (_known_policy(name) if kind == "policy" else name in PROTOCOLS):
+            raise ValueError(f"--fork {n}: call {n} ran under the {kind} {quoted(name)}, which this TinyReAct does "
+                             f"not have: name one with --{kind}")
+    return make_policy(policy or plan["policy"]), protocol or plan["protocol"]
 
 
 def _known_policy(spec: str) -> bool:
@@ -123,10 +130,11 @@ def _tool_names(instructions: dict) -> list[str]:
             if line and not line[0].isspace() and "(" in line]
 
 
-def parent_tools(plan: dict, policy: Policy) -> list:
-    """The parent's tools by name, those of its policy (pinned's notes) aside: ValueError naming any this
-    TinyReAct does not have."""
-    own = {tool.__name__ for spec in {plan["policy"], policy.name} for tool in make_policy(spec).tools(Trace())}
+def parent_tools(plan: dict, policy: Policy | None) -> list:
+    """The parent's tools by name, those of its policy (pinned's notes) and of `policy` aside: ValueError naming any
+    this TinyReAct does not have. A parent's policy this TinyReAct lacks adds none it knows of."""
+    specs = {plan["policy"]} | ({policy.name} if policy else set())
+    own = {tool.__name__ for spec in specs if _known_policy(spec) for tool in make_policy(spec).tools(Trace())}
     known = shipped_by_name()
     wanted = [name for name in plan["tools"] if name not in own]
     missing = [name for name in wanted if name not in known]

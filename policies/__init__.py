@@ -77,7 +77,7 @@ def make_policy(spec: str) -> Policy:
         return Composed([make_policy(part) for part in spec.split("+")])
     name, _, argument = spec.strip().partition(":")
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {spec!r}; choose from: {POLICY_HELP}")
+        raise ValueError(f"unknown policy {quoted(spec)}; choose from: {POLICY_HELP}")
     kind = POLICIES[name]
     if not argument:
         return kind()
@@ -105,7 +105,7 @@ def _with_parameters(name: str, kind, argument: str) -> Policy:
     for pair in argument.split("/"):
         key, equals, value = (text.strip() for text in pair.partition("="))
         if not equals or key not in takes:
-            raise ValueError(f"policy {name!r}: unknown parameter {key or pair!r}; {listed}")
+            raise ValueError(f"policy {name!r}: unknown parameter {quoted(key or pair)}; {listed}")
         hint = hints.get(key, str)
         if typing.get_origin(hint) is tuple:
             given[key] = given.get(key, ()) + (value,)
@@ -132,7 +132,7 @@ def _converted(value: str, hint):
             raise ValueError(value)
         return value.lower() == "true"
     converted = hint(value)
-    if hint is float and not math.isfinite(converted):  # nan would make every comparison with it false
+    if hint is float and math.isnan(converted):  # every comparison with it false; inf is a setting (never)
         raise ValueError(value)
     return converted
 

@@ -202,3 +202,24 @@ def test_a_model_with_no_server_stops_the_run_in_one_line_not_as_wrong_answers(t
     assert str(stopped.value) == ("error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is llama-server running? "
                                   "`llama-server -m MODEL.gguf --port 8080`")
     assert "wrong" not in capsys.readouterr().out and not (tmp_path / "r.json").exists()
+
+
+def test_a_configuration_error_after_the_first_question_is_scored_and_the_run_is_kept(tmp_path, monkeypatch, capsys):
+    """A server that goes away in the middle (a restart) fails that question, as before; only a failure at the
+    first question, before any answer, stops the evaluation."""
+    import evaluate
+    import models
+    from models import ModelConfigError
+    from models.scripted import ScriptedModel
+
+    class GoesAway(ScriptedModel):
+        def generate(self, messages, stop, **options):
+            if len(self.calls) >= 2:
+                raise ModelConfigError("no server at http://127.0.0.1:8080/v1")
+            return super().generate(messages, stop, **options)
+    monkeypatch.setattr(models, "load_model", lambda spec: GoesAway(["Answer: 4"] * 10))
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", "--models", "llamacpp:m", "--limit", "4", "--out",
+                                      str(tmp_path / "r.json")])
+    evaluate.main()
+    answers = json.loads((tmp_path / "r.json").read_text())["runs"][0]["answers"]
+    assert [answer["stop_reason"] for answer in answers] == ["answer", "answer", "error", "error"]

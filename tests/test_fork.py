@@ -155,8 +155,10 @@ def test_a_trace_that_fails_its_checks_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("event, field, value, said", [
-    ("context", "policy", "bogus:zz", "--fork 2: call 2 ran under the policy 'bogus:zz', which this TinyReAct"),
-    ("instructions", "protocol", "bogus", "--fork 2: call 2 ran under the protocol 'bogus', which this TinyReAct does"),
+    ("context", "policy", "bogus:zz", "--fork 2: call 2 ran under the policy 'bogus:zz', which this TinyReAct does "
+                                      "not have: name one with --policy"),
+    ("instructions", "protocol", "bogus", "--fork 2: call 2 ran under the protocol 'bogus', which this TinyReAct "
+                                          "does not have: name one with --protocol"),
     ("header", "backend", ["x"], "which cannot be loaded: give --model"),
 ])
 def test_a_trace_naming_what_this_version_does_not_have_is_one_line(tmp_path, capsys, event, field, value, said):
@@ -174,6 +176,22 @@ def test_a_trace_naming_what_this_version_does_not_have_is_one_line(tmp_path, ca
     assert cli.main(["--from", str(parent), "--fork", "2"], model=model) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_policy_or_protocol_the_trace_names_and_this_version_lacks_is_replaced_by_the_one_given(tmp_path, capsys):
+    parent = scripted_run(tmp_path, REPLIES)
+    records = [json.loads(line) for line in parent.read_text().splitlines()]
+    next(record for record in records if record.get("type") == "instructions")["protocol"] = "json"
+    for record in records:
+        if record.get("type") == "context":
+            record["policy"] = "unnamed"  # what a reader fills in for a context event that names none
+    parent.write_text("".join(json.dumps(record) + "\n" for record in records))
+    child, model = tmp_path / "child.jsonl", ScriptedModel(REPLIES[1:])
+    capsys.readouterr()
+    assert cli.main(["--from", str(parent), "--fork", "2", "--policy", "full", "--protocol", "text", "--trace",
+                     str(child), "-q"], model=model) == 0
+    assert capsys.readouterr().err == "" and model.calls  # asked again from call 2, under the ones given
+    assert [event["policy"] for event in load_trace(str(child)).events if event["type"] == "context"][-1] == "full"
 
 
 def test_a_model_that_cannot_be_loaded_again_asks_for_model(tmp_path, capsys):
@@ -263,7 +281,7 @@ def test_edited_instructions_are_sent_from_the_fork_on(tmp_path, capsys):
     parent = scripted_run(tmp_path, REPLIES)
     capsys.readouterr()
     prompt = tmp_path / "prompt.txt"
-    prompt.write_text("Be brief. Tools:\n$tools\n", encoding="utf-8")
+    prompt.write_bytes(b"Be brief. Tools:\r\n$tools\r\n")  # a file from Windows: read as text mode reads it
     model, child = ScriptedModel(REPLIES[1:]), tmp_path / "child.jsonl"
     assert cli.main(["--from", str(parent), "--fork", "2", "--instructions", str(prompt), "--trace", str(child),
                      "-q"], model=model) == 0

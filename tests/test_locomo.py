@@ -288,7 +288,7 @@ def test_a_damaged_zip_is_one_line(tmp_path, capsys):
                   "qa": [{"question": "q", "category": 9}]}]), "question 1 needs a question and a category"),
     *[(json.dumps([{"conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": [{"dia_id": "D1:1", "text": "x"}],
                                      "session_1_date_time": date}, "qa": []}]),
-       f"session_1_date_time {str(date)!r} is not written as LoCoMo writes them")
+       f"session_1_date_time {json.dumps(date)} is not written as LoCoMo writes them")
       for date in ("not a date", None, "1:56 pm on 31 February, 2023")],  # the calls are paced by them
 ])
 def test_a_file_that_is_not_locomo_is_one_line(tmp_path, capsys, content, says):
@@ -300,7 +300,7 @@ def test_a_file_that_is_not_locomo_is_one_line(tmp_path, capsys, content, says):
     assert locomo.main([str(tmp_path / "missing.zip")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert locomo.main(["/dev/zero"]) == 2  # never ends: not read
-    assert capsys.readouterr().err == "error: /dev/zero: not a regular file (a pipe or a device)\n"
+    assert capsys.readouterr().err == "error: /dev/zero: it is a device, not a regular file\n"
 
 
 def test_answers_are_scored_with_locomos_token_f1():

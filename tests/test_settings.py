@@ -22,7 +22,7 @@ READERS = [  # (variable, how it is read, the error it raises)
 
 
 @pytest.mark.parametrize("variable, read, error", READERS)
-@pytest.mark.parametrize("value", [DIGITS, "x" * 3_000, "nan", "-inf", "-1"])
+@pytest.mark.parametrize("value", [DIGITS, "9" * 400, "x" * 3_000, "nan", "-inf", "-1"])  # 400: past a float
 def test_a_setting_out_of_bounds_is_one_short_line_naming_it(monkeypatch, variable, read, error, value):
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     monkeypatch.setenv(variable, value)
@@ -69,6 +69,7 @@ def test_options_and_policy_parameters_quote_at_most_40_characters_and_refuse_na
     assert f"takes a whole number, as in window:4; got '{DIGITS[:40]}...'\n" in capsys.readouterr().err
     assert cli.main(["--show-prompt", "--policy", "claude-code:idle_minutes=nan"]) == 2  # never cleared, silently
     assert "error: policy 'claude-code': idle_minutes takes a number, got 'nan';" in capsys.readouterr().err
+    assert cli.main(["--show-prompt", "--policy", "claude-code:idle_minutes=inf"]) == 0  # never cleared, as asked
 
 
 def test_a_thinking_budget_of_thousands_of_digits_is_one_line_naming_the_variable(monkeypatch):
