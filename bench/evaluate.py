@@ -380,8 +380,9 @@ def main() -> None:
                      "name a model spec (openai:NAME)")
     if via_problem(args):
         parser.error(via_problem(args))
-    if args.prompt and prompt_problem(args.prompt):
-        parser.error(f"--prompt {args.prompt}: {prompt_problem(args.prompt)}")
+    problem = prompt_problem(args.prompt) if args.prompt else None
+    if problem:
+        parser.error(f"--prompt {args.prompt}: {problem}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
         raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:

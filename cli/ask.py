@@ -230,11 +230,12 @@ def _fork_command(session: Session, args, argument: str) -> None:
     from experiments.provenance import digest
 
     agent = session.agent
-    if call_number(argument) is None:
+    number = call_number(argument)
+    if number is None:
         session.display.note("error: /fork takes a model call's number, as in /fork 2")
         return
     try:
-        plan = fork_plan(agent.trace.events, call_number(argument))
+        plan = fork_plan(agent.trace.events, number)
     except ValueError as problem:
         session.display.note(f"error: {str(problem).replace('--fork', '/fork', 1)}")
         return

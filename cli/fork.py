@@ -37,8 +37,8 @@ def fork(args, policy: Policy, specs: list[str]) -> int:
     models = comma_separated(args.model or "")
     if args.policies or len(models) > 1:
         return _branches(args, parent, plan, specs, models)
-    parent_policy, protocol = _in_force(args, plan, args.policy)
-    policy, args.protocol = policy if args.policy is not None else parent_policy, [protocol]
+    policy, protocol = _in_force(args, plan, args.policy)  # --policy's (made again), else the parent's
+    args.protocol = [protocol]
     args.ttl = args.ttl or plan["ttl"]
     with exporting(args) as export:  # --otel: the live questions' spans
         model = _model(args, parent)

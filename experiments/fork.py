@@ -68,19 +68,21 @@ def in_force(plan: dict, n: int, policy: str | None, protocol: str | None) -> tu
     """The policy and protocol a fork at call `n` asks again under: those given, else the ones the trace names
     there; ValueError, one line, for one the trace names that this TinyReAct does not have (a trace from a newer
     one, or edited) and nothing replaces."""
-    for kind, name, given in (("policy", plan["policy"], policy), ("protocol", plan["protocol"], protocol)):
-        if given is None and not (_known_policy(name) if kind == "policy" else name in PROTOCOLS):
+    made = make_policy(policy) if policy is not None else _made(plan["policy"])
+    for kind, name, missing in (("policy", plan["policy"], made is None),
+                                ("protocol", plan["protocol"], protocol is None and plan["protocol"] not in PROTOCOLS)):
+        if missing:
             raise ValueError(f"--fork {n}: call {n} ran under the {kind} {quoted(name)}, which this TinyReAct does "
                              f"not have: name one with --{kind}")
-    return make_policy(policy or plan["policy"]), protocol or plan["protocol"]
+    return made, protocol or plan["protocol"]
 
 
-def _known_policy(spec: str) -> bool:
+def _made(spec: str) -> Policy | None:
+    """The policy `spec` names, or None when this TinyReAct has no such policy."""
     try:
-        make_policy(spec)
+        return make_policy(spec)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 def _cut(events: list[dict], n: int) -> tuple[int, int]:
@@ -133,8 +135,8 @@ def _tool_names(instructions: dict) -> list[str]:
 def parent_tools(plan: dict, policy: Policy | None) -> list:
     """The parent's tools by name, those of its policy (pinned's notes) and of `policy` aside: ValueError naming any
     this TinyReAct does not have. A parent's policy this TinyReAct lacks adds none it knows of."""
-    specs = {plan["policy"]} | ({policy.name} if policy else set())
-    own = {tool.__name__ for spec in specs if _known_policy(spec) for tool in make_policy(spec).tools(Trace())}
+    policies = [made for made in (_made(plan["policy"]), policy) if made is not None]
+    own = {tool.__name__ for made in policies for tool in made.tools(Trace())}
     known = shipped_by_name()
     wanted = [name for name in plan["tools"] if name not in own]
     missing = [name for name in wanted if name not in known]
