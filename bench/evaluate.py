@@ -27,6 +27,8 @@ prompt is made on the tuning set; the test set is for reporting the chosen one, 
 full run takes minutes. --only N,M asks those questions alone (numbered from 1 in the set's order), for a change
 that can alter only some runs (greedy decoding asks the others exactly as before); the saved run names them under
 `only`, its totals count them alone, and --compare puts it beside whole runs as it is, so say so where it is quoted.
+Exit codes as agent.py's: 2 for what it was given (an option, a file for --compare, a model without its key or
+server), 1 when a batch fails or --out cannot be written, 130 interrupted; each error is one line.
 """
 import argparse
 import hashlib
@@ -119,6 +121,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     question's first call goes in one batch first (first_calls_in_a_batch)."""
     import prompts
     from agent import TinyReAct
+    from cli.output import fail
     from models import ModelConfigError, load_model
     from protocols import NativeProtocol, TextProtocol
     from replies import ActionError
@@ -131,7 +134,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
     try:
         model = load_model(spec)
     except (ModelConfigError, ValueError) as problem:  # a network model without its key, a bad spec: one line
-        raise SystemExit(f"error: {problem}") from None
+        raise SystemExit(fail(str(problem))) from None
     if layout != "transcript":
         chat_layout(model, layout)
     if prompt and protocol == "text":
@@ -143,7 +146,7 @@ def evaluate(spec: str, questions: list, prompt: str | None, label: str, layout:
         began = time.perf_counter()
         result = TinyReAct(model, tools=offered, protocol=speaking).query(question)
         if isinstance(result.error, ModelConfigError) and not answers:  # no server at the URL, a key refused, at
-            raise SystemExit(f"error: {spec}: {result.error}")  # the first question: none will do; later, it is scored
+            raise SystemExit(fail(f"{spec}: {result.error}"))  # the first question: none will do; later, it is scored
         actions = [e["text"] for e in result.trace if e["type"] == "action"]
         calls = [action for e in result.trace if e["type"] == "reply"  # each reply read again, as the loop read it
                  for action in speaking.read(e).actions]
@@ -187,7 +190,7 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
     the model then answers each first call from the batch and any later call (after a tool ran) itself. A question
     the model answers in one call is answered at batch rates alone."""
     from agent import TinyReAct
-    from cli.output import UsageError
+    from cli.output import UsageError, fail
     from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
     from experiments.batch import FirstCall, Prefetched
     from models import ModelError
@@ -202,7 +205,7 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
         batch = open_batch(args, args.out or "evaluate.json", model, asked)
         price_before_sending(args, model, asked, local_counter(), batch)
     except UsageError as problem:
-        raise SystemExit(f"error: {problem}") from None
+        raise SystemExit(fail(str(problem))) from None
     try:
         replies = batch.replies(lambda text: print(text, flush=True), say)
     except KeyboardInterrupt:
@@ -330,6 +333,7 @@ def prompt_problem(path: str) -> str | None:
 
 def main() -> None:
     from cli.arguments import dollars_given
+    from cli.output import fail
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=sorted(SETS), default="tuning", help="which questions (default: tuning)")
@@ -384,7 +388,7 @@ def main() -> None:
     if problem:
         parser.error(f"--prompt {args.prompt}: {problem}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-        raise SystemExit(f"error: --out {args.out}: its folder does not exist")  # said now, not after the run
+        raise SystemExit(fail(f"--out {args.out}: its folder does not exist"))  # said now, not after the run
     with open(SETS[args.set], encoding="utf-8") as file:
         questions = json.load(file)["questions"][:args.limit]
     if args.only:
@@ -441,6 +445,7 @@ def main() -> None:
 
 def offered_tools(names: str | None) -> list | None:
     """The tools --tools names, or None for the defaults; SystemExit, one line, for a name no shipped tool has."""
+    from cli.output import fail
     from tools import tools_named
 
     if not names:
@@ -448,12 +453,13 @@ def offered_tools(names: str | None) -> list | None:
     try:
         return tools_named(name.strip() for name in names.split(",") if name.strip())
     except KeyError as missing:
-        raise SystemExit(f"error: --tools: {missing.args[0]}") from None
+        raise SystemExit(fail(f"--tools: {missing.args[0]}")) from None
 
 
 def saved_runs(path: str) -> list[dict]:
     """The runs of a results file --out wrote; SystemExit, one line, for a file that is missing or not one (read
     within bounds: a FIFO would block), or one whose runs the table cannot be made from."""
+    from cli.output import fail
     from files import read_json
 
     try:
@@ -463,12 +469,12 @@ def saved_runs(path: str) -> list[dict]:
         table([rescored(run) for run in runs])  # every field the comparison reads, of the types it reads
         return runs
     except OSError as problem:
-        raise SystemExit(f"error: cannot read {path}: {problem.strerror or problem}") from None
+        raise SystemExit(fail(f"cannot read {path}: {problem.strerror or problem}")) from None
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as problem:
         why = ("not JSON" if isinstance(problem, json.JSONDecodeError)
                else f"no {problem.args[0]!r} field where the comparison reads one" if isinstance(problem, KeyError)
                else str(problem).removeprefix(f"{path} is not a results file: ") or type(problem).__name__)
-        raise SystemExit(f"error: {path} is not a results file of bench/evaluate.py --out: {why[:80]}") from None
+        raise SystemExit(fail(f"{path} is not a results file of bench/evaluate.py --out: {why[:80]}")) from None
 
 
 if __name__ == "__main__":

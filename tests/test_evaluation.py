@@ -91,7 +91,7 @@ def test_a_results_file_that_is_missing_or_no_results_file_is_one_line(tmp_path,
         path.write_text(content)
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--compare", str(path)],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and says in line
 
@@ -101,7 +101,7 @@ def test_an_unknown_tool_or_an_out_folder_that_does_not_exist_is_said_before_any
                             (["--out", str(tmp_path / "no" / "x.json")], "its folder does not exist")):
         done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), *arguments],
                               capture_output=True, text=True, timeout=60)
-        assert done.returncode == 1 and says in done.stderr and "Traceback" not in done.stderr
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("arguments, says", [
@@ -178,7 +178,7 @@ def test_a_network_model_without_its_key_is_one_line(tmp_path):
     environment = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "evaluate.py"), "--models", "openai:m",
                            "--limit", "1"], capture_output=True, text=True, timeout=120, env=environment, cwd=tmp_path)
-    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == ["error: no OPENAI_API_KEY: set it in the environment or in .env for "
                                                 "openai:m (the server at https://api.openai.com/v1)"]
 
@@ -199,9 +199,11 @@ def test_a_model_with_no_server_stops_the_run_in_one_line_not_as_wrong_answers(t
                                       str(tmp_path / "r.json")])
     with pytest.raises(SystemExit) as stopped:
         evaluate.main()
-    assert str(stopped.value) == ("error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is llama-server running? "
-                                  "`llama-server -m MODEL.gguf --port 8080`")
-    assert "wrong" not in capsys.readouterr().out and not (tmp_path / "r.json").exists()
+    said = capsys.readouterr()
+    assert stopped.value.code == 2 and said.err.strip().splitlines() == [
+        "error: llamacpp:m: no server at http://127.0.0.1:9/v1 — is llama-server running? "
+        "`llama-server -m MODEL.gguf --port 8080`"]
+    assert "wrong" not in said.out and not (tmp_path / "r.json").exists()
 
 
 def test_a_configuration_error_after_the_first_question_is_scored_and_the_run_is_kept(tmp_path, monkeypatch, capsys):
