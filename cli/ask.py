@@ -9,6 +9,7 @@ from results import echoed_error
 from models import Model, ModelConfigError
 from policies import POLICIES, Policy, make_policy
 from protocols import Instructed, make_protocol
+from settings import quoted
 from tokens import local_counter
 from traces import Trace
 from views.terminal import clean
@@ -299,6 +300,9 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
         display.note(_asking(approval))
     elif command == "/confirm" and not argument.strip():
         display.note(f"{_asking(agent.approval)} · /confirm on|off changes it")
+    elif command == "/confirm":
+        display.note(f"error: /confirm takes on or off, not {quoted(argument.strip())}; "
+                     f"{_asking(agent.approval)} still")
     elif command == "/reset":
         agent.reset()
         display.note("a new conversation; the trace keeps the old one")
