@@ -287,6 +287,7 @@ def _asking(approval) -> str:
 def _chat_command(agent: TinyReAct, display, line: str) -> None:
     """/context, /policy [NAME], /confirm [on|off], /reset, or a command that is none of them."""
     command, _, argument = line.partition(" ")
+    argument = argument.strip()  # `/confirm  on` is `/confirm on`
     if command == "/context":
         display.show_context(agent.policy.render(agent.trace.events))
     elif command == "/policy":
@@ -298,10 +299,10 @@ def _chat_command(agent: TinyReAct, display, line: str) -> None:
             approval.yes = False
             approval.allowed.clear()
         display.note(_asking(approval))
-    elif command == "/confirm" and not argument.strip():
+    elif command == "/confirm" and not argument:
         display.note(f"{_asking(agent.approval)} · /confirm on|off changes it")
     elif command == "/confirm":
-        display.note(f"error: /confirm takes on or off, not {quoted(argument.strip())}; "
+        display.note(f"error: /confirm takes on or off, not {quoted(argument)}; "
                      f"{_asking(agent.approval)} still")
     elif command == "/reset":
         agent.reset()

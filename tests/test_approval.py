@@ -102,14 +102,16 @@ def test_confirm_alone_in_a_chat_names_when_it_asks(monkeypatch, capsys):
 
 
 def test_confirm_with_another_word_says_what_it_takes(monkeypatch, capsys):
-    """/confirm maybe is a mistake in /confirm, said as one, and the setting stays (it was an unknown command)."""
+    """/confirm maybe is a mistake in /confirm, said as one, and the setting stays (it was an unknown command);
+    a space more before the word is no mistake."""
     import io
-    monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm maybe\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/confirm maybe\n/confirm  on\n"))
     assert cli.main(["--chat"], model=ScriptedModel([])) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "unknown command" not in out
+    assert "unknown command" not in out and "not 'on'" not in out
     assert ("error: /confirm takes on or off, not 'maybe'; asking only before MCP tools that may be destructive "
             "still") in out
+    assert out.endswith("asking before every tool call")
 
 
 def test_yes_and_confirm_on_the_command_line(monkeypatch, capsys):
