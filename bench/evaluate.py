@@ -191,7 +191,7 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
     the model answers in one call is answered at batch rates alone."""
     from agent import TinyReAct
     from cli.output import UsageError, fail
-    from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
+    from cli.sending import check_via, open_run, price_before_sending, resume_line, say
     from experiments.batch import FirstCall, Prefetched
     from models import ModelError
     from tokens import local_counter
@@ -202,7 +202,7 @@ def first_calls_in_a_batch(args, model, questions: list, offered: list, speaking
     try:
         check_via(args, model)
         asked = [messages for messages, _ in recorder.asked]
-        batch = open_batch(args, args.out or "evaluate.json", model, asked)
+        batch = open_run(args, args.out or "evaluate.json", model, asked)
         price_before_sending(args, model, asked, local_counter(), batch)
     except UsageError as problem:
         raise SystemExit(fail(str(problem))) from None

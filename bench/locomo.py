@@ -696,8 +696,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--via: batch (OpenAI's Batch API, Gemini's batch mode) or flex (OpenAI's flex tier); "
                              "the price is shown before sending")
     parser.add_argument("--ledger", metavar="FILE.jsonl",
-                        help="with --via batch: the ledger (default: ANSWERS.batch-RUN.jsonl beside --answers, or "
-                             "locomo.batch-RUN.jsonl here)")
+                        help="with --via: the ledger (default: ANSWERS.batch-RUN.jsonl, or .flex-RUN.jsonl, beside "
+                             "--answers, or locomo.batch-RUN.jsonl here)")
     parser.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                         help="with --via: send nothing above USD at the engine's rates")
     parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
@@ -860,11 +860,11 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
 
 
 def via(args, model, chosen: list, specs: list[str], folder: str) -> tuple | None:
-    """With --via, the calls, their price shown before any is sent (and a yes asked for), and with batch the batch
-    run (cli/sending.py, as the replay's probe does): (calls, batch); (None, None) without --via; None, said in one
-    line, when sending may not go on."""
+    """With --via, the calls, their price shown before any is sent (and a yes asked for), and the run through the
+    engine with its ledger, a batch's or flex's (cli/sending.py, as the replay's probe does): (calls, run); (None,
+    None) without --via; None, said in one line, when sending may not go on."""
     from cli.output import UsageError
-    from cli.sending import check_via, open_batch, price_before_sending
+    from cli.sending import check_via, open_run, price_before_sending
     from tokens import local_counter
 
     if not args.via:
@@ -873,12 +873,12 @@ def via(args, model, chosen: list, specs: list[str], folder: str) -> tuple | Non
         check_via(args, model)
         calls = list(asked(chosen, specs, folder))
         messages = [call[3] for call in calls]
-        batch = open_batch(args, args.answers or "locomo.jsonl", model, messages) if args.via == "batch" else None
-        price_before_sending(args, model, messages, local_counter(), batch)
+        sending = open_run(args, args.answers or "locomo.jsonl", model, messages)
+        price_before_sending(args, model, messages, local_counter(), sending)
     except UsageError as problem:
         print(f"error: {problem}", file=sys.stderr)
         return None
-    return calls, batch
+    return calls, sending
 
 
 def via_problem(args) -> str | None:
@@ -887,18 +887,18 @@ def via_problem(args) -> str | None:
         return "--via, --ledger, --max-cost and --yes only work with --probe"
     if args.via and args.reader == "likelihood":
         return "--via does not go with --reader likelihood: the likelihood reader runs on an embedded model"
-    if args.ledger and args.via != "batch":
-        return "--ledger only works with --via batch"
+    if args.ledger and not args.via:
+        return "--ledger only works with --via"
     if args.max_cost is not None and not args.via:
         return "--max-cost only works with --via"
     return None
 
 
-def resumed(args, batch) -> str:
-    """With a batch left running, the line that says how to pick it up."""
+def resumed(args, sending) -> str:
+    """With a batch left running or flex calls not all asked, the line that says how to pick them up."""
     from cli.sending import resume_line
 
-    return "\n" + resume_line(args, "bench/locomo.py") if batch else ""
+    return "\n" + resume_line(args, "bench/locomo.py") if sending else ""
 
 
 def outputs_problem(args) -> str | None:
@@ -947,7 +947,8 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     prepared = via(args, model, chosen, specs, folder)
     if prepared is None:
         return 2
-    calls, batch = prepared
+    calls, sending = prepared
+    flex = args.via == "flex"  # asked one at a time through the run, which keeps each reply in its ledger
     try:
         answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
     except OSError as problem:
@@ -967,15 +968,17 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
 
     scores: dict[str, list[float]] = {}
     try:
-        replies = batch.replies(lambda text: print(text, file=sys.stderr), say) if batch else None
-        scores = probe(chosen, specs, model, stem, folder, kept, calls, replies)
+        replies = sending.replies(lambda text: print(text, file=sys.stderr), say) if sending and not flex else None
+        scores = probe(chosen, specs, sending if flex else model, stem, folder, kept, calls, replies)
     except KeyboardInterrupt:
-        print("interrupted: the answers so far are in --answers" + resumed(args, batch), file=sys.stderr)
+        print("interrupted: the answers so far are in --answers" + resumed(args, sending), file=sys.stderr)
         return 130
     except (ModelError, AnswersLost) as problem:  # a rejected key, a server gone, a full disk: one line
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {problem}" + (resumed(args, sending) if flex else ""), file=sys.stderr)
         return 1
     finally:
+        if sending:
+            sending.ledger.close()  # a batch's is closed already; closing again does nothing
         if answers:
             try:
                 answers.close()

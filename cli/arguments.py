@@ -146,12 +146,12 @@ def _parser() -> Parser:
     group.add_argument("--via", choices=["batch", "flex"],
                        help="with --probe: ask through the provider's own engine, at about half price: batch (the "
                             "OpenAI Batch API or Gemini's batch mode: one job, answered within a day or two, resumed "
-                            "from its ledger) or flex "
-                            "(OpenAI's flex tier: slower calls, retried when it is busy); the price is shown before "
-                            "anything is sent, and sending needs a yes on the terminal or --yes")
+                            "from its ledger) or flex (OpenAI's flex tier: slower calls, retried when it is busy, "
+                            "each reply kept in a ledger); the price is shown before anything is sent, and sending "
+                            "needs a yes on the terminal or --yes")
     group.add_argument("--ledger", type=_given, metavar="FILE.jsonl",
-                       help="with --via batch: the ledger of what was sent and what came back, read back when the "
-                            "run starts again (default: TRACE.batch-RUN.jsonl beside the trace)")
+                       help="with --via: the ledger of what was sent and what came back, read back when the run "
+                            "starts again (default: TRACE.batch-RUN.jsonl or TRACE.flex-RUN.jsonl beside the trace)")
     group.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                        help="with --via: send nothing if the calls' input could cost more than USD at the "
                             "engine's rates (the answers' tokens are not priced)")

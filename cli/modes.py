@@ -187,10 +187,10 @@ def _is_local(spec: str) -> bool:
 
 
 def _via(args) -> str | None:
-    """What goes with --via: --ledger only with a batch, --max-cost only with --via, no --jobs beside a batch (the
+    """What goes with --via: --ledger and --max-cost only with --via, no --jobs beside a batch (the
     service runs its calls), and the answer reader only."""
-    if args.ledger and args.via != "batch":
-        return "--ledger only works with --via batch"
+    if args.ledger and not args.via:
+        return "--ledger only works with --via"
     if args.max_cost is not None and not args.via:
         return "--max-cost only works with --via"
     if args.via == "batch" and args.jobs:

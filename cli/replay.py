@@ -11,7 +11,7 @@ from tokens import local_counter
 from views.terminal import clean
 from cli.arguments import PRICED_REPLAY, comma_separated
 from cli.loading import ModelWhenAsked, chosen_model, load_env_files, open_trace
-from cli.sending import check_via, open_batch, price_before_sending, resume_line, say
+from cli.sending import check_via, open_run, price_before_sending, resume_line, say
 from cli.output import (EXIT_ANSWERED, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_USAGE, UsageError, fail, print_json,
                         readable, write_output)
 
@@ -193,9 +193,8 @@ def _probe(args, run: Replaying, specs: list[str], counter) -> None:
 
 
 def _probe_via(args, run: Replaying, specs: list[str], counter) -> None:
-    """The probes through the provider's engine (--via): planned, priced, and sent only with a yes; a batch's
-    replies read back into the answers, or a flex tier's asked one by one as without --via."""
-    from experiments.probe import asked, planned
+    """The probes through the provider's engine (--via): planned, priced, and sent only with a yes."""
+    from experiments.probe import planned
     from experiments.replay import paced
 
     try:
@@ -204,13 +203,26 @@ def _probe_via(args, run: Replaying, specs: list[str], counter) -> None:
     except ValueError as problem:
         raise UsageError(str(problem)) from None
     asked_each = [messages for _, messages, _ in plan.tasks]
-    batch = open_batch(args, args.replay, run.model, asked_each) if args.via == "batch" else None
-    price_before_sending(args, run.model, asked_each, counter, batch)
-    sender = (lambda update: lambda requests: batch.replies(update, say)) if batch else lambda update: None
-    _going(run, "probing…", lambda update: asked(run.model, plan, args.jobs or 1, update, run.answers,
-                                                 sender(update)))
-    if batch is not None and isinstance(run.stopped, KeyboardInterrupt):
+    sending = open_run(args, args.replay, run.model, asked_each)
+    price_before_sending(args, run.model, asked_each, counter, sending)
+    try:
+        _going(run, "probing…", lambda update: _asked_through(sending, run, plan, args.jobs or 1, update))
+    finally:
+        sending.ledger.close()  # a batch's is closed already; closing again does nothing
+    if isinstance(run.stopped, KeyboardInterrupt) or (args.via == "flex" and run.stopped is not None):
         print(resume_line(args), file=sys.stderr)
+
+
+def _asked_through(sending, run: Replaying, plan, jobs: int, update) -> None:
+    """A batch's replies read back into the answers; or flex calls asked one by one, `jobs` at a time, as without
+    --via, through the run, which keeps each reply in the ledger as it comes."""
+    from experiments.batch import FlexRun
+    from experiments.probe import asked
+
+    if isinstance(sending, FlexRun):
+        asked(sending, plan, jobs, update, run.answers)
+    else:
+        asked(run.model, plan, jobs, update, run.answers, lambda requests: sending.replies(update, say))
 
 
 def _going(run: Replaying, label: str, ask) -> None:

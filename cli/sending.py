@@ -25,44 +25,58 @@ def check_via(args, model) -> None:
         model.service_tier = "flex"  # https://platform.openai.com/docs/guides/flex-processing
 
 
-def open_batch(args, path: str, model, asked: list):
-    """The calls of `asked` (each a list of messages) as one batch run, its ledger read back (or begun) at --ledger
-    or beside `path`, named PATH.batch-RUN.jsonl, PATH without its extension."""
-    from experiments.batch import BatchRun, service_for
+def open_run(args, path: str, model, asked: list):
+    """The calls of `asked` (each a list of messages) as one run through the engine --via names, a BatchRun or a
+    FlexRun (experiments/batch.py), its ledger read back (or begun) at --ledger or beside `path`, named
+    PATH.batch-RUN.jsonl or PATH.flex-RUN.jsonl, PATH without its extension."""
+    from experiments.batch import BatchRun, FlexRun, service_for
     from experiments.ledger import LedgerError
 
     stem = os.path.splitext(path)[0]
+    requests = [(messages, STOP_SEQUENCES) for messages in asked]
+    where = lambda digest: args.ledger or f"{stem}.{args.via}-{digest[:12]}.jsonl"  # noqa: E731
     try:
-        return BatchRun(service_for(model), [(messages, STOP_SEQUENCES) for messages in asked],
-                        lambda digest: args.ledger or f"{stem}.batch-{digest[:12]}.jsonl")
+        if args.via == "flex":
+            return FlexRun(model, requests, where)
+        return BatchRun(service_for(model), requests, where)
     except (LedgerError, ValueError) as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
         raise UsageError(f"cannot use the ledger: {problem.strerror or problem}: {problem.filename}") from None
 
 
-def price_before_sending(args, model, asked: list, counter, batch=None) -> None:
+def price_before_sending(args, model, asked: list, counter, run=None) -> None:
     """The calls of `asked` (each a list of messages) still to send, their input tokens (counted here) and price at
     standard rates, at the engine's and with caching, on stderr; then UsageError unless sending may go on: above
     --max-cost, with no terminal to ask and no --yes, or with no yes typed."""
-    places = batch.unsent() if batch is not None else range(len(asked))
+    places = run.unsent() if run is not None else range(len(asked))
     calls = [_priced_call(asked[n], counter) for n in places]
     tokens = sum(call[2] for call in calls)
     lines = [f"--via {args.via}: {len(calls):,} calls to send to {model.backend}:{model.name}, {tokens:,} input "
              f"tokens (counted here; the answers' tokens come on top)"]
-    if batch is not None:
-        sent = sum(batch.ledger.tries(id) > 0 for id in batch.ids)
-        answered = sum(id in batch.ledger.answers for id in batch.ids)
-        lines.append(f"  ledger {batch.ledger.path}: {sent:,} of {len(asked):,} calls sent before, {answered:,} "
-                     "answered" + (f" ({batch.ledger.warning})" if batch.ledger.warning else ""))
+    if run is not None:
+        lines.append(f"  ledger {run.ledger.path}: {_before(run, len(asked))}"
+                     + (f" ({run.ledger.warning})" if run.ledger.warning else ""))
     said, cost = _price(args.via, model.name, calls)
     print("\n".join([*lines, said]), file=sys.stderr)
     try:
         _may_send(args, cost, bool(calls))
     except UsageError:
-        if batch is not None:
-            batch.ledger.close()  # nothing sent: another run may take the ledger
+        if run is not None:
+            run.ledger.close()  # nothing sent: another run may take the ledger
         raise
+
+
+def _before(run, calls: int) -> str:
+    """What the ledger holds of the run's calls: sent and answered (a batch), or answered (flex)."""
+    from experiments.batch import FlexRun
+
+    ledger = run.ledger
+    answered = sum(id in ledger.answers or id in ledger.replies for id in run.ids)
+    if isinstance(run, FlexRun):  # each call is sent when it is asked
+        return f"{answered:,} of {calls:,} calls answered before"
+    sent = sum(ledger.tries(id) > 0 for id in run.ids)
+    return f"{sent:,} of {calls:,} calls sent before, {answered:,} answered"
 
 
 def _price(via: str, name: str, calls: list[tuple[str, int, int]]) -> tuple[str, float | None]:
@@ -106,9 +120,11 @@ def _may_send(args, cost: float | None, any_to_send: bool) -> None:
 
 
 def resume_line(args, program: str = "agent.py") -> str:
-    """What to type to pick up a batch left running: the same command."""
-    return (f"the batch keeps running at the service; run the same command to pick it up: python {program} "
-            + shlex.join(args.argv))
+    """What to type to pick up a run stopped midway, a batch left running or flex calls not all asked: the same
+    command."""
+    said = "the replies that came are kept in the ledger; run the same command to ask only the rest" \
+        if args.via == "flex" else "the batch keeps running at the service; run the same command to pick it up"
+    return f"{said}: python {program} " + shlex.join(args.argv)
 
 
 def say(text: str) -> None:

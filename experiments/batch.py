@@ -11,13 +11,15 @@ to send:
 - a batch that fails or expires, and an outcome for a call that is not the run's, are errors of one line;
 - calls more or larger than one batch takes (the service's most_calls and most_bytes) go in several, sent together.
 The poll interval is DEFAULT_POLL seconds, or TINYREACT_BATCH_POLL's. FirstCall and Prefetched send a loop's
-first calls in a batch and let each run go on from there (bench/evaluate.py --via batch).
+first calls in a batch and let each run go on from there (bench/evaluate.py --via batch). FlexRun asks the calls one
+at a time (`--via flex`), as a model does, and keeps each reply in the same kind of ledger as it comes.
 """
+import threading
 import time
 from typing import Callable, Protocol
 
 import settings
-from experiments.ledger import Ledger, LedgerError, canonical, run_digest
+from experiments.ledger import Ledger, LedgerError, canonical, kept_reply, run_digest
 from models import Message, ModelError, ModelReply, shortened
 
 POLL_VARIABLE = "TINYREACT_BATCH_POLL"
@@ -207,6 +209,52 @@ class BatchRun:
         except ModelError as problem:
             return shortened(str(problem))
         return None
+
+
+class FlexRun:
+    """The calls of one run asked one at a time through a model (OpenAI's flex tier, `--via flex`), as a model itself:
+    each reply is written to the run's ledger as it comes, and a call the ledger answered already is answered from
+    there, not asked (and paid for) again. The ids and the run's digest are a batch's (call_ids, run_digest), of the
+    bodies the calls are planned with: a setting the server refuses during the run (`stop`, for a reasoning model)
+    changes what is sent, not the call's id. A request asked twice (`--repeat`) takes its ids in the order asked."""
+
+    def __init__(self, model, requests: list[tuple[list[Message], list[str]]], ledger_path: Callable[[str], str]):
+        self.model = model
+        self.ids = call_ids([model.batch_body(messages, stop) for messages, stop in requests])
+        self.digest = run_digest(self.ids)
+        self.ledger = Ledger(ledger_path(self.digest), self.digest, f"{model.backend}:{model.name} flex")
+        self.planned: dict[bytes, list[str]] = {}  # a request -> the ids of its calls not asked yet, in order
+        for (messages, stop), id in zip(requests, self.ids):
+            self.planned.setdefault(_request(messages, stop), []).append(id)
+        self.lock = threading.Lock()  # calls may be asked from several threads (--jobs)
+
+    def unsent(self) -> list[int]:
+        """The places of the calls asking would pay for: those the ledger holds no reply for."""
+        return [n for n, id in enumerate(self.ids) if id not in self.ledger.replies]
+
+    def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
+        with self.lock:
+            waiting = self.planned.get(_request(messages, stop))
+            id = waiting.pop(0) if waiting else None  # None: a call the run did not plan, asked and not kept
+            kept = self.ledger.replies.get(id)
+        if kept is not None:
+            return kept
+        reply = self.model.generate(messages, stop, **options)
+        if id is not None:
+            with self.lock:
+                try:
+                    self.ledger.record("reply", id=id, reply=kept_reply(reply))
+                except LedgerError as problem:  # the reply came, but a run started again would ask it again
+                    raise ModelError(f"{problem}; the replies before it are kept in the ledger") from None
+        return reply
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+
+def _request(messages: list[Message], stop: list[str]) -> bytes:
+    """A call as asked, whatever the model makes of it: its messages' roles and texts, and its stop sequences."""
+    return canonical([[[message.role, message.text] for message in messages], stop])
 
 
 def service_for(model) -> BatchService:

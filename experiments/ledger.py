@@ -1,6 +1,6 @@
-"""The ledger of calls sent through a provider's own engine (`--via batch`): what each call sent, the batches it went
-in and the files that carried it, and what came back, so that a run killed at any moment and started again picks up
-its batches and pays for no call twice.
+"""The ledger of calls sent through a provider's own engine (`--via batch|flex`): what each call sent, the batches it
+went in and the files that carried it, and what came back, so that a run killed at any moment and started again picks
+up its batches, or the flex calls it had not yet asked, and pays for no call twice.
 
 Each call is named by its `custom_id`, the SHA-256 of its request body as sent (JSON with sorted keys, no spaces):
 the same question asked of the same context is the same call. The run itself is named by the digest of its calls'
@@ -16,7 +16,8 @@ by one run at a time (it is locked while a run holds it):
 - {"type": "submitted", "name", "batch", "files"}: the batch's id and the ids of the files that carry it;
 - {"type": "ended", "batch", "status", "files"}: the batch's last state and the files of its output and errors;
 - {"type": "answer", "id", "batch", "response"}: a call's response body, as the service sent it;
-- {"type": "failed", "id", "batch", "error"}: a call the batch could not answer, in the service's words.
+- {"type": "failed", "id", "batch", "error"}: a call the batch could not answer, in the service's words;
+- {"type": "reply", "id", "reply"}: a call asked on its own (`--via flex`), its reply as read (REPLY_FIELDS).
 A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one, and taken off
 the file before anything is appended; anything else that is not a ledger record is an error of one line.
 """
@@ -28,13 +29,19 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from files import read_input
+from models import ModelReply
 
 FORMAT = "tinyreact-ledger"
 VERSION = 1
 MAX_LEDGER_BYTES = 2_000_000_000  # tens of thousands of calls with their contexts and answers
 TYPES = {"call": ("id", "body"), "submitting": ("name", "ids"), "submitted": ("name", "batch", "files"),
          "ended": ("batch", "status", "files"), "answer": ("id", "batch", "response"),
-         "failed": ("id", "batch", "error")}
+         "failed": ("id", "batch", "error"), "reply": ("id", "reply")}
+# A flex call's reply as the ledger keeps it, each field with its type(s): a probe's call offers no tools, so there are
+# no calls and no native parts to keep
+REPLY_FIELDS = {"text": str, "input_tokens": int, "output_tokens": int, "thoughts_tokens": int, "cached_tokens": int,
+                "model": (str, type(None)), "blocked": (str, type(None)), "finish": (str, type(None)),
+                "usage_source": (str, type(None)), "temperature": (int, float, type(None))}
 
 
 class LedgerError(ValueError):
@@ -75,6 +82,7 @@ class Ledger:
         self.batches: dict[str, Batch] = {}  # name -> batch, in the order submitted
         self.answers: dict[str, dict] = {}  # id -> response body
         self.failures: dict[str, list[str]] = {}  # id -> the error of each batch that failed it
+        self.replies: dict[str, ModelReply] = {}  # id -> the reply of a call asked on its own (flex)
         self.warning: str | None = None  # "line N was cut off and skipped"
         if os.path.exists(path) and not os.path.isfile(path):  # a folder; a pipe would block the open
             raise LedgerError(f"{path} is not a ledger: not a regular file")
@@ -137,6 +145,8 @@ class Ledger:
             except (KeyError, AttributeError, TypeError):  # a batch it never began, ids that are no list
                 raise LedgerError(f"{self.path}, line {number}: damaged: {_shown(record)} follows nothing it "
                                   "could belong to") from None
+            except ValueError as problem:  # a reply that is none
+                raise LedgerError(f"{self.path}, line {number}: damaged: {problem}: {_shown(record)}") from None
         if cut:  # taken off, so that the next record starts a line of its own
             self._file.truncate(len(data) - cut)
 
@@ -168,6 +178,21 @@ class Ledger:
             self.answers[record["id"]] = record["response"]
         elif type == "failed":
             self.failures.setdefault(record["id"], []).append(record["error"])
+        elif type == "reply":
+            self.replies[record["id"]] = read_reply(record["reply"])
+
+
+def kept_reply(reply: ModelReply) -> dict:
+    """A flex call's reply as a ledger record keeps it."""
+    return {name: getattr(reply, name) for name in REPLY_FIELDS}
+
+
+def read_reply(kept) -> ModelReply:
+    """A reply kept by kept_reply, read back; ValueError when it is not one (a damaged ledger)."""
+    if not isinstance(kept, dict) or set(kept) != set(REPLY_FIELDS) or any(
+            not isinstance(kept[name], want) or isinstance(kept[name], bool) for name, want in REPLY_FIELDS.items()):
+        raise ValueError("the reply it holds is not one")
+    return ModelReply(**kept)
 
 
 def _locked(path: str):

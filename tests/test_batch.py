@@ -168,8 +168,7 @@ def test_a_ledger_of_another_run_or_a_damaged_one_is_one_line(agent_py, batches,
 
 @pytest.mark.parametrize("argv, said", [
     (["--via", "batch", "--jobs", "4"], "--via batch does not go with --jobs: the service runs the batch's calls"),
-    (["--ledger", "l.jsonl"], "--ledger only works with --via batch"),
-    (["--via", "flex", "--ledger", "l.jsonl"], "--ledger only works with --via batch"),
+    (["--ledger", "l.jsonl"], "--ledger only works with --via"),
     (["--max-cost", "3"], "--max-cost only works with --via"),
 ])
 def test_what_does_not_go_with_via_is_one_line(agent_py, trace, argv, said):
@@ -187,8 +186,8 @@ class FlexStandIn(OpenAIStandIn):
     service_tier "flex" may be refused with "429 Resource Unavailable" when capacity is short, and is not billed;
     retried with back-off it is answered. The first `busy` flex requests are refused."""
 
-    def __init__(self, replies, busy: int):
-        super().__init__(replies, models=("m",))
+    def __init__(self, replies, busy: int, **knobs):
+        super().__init__(replies, models=("m",), **knobs)
         self.busy = busy
 
     def handle(self, request):
@@ -212,6 +211,68 @@ def test_flex_gives_the_answers_of_the_calls_with_the_flex_tier_retried_when_bus
     assert (tmp_path / "f.csv").read_text() == expected and len(waits) == 2
     assert [{**body, "service_tier": "flex"} for body in sent] == server.bodies[2:]
     assert done.stderr.startswith("--via flex: 24 calls to send to openai:m")
+
+
+def test_flex_stopped_midway_and_started_again_asks_only_the_calls_not_answered(agent_py, openai, trace, tmp_path,
+                                                                               monkeypatch):
+    """A flex call is paid for when it is answered: each reply goes to the run's ledger as it comes, and the run
+    started again asks only the rest, its answers those of the calls asked in one go."""
+    expected, sent = synchronous(agent_py, openai, trace, tmp_path)
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    with FlexStandIn(REPLIES[:10], busy=0) as server:  # the 11th call finds the server failing
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        stopped = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
+        assert stopped.returncode == 1
+        assert "the replies that came are kept in the ledger; run the same command to ask only the rest: " \
+               "python agent.py --replay" in stopped.stderr
+        server.replies = list(REPLIES[10:])
+        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "2.csv").read_text() == expected
+    flex = [{**body, "service_tier": "flex"} for body in sent]
+    assert server.bodies == flex[:10] + [flex[10]] * 4 + flex[10:]  # the 11th tried 4 times, then asked again
+    ledger = next(tmp_path.glob("superbowl.flex-*.jsonl"))
+    assert again.stderr.startswith("--via flex: 14 calls to send to openai:m, ")
+    assert f"  ledger {ledger}: 10 of 24 calls answered before\n" in again.stderr
+    third = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes")  # all answered: nothing to ask
+    assert third.returncode == 0 and len(server.bodies) == 28 and "0 calls to send" in third.stderr
+
+
+def test_a_flex_call_is_found_in_the_ledger_after_the_server_refused_a_setting(agent_py, trace, tmp_path,
+                                                                             monkeypatch):
+    """A reasoning model refuses `stop`, and each later call is sent without it: the ledger still names each call by
+    the body it was planned with, so the run started again (which has not learned the refusal yet) finds them."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    with FlexStandIn(REPLIES[:10], busy=0, refuse_stop=True) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes").returncode == 1
+        server.replies = list(REPLIES[10:])
+        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert "10 of 24 calls answered before" in again.stderr
+    assert len([body for body in server.bodies if "stop" not in body]) == 10 + 4 + 14
+
+
+def test_flex_calls_asked_several_at_once_each_keep_their_reply(agent_py, trace, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    with FlexStandIn(["Answer: 15.5 °C"] * 24, busy=0) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
+        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
+    assert done.returncode == again.returncode == 0 and len(server.bodies) == 24
+    records = [json.loads(line) for line in next(tmp_path.glob("superbowl.flex-*.jsonl")).read_text().splitlines()]
+    assert len({record["id"] for record in records[1:]}) == 24 and "24 of 24 calls answered before" in again.stderr
+
+
+def test_a_flex_ledger_is_not_a_batch_one(agent_py, openai, batches, trace, tmp_path):
+    """The same calls through flex and through a batch are two runs: their bodies differ by the service tier."""
+    batches(list(REPLIES))
+    ledger = tmp_path / "l.jsonl"
+    assert agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger)).returncode == 0
+    flex = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--ledger", str(ledger))
+    assert flex.returncode == 2 and flex.stderr.count("\n") == 1
+    assert "belongs to another run (openai:m, run " in flex.stderr and "this one is openai:m flex" in flex.stderr
 
 
 # ------------------------------------------------------------------ killed and started again

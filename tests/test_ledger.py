@@ -1,10 +1,13 @@
 """The ledger of a run sent through a provider's engine: read back as written, a last line cut off mid-write
-skipped, and anything else that is not this run's ledger refused in one line."""
+skipped, and anything else that is not this run's ledger refused in one line; a flex run's replies kept as they come
+and read back instead of asked again."""
 import json
 
 import pytest
 
-from experiments.ledger import Ledger, LedgerError, custom_id, run_digest
+from experiments.batch import FlexRun
+from experiments.ledger import Ledger, LedgerError, custom_id, kept_reply, run_digest
+from models import Message, ModelError, ModelReply, Part
 
 
 def written(path, run="r1") -> Ledger:
@@ -85,3 +88,57 @@ def test_a_ledger_is_one_runs_at_a_time(tmp_path):
         Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
     first.close()
     Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m").close()
+
+
+class Counting:
+    """A model whose reply to a call says how many calls it was asked: a reply asked again would show it."""
+    name, backend = "m", "openai"
+
+    def __init__(self):
+        self.asked = 0
+
+    def batch_body(self, messages, stop):
+        return {"model": self.name, "messages": [m.text for m in messages], "stop": stop}
+
+    def generate(self, messages, stop, **options):
+        self.asked += 1
+        return ModelReply(f"Answer: {self.asked}", input_tokens=7, output_tokens=3, finish="stop", temperature=0.2)
+
+
+def test_a_flex_run_started_again_reads_its_replies_from_the_ledger_and_asks_none(tmp_path):
+    """Each reply is written as it comes; a body asked twice (--repeat) is two calls, answered in the order asked."""
+    same, other = [Message("user", (Part("question", "Question: x"),))], [Message("user", (Part("q", "y"),))]
+    requests = [(same, ["\nObservation"]), (same, ["\nObservation"]), (other, ["\nObservation"])]
+    first = FlexRun(Counting(), requests, lambda digest: str(tmp_path / f"{digest[:12]}.jsonl"))
+    replies = [first.generate(messages, stop) for messages, stop in requests[:2]]  # stopped before the third
+    first.ledger.close()
+    model = Counting()
+    again = FlexRun(model, requests, lambda digest: str(tmp_path / f"{digest[:12]}.jsonl"))
+    assert again.unsent() == [2] and len(set(again.ids)) == 3
+    assert [again.generate(messages, stop) for messages, stop in requests] == [*replies, ModelReply(
+        "Answer: 1", input_tokens=7, output_tokens=3, finish="stop", temperature=0.2)]
+    assert model.asked == 1 and again.unsent() == []
+
+
+def test_a_ledger_reply_that_is_none_is_damage_in_one_line(tmp_path):
+    path = tmp_path / "l.jsonl"
+    ledger = Ledger(str(path), "r1", "openai:m flex")
+    ledger.record("reply", id="a", reply=kept_reply(ModelReply("Answer: 4", input_tokens=5)))
+    ledger.close()
+    assert Ledger(str(path), "r1", "openai:m flex").replies == {"a": ModelReply("Answer: 4", input_tokens=5)}
+    for kept in ({"text": 4}, {**kept_reply(ModelReply("x")), "input_tokens": True}, "Answer: 4"):
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join([*lines[:2], json.dumps({"type": "reply", "id": "a", "reply": kept})]) + "\n")
+        with pytest.raises(LedgerError, match=r"l.jsonl, line 3: damaged: the reply it holds is not one: ") as raised:
+            Ledger(str(path), "r1", "openai:m flex")
+        assert "\n" not in str(raised.value)
+
+
+def test_a_flex_reply_the_ledger_cannot_keep_stops_the_run_in_one_line(tmp_path, monkeypatch):
+    """A full disk: the reply came but would be asked again by a run started again, so the run stops there."""
+    requests = [([Message("user", (Part("q", "x"),))], [])]
+    run = FlexRun(Counting(), requests, lambda digest: str(tmp_path / "l.jsonl"))
+    monkeypatch.setattr(run.ledger, "_append", lambda record: (_ for _ in ()).throw(OSError(28, "No space left")))
+    with pytest.raises(ModelError, match=r"^cannot write the ledger .*l.jsonl: No space left; the replies before it "
+                                         r"are kept in the ledger$"):
+        run.generate(*requests[0])

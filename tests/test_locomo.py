@@ -445,34 +445,66 @@ def test_the_likelihood_reader_refuses_a_model_that_cannot_score(capsys):
     assert err.count("\n") == 1
 
 
+VIA_REPLIES = [f"Thought: x\nAnswer: {word}" for word in ("Pimenta", "hiking", "Not mentioned", "Lisbon") * 3]
+VIA_ARGV = [SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full,window:1", "--sample", "6"]
+
+
+def _asked_one_by_one(tmp_path, monkeypatch, capsys) -> str:
+    """What the probe prints with VIA_REPLIES asked call by call, its answers in tmp_path/calls.jsonl."""
+    from model_servers import OpenAIStandIn
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    with OpenAIStandIn(list(VIA_REPLIES), models=("m",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main([*VIA_ARGV, "--answers", str(tmp_path / "calls.jsonl")]) == 0
+    return capsys.readouterr().out
+
+
 def test_a_probe_through_a_batch_scores_as_the_calls_do(tmp_path, monkeypatch, capsys):
     """--via batch: the same questions, the same replies in the same places, the same scores and answers; asked
     again, the run reads its ledger and sends nothing."""
-    from model_servers import BatchStandIn, OpenAIStandIn
+    from model_servers import BatchStandIn
 
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    calls = _asked_one_by_one(tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("TINYREACT_BATCH_POLL", "0")
-    replies = [f"Thought: x\nAnswer: {word}" for word in ("Pimenta", "hiking", "Not mentioned", "Lisbon") * 3]
-    argv = [SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full,window:1", "--sample", "6"]
-    with OpenAIStandIn(list(replies), models=("m",)) as server:
+    batch = [*VIA_ARGV, "--answers", str(tmp_path / "batch.jsonl"), "--via", "batch", "--yes"]
+    with BatchStandIn(list(VIA_REPLIES), key="test-key-0123") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        assert locomo.main([*argv, "--answers", str(tmp_path / "calls.jsonl")]) == 0
-    calls = capsys.readouterr().out
-    with BatchStandIn(list(replies), key="test-key-0123") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        assert locomo.main([*argv, "--answers", str(tmp_path / "batch.jsonl"), "--via", "batch", "--yes"]) == 0
+        assert locomo.main(batch) == 0
         assert capsys.readouterr().out == calls
         assert (tmp_path / "batch.jsonl").read_text() == (tmp_path / "calls.jsonl").read_text()
         assert len(server.uploaded) == 12 and list(tmp_path.glob("batch.batch-*.jsonl"))
-        assert locomo.main([*argv, "--answers", str(tmp_path / "batch.jsonl"), "--via", "batch", "--yes"]) == 0
+        assert locomo.main(batch) == 0
         assert len(server.batches) == 1 and len(server.uploaded) == 12
     assert (tmp_path / "batch.jsonl").read_text() == (tmp_path / "calls.jsonl").read_text()
     assert "0 calls to send" in capsys.readouterr().err
 
 
+def test_a_probe_through_flex_stopped_midway_asks_only_the_rest_when_run_again(tmp_path, monkeypatch, capsys):
+    """--via flex: each reply kept in the ledger beside --answers as it comes; the run stopped by a failing server
+    and started again asks only the calls not answered, and scores as the calls asked in one go."""
+    from model_servers import OpenAIStandIn
+    from models.services import retry
+
+    calls = _asked_one_by_one(tmp_path, monkeypatch, capsys)
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    flex = [*VIA_ARGV, "--answers", str(tmp_path / "flex.jsonl"), "--via", "flex", "--yes"]
+    with OpenAIStandIn(VIA_REPLIES[:5], models=("m",)) as server:  # the 6th call finds the server failing
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main(flex) == 1
+        assert "run the same command to ask only the rest: python bench/locomo.py" in capsys.readouterr().err
+        server.replies = VIA_REPLIES[5:]
+        assert locomo.main(flex) == 0
+        assert len(server.bodies) == 5 + 4 + 7 and all(body["service_tier"] == "flex" for body in server.bodies)
+    assert capsys.readouterr().out == calls
+    assert (tmp_path / "flex.jsonl").read_text() == (tmp_path / "calls.jsonl").read_text()
+    ledger = next(tmp_path.glob("flex.flex-*.jsonl"))
+    assert sum('"type":"reply"' in line for line in ledger.read_text().splitlines()) == 12
+
+
 @pytest.mark.parametrize("argv, said", [
     (["--via", "batch"], "--via, --ledger, --max-cost and --yes only work with --probe"),
-    (["--probe", "--model", "openai:m", "--ledger", "l.jsonl"], "--ledger only works with --via batch"),
+    (["--probe", "--model", "openai:m", "--ledger", "l.jsonl"], "--ledger only works with --via"),
     (["--probe", "--model", "ollama:qwen3:8b", "--via", "batch", "--yes"],
      "--via batch: ollama:qwen3:8b has no batch engine; gemini: and openai: have one"),
 ])
