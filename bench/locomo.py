@@ -696,8 +696,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--via: batch (OpenAI's Batch API, Gemini's batch mode) or flex (OpenAI's flex tier); "
                              "the price is shown before sending")
     parser.add_argument("--ledger", metavar="FILE.jsonl",
-                        help="with --via: the ledger (default: ANSWERS.batch-RUN.jsonl, or .flex-RUN.jsonl, beside "
-                             "--answers, or locomo.batch-RUN.jsonl here)")
+                        help="with --via: the ledger (default: ANSWERS.batch-RUN.jsonl or ANSWERS.flex-RUN.jsonl "
+                             "beside --answers, or locomo.batch-RUN.jsonl or locomo.flex-RUN.jsonl here)")
     parser.add_argument("--max-cost", type=dollars_given, metavar="USD", dest="max_cost",
                         help="with --via: send nothing above USD at the engine's rates")
     parser.add_argument("--yes", action="store_true", help="with --via: send without asking")
@@ -978,7 +978,7 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
         return 1
     finally:
         if sending:
-            sending.ledger.close()  # a batch's is closed already; closing again does nothing
+            sending.close()  # a batch's is closed already; closing again does nothing
         if answers:
             try:
                 answers.close()

@@ -208,7 +208,7 @@ def _probe_via(args, run: Replaying, specs: list[str], counter) -> None:
     try:
         _going(run, "probing…", lambda update: _asked_through(sending, run, plan, args.jobs or 1, update))
     finally:
-        sending.ledger.close()  # a batch's is closed already; closing again does nothing
+        sending.close()  # a batch's is closed already; closing again does nothing
     if isinstance(run.stopped, KeyboardInterrupt) or (args.via == "flex" and run.stopped is not None):
         print(resume_line(args), file=sys.stderr)
 

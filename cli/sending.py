@@ -42,7 +42,8 @@ def open_run(args, path: str, model, asked: list):
     except (LedgerError, ValueError) as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
-        raise UsageError(f"cannot use the ledger: {problem.strerror or problem}: {problem.filename}") from None
+        raise UsageError(f"cannot use the ledger: {problem.strerror or problem}: {problem.filename} (--ledger FILE "
+                         "names another)") from None
 
 
 def price_before_sending(args, model, asked: list, counter, run=None) -> None:
@@ -63,7 +64,7 @@ def price_before_sending(args, model, asked: list, counter, run=None) -> None:
         _may_send(args, cost, bool(calls))
     except UsageError:
         if run is not None:
-            run.ledger.close()  # nothing sent: another run may take the ledger
+            run.close()  # nothing sent: another run may take the ledger
         raise
 
 

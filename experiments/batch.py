@@ -123,6 +123,10 @@ class BatchRun:
             self.ledger.close()  # its lock let go: the run has done with it
         return [self.service.reply(self.ledger.answers[id]) for id in self.ids]
 
+    def close(self) -> None:
+        """Let go of the ledger (and of its lock); `replies` lets go of it when it ends."""
+        self.ledger.close()
+
     def _with_replies(self, failed: BatchFailed) -> BatchFailed:
         """`failed`, with every call's reply that came (None for one that did not)."""
         failed.replies = [self.service.reply(self.ledger.answers[id]) if id in self.ledger.answers else None
@@ -214,19 +218,23 @@ class BatchRun:
 class FlexRun:
     """The calls of one run asked one at a time through a model (OpenAI's flex tier, `--via flex`), as a model itself:
     each reply is written to the run's ledger as it comes, and a call the ledger answered already is answered from
-    there, not asked (and paid for) again. The ids and the run's digest are a batch's (call_ids, run_digest), of the
-    bodies the calls are planned with: a setting the server refuses during the run (`stop`, for a reasoning model)
-    changes what is sent, not the call's id. A request asked twice (`--repeat`) takes its ids in the order asked."""
+    there, not asked (and paid for) again. A call is named by what is asked (the model, its service tier and
+    configured temperature, the messages and the stop sequences), not by the body sent: a setting the server refuses
+    during a run (`stop` or `temperature`, for a reasoning model) changes the body, and a run started again, which
+    has not met the refusal yet, must still find the call. A request asked twice (`--repeat`) takes its ids in the
+    order asked."""
 
     def __init__(self, model, requests: list[tuple[list[Message], list[str]]], ledger_path: Callable[[str], str]):
         self.model = model
-        self.ids = call_ids([model.batch_body(messages, stop) for messages, stop in requests])
+        asked = [_asked(model, messages, stop) for messages, stop in requests]
+        self.ids = call_ids(asked)
         self.digest = run_digest(self.ids)
         self.ledger = Ledger(ledger_path(self.digest), self.digest, f"{model.backend}:{model.name} flex")
-        self.planned: dict[bytes, list[str]] = {}  # a request -> the ids of its calls not asked yet, in order
-        for (messages, stop), id in zip(requests, self.ids):
-            self.planned.setdefault(_request(messages, stop), []).append(id)
+        self.planned: dict[bytes, list[str]] = {}  # what is asked -> the ids of its calls not asked yet, in order
+        for call, id in zip(asked, self.ids):
+            self.planned.setdefault(canonical(call), []).append(id)
         self.lock = threading.Lock()  # calls may be asked from several threads (--jobs)
+        self.running, self.closing = 0, False
 
     def unsent(self) -> list[int]:
         """The places of the calls asking would pay for: those the ledger holds no reply for."""
@@ -234,27 +242,45 @@ class FlexRun:
 
     def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
         with self.lock:
-            waiting = self.planned.get(_request(messages, stop))
+            waiting = self.planned.get(canonical(_asked(self.model, messages, stop)))
             id = waiting.pop(0) if waiting else None  # None: a call the run did not plan, asked and not kept
-            kept = self.ledger.replies.get(id)
-        if kept is not None:
-            return kept
-        reply = self.model.generate(messages, stop, **options)
-        if id is not None:
+            if id in self.ledger.replies:
+                return self.ledger.replies[id]
+            if self.closing:
+                raise ModelError("the run has stopped: no more calls are asked")
+            self.running += 1
+        try:
+            reply = self.model.generate(messages, stop, **options)
             with self.lock:
-                try:
+                if id is not None:
                     self.ledger.record("reply", id=id, reply=kept_reply(reply))
-                except LedgerError as problem:  # the reply came, but a run started again would ask it again
-                    raise ModelError(f"{problem}; the replies before it are kept in the ledger") from None
+        except LedgerError as problem:  # the reply came, but a run started again would ask it again: stop here
+            raise ModelError(f"{problem}; the replies before it are kept in the ledger") from None
+        finally:
+            with self.lock:
+                self.running -= 1
+                if self.closing and not self.running:
+                    self.ledger.close()
         return reply
+
+    def close(self) -> None:
+        """Let go of the ledger (and of its lock) once no call is being asked: a call still running when the run
+        stopped (Ctrl-C twice while --jobs calls end) is paid for, so its reply is written first."""
+        with self.lock:
+            self.closing = True
+            if not self.running:
+                self.ledger.close()
 
     def __getattr__(self, name: str):
         return getattr(self.model, name)
 
 
-def _request(messages: list[Message], stop: list[str]) -> bytes:
-    """A call as asked, whatever the model makes of it: its messages' roles and texts, and its stop sequences."""
-    return canonical([[[message.role, message.text] for message in messages], stop])
+def _asked(model, messages: list[Message], stop: list[str]) -> dict:
+    """What a flex call asks, whatever the server refused: the model, its service tier and configured temperature,
+    the messages' roles and texts, and the stop sequences."""
+    return {"model": model.name, "service_tier": getattr(model, "service_tier", None),
+            "temperature": getattr(model, "temperature", None),
+            "messages": [[message.role, message.text] for message in messages], "stop": stop}
 
 
 def service_for(model) -> BatchService:

@@ -17,7 +17,8 @@ by one run at a time (it is locked while a run holds it):
 - {"type": "ended", "batch", "status", "files"}: the batch's last state and the files of its output and errors;
 - {"type": "answer", "id", "batch", "response"}: a call's response body, as the service sent it;
 - {"type": "failed", "id", "batch", "error"}: a call the batch could not answer, in the service's words;
-- {"type": "reply", "id", "reply"}: a call asked on its own (`--via flex`), its reply as read (REPLY_FIELDS).
+- {"type": "reply", "id", "reply"}: a call asked on its own (`--via flex`), its reply as read (REPLY_FIELDS); such a
+  call is named by what it asks, not by the body sent (experiments/batch.py's FlexRun).
 A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one, and taken off
 the file before anything is appended; anything else that is not a ledger record is an error of one line.
 """
@@ -122,7 +123,11 @@ class Ledger:
         return sum(call in batch.ids for batch in self.batches.values())
 
     def _append(self, record: dict) -> None:
-        self._file.write(canonical(record) + b"\n")
+        try:
+            line = canonical(record)
+        except UnicodeEncodeError:  # a lone surrogate a reply held: written escaped, read back as it was
+            line = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")
+        self._file.write(line + b"\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 

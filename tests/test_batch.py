@@ -5,6 +5,7 @@ line."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -254,6 +255,39 @@ def test_a_flex_call_is_found_in_the_ledger_after_the_server_refused_a_setting(a
     assert len([body for body in server.bodies if "stop" not in body]) == 10 + 4 + 14
 
 
+def test_a_flex_call_is_found_after_the_server_refused_temperature_while_summaries_were_written(agent_py, trace,
+                                                                                              monkeypatch):
+    """compact:T has the model write summaries before the probe's calls are named; a refusal met there changes the
+    bodies sent, and the run started again (its summaries cached, the refusal not met) must find the same calls."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    argv = ["--replay", trace, "--probe", "--policies", "full,compact:400", "--model", "openai:m", "--via", "flex",
+            "--yes"]
+    with FlexStandIn(["A summary of it."] * 3 + ["Answer: 15.5 °C"] * 10, busy=0, refuse_temperature=True) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert agent_py(*argv).returncode == 1
+        server.replies = ["Answer: 15.5 °C"] * 100
+        again = agent_py(*argv)
+    assert again.returncode == 0, again.stderr
+    answered = re.search(r"\n  ledger .*: (\d+) of 24 calls answered before\n", again.stderr)
+    assert answered and int(answered[1]) == 9, again.stderr  # 13 replies: the summaries, then 9 answers
+
+
+def test_a_flex_reply_with_a_lone_surrogate_is_kept_as_it_came(agent_py, trace, tmp_path, monkeypatch):
+    """A service may send half of a surrogate pair (an escape JSON allows); the reply is kept in the ledger as it
+    came, and read back from it, as a call without --via would take it."""
+    from model_servers import completion
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    replies = [completion("Answer: 15.5 \ud83d")] + ["Answer: 15.5 °C"] * 23
+    with FlexStandIn(list(replies), busy=0) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        first = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
+        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
+    assert first.returncode == again.returncode == 0, first.stderr
+    assert len(server.bodies) == 24 and (tmp_path / "1.csv").read_text() == (tmp_path / "2.csv").read_text()
+
+
 def test_flex_calls_asked_several_at_once_each_keep_their_reply(agent_py, trace, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
     with FlexStandIn(["Answer: 15.5 °C"] * 24, busy=0) as server:
@@ -494,7 +528,7 @@ def test_two_runs_on_one_ledger_at_once_the_second_sends_nothing(agent_py, batch
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--ledger", str(ledger))
     assert (done.returncode, done.stderr.strip()) == (2, f"error: cannot use the ledger: another run is using it: "
-                                                         f"{ledger}")
+                                                         f"{ledger} (--ledger FILE names another)")
     assert server.requests == [] and ledger.read_bytes() == b""
 
 

@@ -142,3 +142,34 @@ def test_a_flex_reply_the_ledger_cannot_keep_stops_the_run_in_one_line(tmp_path,
     with pytest.raises(ModelError, match=r"^cannot write the ledger .*l.jsonl: No space left; the replies before it "
                                          r"are kept in the ledger$"):
         run.generate(*requests[0])
+
+
+def test_a_flex_call_still_running_when_the_run_stops_writes_its_reply_before_the_ledger_is_let_go(tmp_path):
+    """Ctrl-C twice with --jobs: the run stops while a call is being asked; that call is paid for, so its reply is
+    written when it comes, and only then is the ledger closed. No call starts after the run stopped."""
+    import threading
+
+    class Slow(Counting):
+        def __init__(self):
+            super().__init__()
+            self.started, self.go = threading.Event(), threading.Event()
+
+        def generate(self, messages, stop, **options):
+            self.started.set()
+            self.go.wait(10)
+            return super().generate(messages, stop, **options)
+
+    requests = [([Message("user", (Part("q", text),))], []) for text in ("x", "y")]
+    model = Slow()
+    run = FlexRun(model, requests, lambda digest: str(tmp_path / "l.jsonl"))
+    asking = threading.Thread(target=run.generate, args=requests[0])
+    asking.start()
+    model.started.wait(10)
+    run.close()
+    with pytest.raises(ModelError, match="the run has stopped"):
+        run.generate(*requests[1])
+    model.go.set()
+    asking.join(10)
+    assert run.ledger._file.closed
+    again = FlexRun(Counting(), requests, lambda digest: str(tmp_path / "l.jsonl"))
+    assert again.unsent() == [1]
