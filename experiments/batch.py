@@ -36,7 +36,8 @@ class BatchService(Protocol):
 
     def size(self, id: str, body: dict) -> int: ...  # the bytes a call takes in its batch
 
-    def body(self, messages: list[Message], stop: list[str]) -> dict: ...  # what one call sends
+    # what one call sends; `planned`: before any setting the server refused was left out, what names the call
+    def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict: ...
 
     def submit(self, name: str, calls: list[tuple[str, dict]]) -> tuple[str, dict]: ...  # (batch id, its files)
 
@@ -82,7 +83,9 @@ class BatchRun:
                  ledger_path: Callable[[str], str]):
         self.service, self.wait = service, poll_seconds()
         self.bodies = [service.body(messages, stop) for messages, stop in requests]
-        self.ids = call_ids(self.bodies)
+        # named as planned: a setting the server refused earlier in this process (compact's summaries) changes the
+        # body sent, not the call, which a run started again (that has not met the refusal) must find by its name
+        self.ids = call_ids([service.body(messages, stop, planned=True) for messages, stop in requests])
         self.digest = run_digest(self.ids)
         self.ledger = Ledger(ledger_path(self.digest), self.digest, service.name)
 
@@ -191,8 +194,11 @@ class BatchRun:
             problem = outcome.error if outcome.answer is None else self._unreadable(outcome.answer)
             if problem is None:
                 self.ledger.record("answer", id=outcome.id, batch=batch.id, response=outcome.answer)
-            else:
-                self.ledger.record("failed", id=outcome.id, batch=batch.id, error=problem)
+                continue
+            self.ledger.record("failed", id=outcome.id, batch=batch.id, error=problem)
+            body = self.ledger.calls[outcome.id]
+            if outcome.refused in body:  # a setting the model does not take: sent again without it, as a call is
+                self.ledger.record("call", id=outcome.id, body={k: v for k, v in body.items() if k != outcome.refused})
         unanswered = [id for id in batch.ids if id not in {outcome.id for outcome in outcomes}]
         for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent
             self.ledger.record("failed", id=id, batch=batch.id, error=f"no outcome ({polled.status})")

@@ -2,8 +2,9 @@
 went in and the files that carried it, and what came back, so that a run killed at any moment and started again picks
 up its batches, or the flex calls it had not yet asked, and pays for no call twice.
 
-Each call is named by its `custom_id`, the SHA-256 of its request body as sent (JSON with sorted keys, no spaces):
-the same question asked of the same context is the same call. The run itself is named by the digest of its calls'
+Each call is named by its `custom_id`, the SHA-256 of its request body as planned (JSON with sorted keys, no
+spaces), before any setting the server refused is left out of what is sent: the same question asked of the same
+context is the same call. The run itself is named by the digest of its calls'
 ids, written in the ledger's first line, so that a ledger is never read by another run.
 
 The ledger is JSON Lines, appended one record a line, each flushed and synced before the step it records goes on,

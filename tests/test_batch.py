@@ -89,6 +89,42 @@ def test_calls_that_failed_in_their_batch_are_sent_once_more_and_the_run_says_so
     assert all(cell["k"] == cell["n"] == 6 for row in table["by_point"].values() for cell in row.values())
 
 
+def test_a_model_that_refuses_stop_in_a_batch_is_sent_its_calls_again_without_it(agent_py, openai, batches, trace,
+                                                                                   tmp_path):
+    """OpenAI's reasoning models (o3, o4-mini, gpt-5) refuse `stop` with "Unsupported parameter" (the reasoning
+    guide); in a batch each line fails so, in the error file (openai-openapi issue #302: response.body.error, with
+    its param). The calls are sent once more without it, as a call drops it, and answer as the calls do."""
+    expected, _ = synchronous(agent_py, openai, trace, tmp_path)
+    server = batches(list(REPLIES), refuse_stop=True)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == expected
+    first, second = _lines_by_batch(server)
+    assert first == second and len(second) == 24  # the same calls, named as before
+    sent = [json.loads(line)["body"] for batch in server.batches.values()
+            for line in server.files[batch["input_file_id"]]["data"].splitlines()]
+    assert all("stop" in body for body in sent[:24]) and not any("stop" in body for body in sent[24:])
+    assert "24 call(s) failed in their batch (unsupported_parameter: Unsupported parameter: 'stop'" in done.stderr
+    again = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert again.returncode == 0 and "0 calls to send" in again.stderr and len(server.batches) == 2
+
+
+def test_a_batch_run_started_again_finds_its_calls_after_a_refusal_met_while_summaries_were_written(agent_py, batches,
+                                                                                                     trace):
+    """compact:T has the model write summaries first; a refusal of `temperature` met there leaves it out of the
+    batch's bodies, but the calls are named as planned, so the run started again (its summaries cached, the refusal
+    not met) finds them in the same ledger and sends nothing."""
+    server = batches(["A summary of it."] * 4 + ["Answer: 15.5 °C"] * 24, refuse_temperature=True)
+    argv = ["--replay", trace, "--probe", "--policies", "full,compact:400", "--model", "openai:m", "--via", "batch",
+            "--yes"]
+    first = agent_py(*argv)
+    assert first.returncode == 0, first.stderr
+    assert not any("temperature" in json.loads(line)["body"] for batch in server.batches.values()
+                   for line in server.files[batch["input_file_id"]]["data"].splitlines())
+    again = agent_py(*argv)
+    assert again.returncode == 0 and "0 calls to send" in again.stderr and len(server.batches) == 1
+
+
 def _lines_by_batch(server) -> list[list[str]]:
     return [[json.loads(line)["custom_id"] for line in server.files[batch["input_file_id"]]["data"].splitlines()]
             for batch in server.batches.values()]

@@ -38,8 +38,8 @@ class GeminiBatches:
         self.model = model
         self.name = f"{model.backend}:{model.name}"
 
-    def body(self, messages: list[Message], stop: list[str]) -> dict:
-        return self.model.batch_body(messages, stop)
+    def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
+        return self.model.batch_body(messages, stop)  # a Gemini call leaves out no setting it was refused
 
     def reply(self, answer: dict) -> ModelReply:
         return self.model.reply_of(answer)

@@ -24,6 +24,7 @@ from models import ModelConfigError, ModelError, Message, ModelReply, shortened
 from models.services import retry, wire
 from models.services.batch_jobs import ENDED, Outcome, Polled, created, once
 from models.services.keys import redact
+from models.services.openai_compatible import refused_field
 
 ENDPOINT = "/v1/chat/completions"
 WINDOW = "24h"
@@ -44,8 +45,8 @@ class OpenAIBatches:
         self._key = self._headers.get("Authorization", "").removeprefix("Bearer ") or None
         self._session = None
 
-    def body(self, messages: list[Message], stop: list[str]) -> dict:
-        return self.model.batch_body(messages, stop)
+    def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
+        return self.model.batch_body(messages, stop, planned)
 
     def reply(self, answer: dict) -> ModelReply:
         """A response body read as a call's reply; ModelError for one that is none (an error in a 200 answer, which
@@ -188,4 +189,6 @@ def _outcome(line) -> Outcome:
     error = line.get("error") if isinstance(line.get("error"), dict) else \
         (body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else {})
     code = error.get("code") or response.get("status_code") or "no status"
-    return Outcome(line["custom_id"], None, shortened(f"{code}: {error.get('message') or 'no message'}"))
+    refused = refused_field(error.get("param"), str(error.get("message"))) if response.get("status_code") == 400 \
+        else None  # as a call's 400 is read: the call is sent again without it
+    return Outcome(line["custom_id"], None, shortened(f"{code}: {error.get('message') or 'no message'}"), refused)

@@ -161,8 +161,12 @@ class OpenAICompatibleModel:
         stop = stop if "stop" not in self.dropped else []
         return None, request_body(self.name, chat, stop, tools, streaming, self._temperature_sent(), self.service_tier)
 
-    def batch_body(self, messages: list[Message], stop: list[str]) -> dict:
-        """The body a call of `messages` sends, whole (not streamed): what one line of a batch carries."""
+    def batch_body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
+        """The body a call of `messages` sends, whole (not streamed): what one line of a batch carries; `planned`, the
+        body before any setting the server refused was left out (what names the call in a batch's ledger)."""
+        if planned:
+            return request_body(self.name, self._chat(messages, None), stop, None, False, self.temperature,
+                                self.service_tier)
         return self._request(self._chat(messages, None), stop, None, False)[1]
 
     def reply_of(self, answer: dict) -> ModelReply:
@@ -333,12 +337,8 @@ class OpenAICompatibleModel:
         the request is sent again without it, once; the loop's own cut at Observation still applies."""
         if response.status_code != 400:
             return None
-        message = _error_message(response, self._api_key)
-        param = _error_object(response).get("param")
-        for field in ("stop", "temperature"):
-            if field not in self.dropped and (param == field or f"'{field}'" in message or f"`{field}`" in message):
-                return field
-        return None
+        return refused_field(_error_object(response).get("param"), _error_message(response, self._api_key),
+                             self.dropped)
 
     def _explain(self, response) -> Exception:
         """A non-200 answer as the user should read it: ModelConfigError, ModelError, or Retryable."""
@@ -458,6 +458,15 @@ def _error_body(response) -> bytes:
         response.error_body = b"".join(came)
         response.close()
     return response.error_body
+
+
+def refused_field(param, message: str, dropped=()) -> str | None:
+    """`stop` or `temperature` when a 400's error names it as what the model does not take (its `param`, or the
+    field quoted in its message), and it is not left out already; None otherwise."""
+    for field in ("stop", "temperature"):
+        if field not in dropped and (param == field or f"'{field}'" in message or f"`{field}`" in message):
+            return field
+    return None
 
 
 def _error_object(response) -> dict:
