@@ -324,12 +324,13 @@ class Prefetched:
                  replies: list[ModelReply]):
         self.model, self.service = model, service
         self.waiting: dict[bytes, list[ModelReply]] = {}
-        for (messages, stop), reply in zip(requests, replies):
-            self.waiting.setdefault(canonical(service.body(messages, stop)), []).append(reply)
+        for (messages, stop), reply in zip(requests, replies):  # by the body as planned: a later call may have
+            # learned to leave out a setting the model refuses (stop), which changes the body but not the call
+            self.waiting.setdefault(canonical(service.body(messages, stop, planned=True)), []).append(reply)
 
     def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
         if not options.get("tools"):
-            waiting = self.waiting.get(canonical(self.service.body(messages, stop)))
+            waiting = self.waiting.get(canonical(self.service.body(messages, stop, planned=True)))
             if waiting:
                 return waiting.pop(0)
         return self.model.generate(messages, stop, **options)

@@ -145,9 +145,12 @@ def test_the_llama_server_check_starts_its_server_as_evaluate_defines_it(monkeyp
     assert started.value.args[0]["path"] == "qwen.gguf" and started.value.args[0]["alias"] == "qwen2.5-coder-0.5b"
 
 
-def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path):
+@pytest.mark.parametrize("refuse_stop", [False, True])
+def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path, refuse_stop):
     """--via batch: each question's first call goes in one batch, and a question that needs a tool goes on call by
-    call from the reply it got there; the answers are those of the calls asked one at a time."""
+    call from the reply it got there; the answers are those of the calls asked one at a time. A model that refuses
+    `stop` has the batch's calls sent again without it, and its replies still answer the first calls once a later
+    call has learned to leave `stop` out."""
     from model_servers import BatchStandIn, OpenAIStandIn
 
     firsts = ["Thought: easy\nAnswer: 4", "Thought: a tool\nAction: add_numbers(2, 2)", "Answer: 7", "Answer: 9"]
@@ -159,13 +162,14 @@ def test_first_calls_through_a_batch_answer_as_the_calls_do(tmp_path):
         done = subprocess.run([*argv, "--out", str(tmp_path / "calls.json")], capture_output=True, text=True,
                               timeout=120, env={**environment, "OPENAI_BASE_URL": server.url + "/v1"})
         assert done.returncode == 0, done.stderr
-    with BatchStandIn([*firsts, *then], key="test-key-0123") as server:
+    with BatchStandIn([*firsts, *then], key="test-key-0123", refuse_stop=refuse_stop) as server:
         done = subprocess.run([*argv, "--via", "batch", "--yes", "--out", str(tmp_path / "batch.json")],
                               capture_output=True, text=True, timeout=120,
                               env={**environment, "OPENAI_BASE_URL": server.url + "/v1"})
         assert done.returncode == 0, done.stderr
         chat = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
-    assert len(server.uploaded) == 4 and len(chat) == 1  # the tool question's second call, asked itself
+    # the tool question's second call, asked itself (refused once with `stop`, then asked without it)
+    assert len(server.uploaded) == 4 * (1 + refuse_stop) and len(chat) == 1 + refuse_stop
     assert [path.name[:12] for path in tmp_path.glob("*.batch-*.jsonl")] == ["batch.batch-"]  # beside --out
     read = lambda name: [{k: a[k] for k in ("question", "answer", "right", "actions", "model_calls")}  # noqa: E731
                          for a in json.load(open(tmp_path / name))["runs"][0]["answers"]]
