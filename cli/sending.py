@@ -76,7 +76,7 @@ def _before(run, calls: int) -> str:
     answered = sum(id in ledger.answers or id in ledger.replies for id in run.ids)
     if isinstance(run, FlexRun):  # each call is sent when it is asked
         return f"{answered:,} of {calls:,} calls answered before"
-    sent = sum(ledger.tries(id) > 0 for id in run.ids)
+    sent = sum(ledger.ever_sent(id) for id in run.ids)
     return f"{sent:,} of {calls:,} calls sent before, {answered:,} answered"
 
 

@@ -143,7 +143,7 @@ class BatchRun:
         if failed_twice:
             raise BatchFailed(f"{len(failed_twice)} call(s) failed in two batches, the last time: "
                               f"{self.ledger.failures[failed_twice[0]][-1]}; the answers that came are kept")
-        again = [id for id in unanswered if self.ledger.tries(id) == 1]
+        again = [id for id in unanswered if id in self.ledger.failures]
         if again:
             say(f"{len(again)} call(s) failed in their batch ({self.ledger.failures[again[0]][-1]}): sending them "
                 "once more, in a new batch")

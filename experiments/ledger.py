@@ -84,6 +84,7 @@ class Ledger:
         self.batches: dict[str, Batch] = {}  # name -> batch, in the order submitted
         self.answers: dict[str, dict] = {}  # id -> response body
         self.failures: dict[str, list[str]] = {}  # id -> the error of each batch that failed it
+        self.rewritten: dict[str, int] = {}  # id -> how many batches were begun before its body was last rewritten
         self.replies: dict[str, ModelReply] = {}  # id -> the reply of a call asked on its own (flex)
         self.warning: str | None = None  # "line N was cut off and skipped"
         if os.path.exists(path) and not os.path.isfile(path):  # a folder; a pipe would block the open
@@ -120,8 +121,14 @@ class Ledger:
         return [batch for batch in self.batches.values() if batch.status is None]
 
     def tries(self, call: str) -> int:
-        """How many batches the call went in."""
-        return sum(call in batch.ids for batch in self.batches.values())
+        """How many batches the call went in with its body as it is now: one rewritten without a setting the model
+        refused (experiments/batch.py) starts its tries again."""
+        since = self.rewritten.get(call, 0)
+        return sum(call in batch.ids for batch in list(self.batches.values())[since:])
+
+    def ever_sent(self, call: str) -> bool:
+        """Whether the call went in a batch, whatever its body was."""
+        return any(call in batch.ids for batch in self.batches.values())
 
     def _append(self, record: dict) -> None:
         try:
@@ -170,6 +177,8 @@ class Ledger:
     def _apply(self, record: dict) -> None:
         type = record["type"]
         if type == "call":
+            if record["id"] in self.calls:  # its body rewritten: the batches before this one held another
+                self.rewritten[record["id"]] = len(self.batches)
             self.calls[record["id"]] = record["body"]
         elif type == "submitting":
             self.batches[record["name"]] = Batch(record["name"], list(record["ids"]))

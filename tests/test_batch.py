@@ -109,6 +109,19 @@ def test_a_model_that_refuses_stop_in_a_batch_is_sent_its_calls_again_without_it
     assert again.returncode == 0 and "0 calls to send" in again.stderr and len(server.batches) == 2
 
 
+def test_a_model_that_refuses_stop_and_temperature_in_a_batch_answers_as_the_calls_do(agent_py, batches, trace,
+                                                                                        tmp_path):
+    """Reasoning models refuse a temperature but the default as well: each refusal costs the calls one batch, and
+    a body rewritten without a setting starts its tries again, so the third batch answers."""
+    server = batches(list(REPLIES), refuse_stop=True, refuse_temperature=True)
+    calls = agent_py("--replay", trace, *PROBE, "--answers", str(tmp_path / "calls.csv"))  # asked one at a time
+    assert calls.returncode == 0, calls.stderr
+    server.replies = list(REPLIES)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text() and len(server.batches) == 3
+
+
 def test_a_batch_run_started_again_finds_its_calls_after_a_refusal_met_while_summaries_were_written(agent_py, batches,
                                                                                                      trace):
     """compact:T has the model write summaries first; a refusal of `temperature` met there leaves it out of the
@@ -419,6 +432,20 @@ def gemini_batches(monkeypatch):
     """start(replies, **knobs): a GeminiBatchStandIn the SDK is pointed at (GOOGLE_GEMINI_BASE_URL), polled at once."""
     yield from _stand_ins(monkeypatch, GeminiBatchStandIn,
                           lambda server: {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": server.key})
+
+
+def test_a_gemini_batch_started_again_finds_its_calls_after_a_refusal_met_while_summaries_were_written(
+        agent_py, gemini_batches, trace, monkeypatch):
+    """As for OpenAI: gemini-flash-latest refuses a temperature (GEMINI_TEMPERATURE=0), met while compact's
+    summaries are written; the calls are named as planned, so the run started again finds them."""
+    monkeypatch.setenv("GEMINI_TEMPERATURE", "0")
+    server = gemini_batches(["A summary of it."] * 4 + ["Answer: 15.5 °C"] * 100)
+    argv = ["--replay", trace, "--probe", "--policies", "full,compact:400", "--model", "gemini:gemini-flash-latest",
+            "--via", "batch", "--yes"]
+    first = agent_py(*argv)
+    assert first.returncode == 0, first.stderr
+    again = agent_py(*argv)
+    assert again.returncode == 0 and "0 calls to send" in again.stderr and len(server.jobs) == 1, again.stderr
 
 
 def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, gemini, gemini_batches, trace,

@@ -38,6 +38,20 @@ def test_the_ledger_is_read_back_as_it_was_written(tmp_path):
     again.close()
 
 
+def test_a_call_whose_body_was_rewritten_starts_its_tries_again(tmp_path):
+    """A call refused a setting in its batch is recorded again without it: a failure after that (a 500 on its
+    first try without the setting) still leaves it one more try."""
+    written(tmp_path / "l.jsonl")
+    ledger = Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
+    ledger.record("call", id="a", body={"model": "m", "messages": [], "stop": None})
+    ledger.record("submitting", name="tinyreact-2", ids=["a"])
+    assert ledger.tries("a") == 1 and ledger.ever_sent("a")
+    ledger.close()
+    again = Ledger(str(tmp_path / "l.jsonl"), "r1", "openai:m")
+    assert again.tries("a") == 1 and again.calls["a"]["stop"] is None
+    again.close()
+
+
 def test_a_last_line_cut_off_mid_write_is_skipped_and_said(tmp_path):
     path = tmp_path / "l.jsonl"
     written(path)

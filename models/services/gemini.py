@@ -206,12 +206,13 @@ class GeminiModel:
         return retry.run(attempt, backend=self.backend, where=f"model {self.name} at {self.url}",
                          on_text=on_text, on_event=on_event)
 
-    def batch_body(self, messages: list[Message], stop: list[str]) -> dict:
+    def batch_body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
         """What a call of `messages` sends, as JSON: its contents and its config, as `generate` builds them; what
-        one request of a batch carries (models/services/gemini_batch.py)."""
+        one request of a batch carries (models/services/gemini_batch.py). `planned`: with the settings the server
+        refused too (what names the call in a batch's ledger)."""
         dump = lambda value: value.model_dump(mode="json", exclude_none=True)  # noqa: E731
-        return {"contents": [dump(content) for content in _contents(messages, None)],
-                "config": dump(self._config(_system(messages), stop))}
+        config = self._config(_system(messages), stop, dropped=set() if planned else self.dropped)
+        return {"contents": [dump(content) for content in _contents(messages, None)], "config": dump(config)}
 
     def reply_of(self, answer: dict) -> ModelReply:
         """A GenerateContentResponse that came back in a batch (as JSON), read as a call's reply is read."""
@@ -229,17 +230,19 @@ class GeminiModel:
         """A failure of the client as the user should read it, as a call's is (for its batches' requests)."""
         return self._explain(error)
 
-    def _config(self, system: str | None, stop: list[str], tools: list[dict] | None = None):
+    def _config(self, system: str | None, stop: list[str], tools: list[dict] | None = None, dropped=None):
+        """The call's config, without the settings in `dropped` (by default, those the server refused)."""
         from google.genai import types
 
+        dropped = self.dropped if dropped is None else dropped
         thinking = None
-        if self.thinking and "thinking" not in self.dropped:
+        if self.thinking and "thinking" not in dropped:
             kind, value = self.thinking
             thinking = (types.ThinkingConfig(thinking_level=value) if kind == "level"
                         else types.ThinkingConfig(thinking_budget=value))
         return types.GenerateContentConfig(
             system_instruction=system,
-            temperature=None if "temperature" in self.dropped else self.temperature,
+            temperature=None if "temperature" in dropped else self.temperature,
             stop_sequences=stop[:5] or None,  # the API takes at most five
             max_output_tokens=self.max_output_tokens,
             thinking_config=thinking,

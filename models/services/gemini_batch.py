@@ -39,7 +39,7 @@ class GeminiBatches:
         self.name = f"{model.backend}:{model.name}"
 
     def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
-        return self.model.batch_body(messages, stop)  # a Gemini call leaves out no setting it was refused
+        return self.model.batch_body(messages, stop, planned)
 
     def reply(self, answer: dict) -> ModelReply:
         return self.model.reply_of(answer)
