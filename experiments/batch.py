@@ -43,7 +43,9 @@ class BatchService(Protocol):
 
     def poll(self, batch_id: str): ...  # a Polled: status, ended, done, total, files, problem
 
-    def outcomes(self, polled) -> list: ...  # the Outcomes (id, answer, error) of an ended batch
+    def outcomes(self, polled) -> list: ...  # the Outcomes (id, answer, error, refused) of an ended batch
+
+    def without(self, body: dict, setting: str) -> dict: ...  # the body less a setting the model refused
 
     def reply(self, answer: dict) -> ModelReply: ...  # a response body read as a call's reply
 
@@ -197,8 +199,9 @@ class BatchRun:
                 continue
             self.ledger.record("failed", id=outcome.id, batch=batch.id, error=problem)
             body = self.ledger.calls[outcome.id]
-            if outcome.refused in body:  # a setting the model does not take: sent again without it, as a call is
-                self.ledger.record("call", id=outcome.id, body={k: v for k, v in body.items() if k != outcome.refused})
+            rewritten = self.service.without(body, outcome.refused) if outcome.refused else body
+            if rewritten != body:  # a setting the model does not take: sent again without it, as a call is
+                self.ledger.record("call", id=outcome.id, body=rewritten)
         unanswered = [id for id in batch.ids if id not in {outcome.id for outcome in outcomes}]
         for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent
             self.ledger.record("failed", id=id, batch=batch.id, error=f"no outcome ({polled.status})")

@@ -654,6 +654,12 @@ class BatchStandIn(OpenAIStandIn):
 
 # ------------------------------------------------------------------ Gemini's batch mode
 
+# google.rpc.Code's numbers for the statuses an error names (https://github.com/googleapis/googleapis/blob/master/google/
+# rpc/code.proto): an inlined response's error is a google.rpc.Status (https://ai.google.dev/api/batch-mode)
+RPC_CODES = {"INVALID_ARGUMENT": 3, "NOT_FOUND": 5, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8, "INTERNAL": 13,
+             "UNAVAILABLE": 14}
+
+
 class GeminiBatchStandIn(GeminiStandIn):
     """Gemini's batch mode over GeminiStandIn's generateContent, each inline request answered from the same queue of
     replies in the order sent, as the calls would be. The rules, from https://ai.google.dev/gemini-api/docs/batch-mode
@@ -666,7 +672,9 @@ class GeminiBatchStandIn(GeminiStandIn):
     - GET /v1beta/batches/{id}: here each poll moves it on, BATCH_STATE_PENDING, BATCH_STATE_RUNNING, then
       BATCH_STATE_SUCCEEDED, whose metadata.output holds {"inlinedResponses": {"inlinedResponses": [{"response",
       "metadata"} or {"error", "metadata"}]}}, in the order of the requests, each with the metadata it was sent
-      with; BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED for a job not done in 48 hours;
+      with; a request generateContent refuses (a setting the model does not take) has its error there, a
+      google.rpc.Status whose code is gRPC's (3 for INVALID_ARGUMENT); BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED
+      for a job not done in 48 hours;
     - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
     Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
     "expired"; `stall`: "create" or "poll" (the second), where the stand-in does the work, sets `stalled` and never
@@ -744,5 +752,11 @@ class GeminiBatchStandIn(GeminiStandIn):
             answer = super().handle({"method": "POST", "path": f"/v1beta/models/{model}:generateContent",
                                      "headers": {"x-goog-api-key": self.key}, "query": {},
                                      "body": inline["request"]})
-            answers.append({"response": json.loads(b"".join(answer.chunks)), "metadata": inline.get("metadata", {})})
+            body = json.loads(b"".join(answer.chunks))
+            if answer.status != 200:  # the request's error, a google.rpc.Status whose code is gRPC's
+                error = body.get("error", {})
+                answers.append({"error": {"code": RPC_CODES.get(error.get("status"), 2), "message": error.get(
+                    "message", "")}, "metadata": inline.get("metadata", {})})
+                continue
+            answers.append({"response": body, "metadata": inline.get("metadata", {})})
         return answers

@@ -463,6 +463,22 @@ def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py,
     assert len({inline["metadata"]["key"] for inline in server.sent}) == 24
 
 
+def test_a_gemini_batch_sends_a_call_refused_a_setting_again_without_it(agent_py, gemini, gemini_batches, trace,
+                                                                          tmp_path, monkeypatch):
+    """gemini-flash-latest refuses a temperature (GEMINI_TEMPERATURE=0): each request of the first batch fails with
+    INVALID_ARGUMENT naming it, and is sent again without it, as a call leaves it out."""
+    monkeypatch.setenv("GEMINI_TEMPERATURE", "0")
+    gemini(list(REPLIES))
+    assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
+    server = gemini_batches(list(REPLIES))
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    assert [("temperature" in inline["request"]["generationConfig"]) for inline in server.sent] == \
+        [True] * 24 + [False] * 24
+    assert "note: 24 call(s) failed in their batch (3: temperature is not supported" in done.stderr
+
+
 def test_a_gemini_batch_sends_a_failed_call_once_more_and_finds_a_batch_it_made_by_its_name(agent_py,
                                                                                            gemini_batches, trace,
                                                                                            tmp_path):

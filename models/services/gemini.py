@@ -320,10 +320,14 @@ class GeminiModel:
 
         if not isinstance(error, errors.ClientError) or error.code != 400:
             return None
-        message = self._message(error)
+        return self.refused_setting(self._message(error), self.dropped)
+
+    def refused_setting(self, message: str, dropped=()) -> str | None:
+        """`thinking` or `temperature` when an invalid-argument error's message names it and it is set (and not left
+        out in `dropped`); a batch's failed request is read so too (models/services/gemini_batch.py)."""
         for field, (pattern, _) in FALLBACK_FIELDS.items():
             sent = self.thinking if field == "thinking" else self.temperature
-            if sent is not None and field not in self.dropped and pattern.search(message):
+            if sent is not None and field not in dropped and pattern.search(message):
                 return field
         return None
 

@@ -19,6 +19,8 @@ from models import Message, ModelError, ModelReply, shortened
 from models.services import retry
 from models.services.batch_jobs import Outcome, Polled, created, once
 
+CONFIG_KEYS = {"thinking": "thinking_config"}  # a refused setting's key in a request's config, where it differs
+
 # Gemini's states in the words the batch reader uses (JobState, https://ai.google.dev/api/batch-mode)
 STATES = {"JOB_STATE_PENDING": "pending", "JOB_STATE_QUEUED": "pending", "JOB_STATE_RUNNING": "running",
           "JOB_STATE_SUCCEEDED": "completed", "JOB_STATE_FAILED": "failed", "JOB_STATE_CANCELLED": "cancelled",
@@ -40,6 +42,11 @@ class GeminiBatches:
 
     def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
         return self.model.batch_body(messages, stop, planned)
+
+    def without(self, body: dict, setting: str) -> dict:
+        """The body with a setting the model refused (temperature, thinking) left out of its config."""
+        config = {k: v for k, v in body["config"].items() if k != CONFIG_KEYS.get(setting, setting)}
+        return {**body, "config": config}
 
     def reply(self, answer: dict) -> ModelReply:
         return self.model.reply_of(answer)
@@ -75,7 +82,7 @@ class GeminiBatches:
             raise ModelError(f"{self._where()} answered a batch in the state {str(state)[:40]!r}, which batch mode "
                              "does not have")
         listed = (job.dest.inlined_responses or []) if job.dest else []
-        outcomes = [_outcome(response) for response in listed]
+        outcomes = [_outcome(response, self.model.refused_setting) for response in listed]
         problem = shortened(str(job.error.message)) if getattr(job, "error", None) else ""
         return Polled(STATES[state], len(outcomes), 0, {}, problem, outcomes)
 
@@ -97,10 +104,12 @@ class GeminiBatches:
         return f"Gemini's batch mode at {self.model.url}"
 
 
-def _outcome(response) -> Outcome:
-    """One inlined response: its GenerateContentResponse as JSON, or its error in words; the call by its key."""
+def _outcome(response, refused_setting) -> Outcome:
+    """One inlined response: its GenerateContentResponse as JSON, or its error in words; the call by its key. An
+    INVALID_ARGUMENT (google.rpc.Code 3, a call's 400) naming a setting the model does not take says which."""
     key = (response.metadata or {}).get("key", "")
     if response.response is not None and response.error is None:
         return Outcome(key, response.response.model_dump(mode="json", exclude_none=True), None)
     message, code = getattr(response.error, "message", None), getattr(response.error, "code", None)
-    return Outcome(key, None, shortened(f"{code or 'error'}: {message or 'no message'}"))
+    refused = refused_setting(str(message or "")) if code == 3 else None
+    return Outcome(key, None, shortened(f"{code or 'error'}: {message or 'no message'}"), refused)

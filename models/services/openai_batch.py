@@ -48,6 +48,10 @@ class OpenAIBatches:
     def body(self, messages: list[Message], stop: list[str], planned: bool = False) -> dict:
         return self.model.batch_body(messages, stop, planned)
 
+    def without(self, body: dict, setting: str) -> dict:
+        """The body with a setting the model refused (stop, temperature) left out."""
+        return {k: v for k, v in body.items() if k != setting}
+
     def reply(self, answer: dict) -> ModelReply:
         """A response body read as a call's reply; ModelError for one that is none (an error in a 200 answer, which
         a call would try again, included)."""
