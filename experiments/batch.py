@@ -198,9 +198,11 @@ class BatchRun:
                 self.ledger.record("answer", id=outcome.id, batch=batch.id, response=outcome.answer)
                 continue
             self.ledger.record("failed", id=outcome.id, batch=batch.id, error=problem)
-            body = self.ledger.calls[outcome.id]
-            rewritten = self.service.without(body, outcome.refused) if outcome.refused else body
-            if rewritten != body:  # a setting the model does not take: sent again without it, as a call is
+            body = self.ledger.calls[outcome.id]  # a setting the model does not take, the first the error names
+            # that the body still holds: sent again without it, as a call is
+            rewritten = next((less for less in (self.service.without(body, setting) for setting in outcome.refused)
+                              if less != body), body)
+            if rewritten != body:
                 self.ledger.record("call", id=outcome.id, body=rewritten)
         unanswered = [id for id in batch.ids if id not in {outcome.id for outcome in outcomes}]
         for id in unanswered:  # a cancelled batch, or one that lists fewer lines than it was sent

@@ -479,6 +479,26 @@ def test_a_gemini_batch_sends_a_call_refused_a_setting_again_without_it(agent_py
     assert "note: 24 call(s) failed in their batch (3: temperature is not supported" in done.stderr
 
 
+def test_a_gemini_refusal_naming_two_settings_leaves_out_the_one_the_body_still_holds(agent_py, gemini, gemini_batches,
+                                                                                       trace, tmp_path, monkeypatch):
+    """An error that names both settings ("temperature is not supported for thinking models"): the first batch
+    leaves out the first it names, and the next the other, as a call moves on from a setting already left out."""
+    import model_servers
+
+    rule = model_servers.thinking_rule
+    monkeypatch.setattr(model_servers, "thinking_rule", lambda model, generation: (
+        "temperature is not supported for thinking models; leave it unset." if "temperature" in generation
+        else rule(model, generation)))
+    monkeypatch.setenv("GEMINI_TEMPERATURE", "0")
+    gemini(list(REPLIES))
+    assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
+    server = gemini_batches(list(REPLIES))
+    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    assert len(server.jobs) == 3  # without thinking, then without temperature too
+
+
 def test_a_gemini_batch_sends_a_failed_call_once_more_and_finds_a_batch_it_made_by_its_name(agent_py,
                                                                                            gemini_batches, trace,
                                                                                            tmp_path):

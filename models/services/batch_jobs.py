@@ -32,7 +32,7 @@ class Outcome:
     id: str
     answer: dict | None
     error: str | None
-    refused: str | None = None  # the request's field the error says the model does not take (stop, temperature)
+    refused: tuple[str, ...] = ()  # the settings the error says the model does not take (stop, temperature), in order
 
 
 class Lost(Exception):

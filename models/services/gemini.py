@@ -320,16 +320,15 @@ class GeminiModel:
 
         if not isinstance(error, errors.ClientError) or error.code != 400:
             return None
-        return self.refused_setting(self._message(error), self.dropped)
+        return next((field for field in self.refused_settings(self._message(error)) if field not in self.dropped),
+                    None)
 
-    def refused_setting(self, message: str, dropped=()) -> str | None:
-        """`thinking` or `temperature` when an invalid-argument error's message names it and it is set (and not left
-        out in `dropped`); a batch's failed request is read so too (models/services/gemini_batch.py)."""
-        for field, (pattern, _) in FALLBACK_FIELDS.items():
-            sent = self.thinking if field == "thinking" else self.temperature
-            if sent is not None and field not in dropped and pattern.search(message):
-                return field
-        return None
+    def refused_settings(self, message: str) -> tuple[str, ...]:
+        """Each of `thinking` and `temperature` an invalid-argument error's message names and this model sets; a
+        batch's failed request is read so too (models/services/gemini_batch.py)."""
+        return tuple(field for field, (pattern, _) in FALLBACK_FIELDS.items()
+                     if (self.thinking if field == "thinking" else self.temperature) is not None
+                     and pattern.search(message))
 
     def _message(self, error: Exception) -> str:
         return shortened(redact(str(getattr(error, "message", None) or error), self._api_key))

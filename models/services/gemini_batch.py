@@ -82,7 +82,7 @@ class GeminiBatches:
             raise ModelError(f"{self._where()} answered a batch in the state {str(state)[:40]!r}, which batch mode "
                              "does not have")
         listed = (job.dest.inlined_responses or []) if job.dest else []
-        outcomes = [_outcome(response, self.model.refused_setting) for response in listed]
+        outcomes = [_outcome(response, self.model.refused_settings) for response in listed]
         problem = shortened(str(job.error.message)) if getattr(job, "error", None) else ""
         return Polled(STATES[state], len(outcomes), 0, {}, problem, outcomes)
 
@@ -104,12 +104,12 @@ class GeminiBatches:
         return f"Gemini's batch mode at {self.model.url}"
 
 
-def _outcome(response, refused_setting) -> Outcome:
+def _outcome(response, refused_settings) -> Outcome:
     """One inlined response: its GenerateContentResponse as JSON, or its error in words; the call by its key. An
     INVALID_ARGUMENT (google.rpc.Code 3, a call's 400) naming a setting the model does not take says which."""
     key = (response.metadata or {}).get("key", "")
     if response.response is not None and response.error is None:
         return Outcome(key, response.response.model_dump(mode="json", exclude_none=True), None)
     message, code = getattr(response.error, "message", None), getattr(response.error, "code", None)
-    refused = refused_setting(str(message or "")) if code == 3 else None
+    refused = refused_settings(str(message or "")) if code == 3 else ()
     return Outcome(key, None, shortened(f"{code or 'error'}: {message or 'no message'}"), refused)

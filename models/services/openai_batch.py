@@ -24,7 +24,7 @@ from models import ModelConfigError, ModelError, Message, ModelReply, shortened
 from models.services import retry, wire
 from models.services.batch_jobs import ENDED, Outcome, Polled, created, once
 from models.services.keys import redact
-from models.services.openai_compatible import refused_field
+from models.services.openai_compatible import refused_fields
 
 ENDPOINT = "/v1/chat/completions"
 WINDOW = "24h"
@@ -193,6 +193,6 @@ def _outcome(line) -> Outcome:
     error = line.get("error") if isinstance(line.get("error"), dict) else \
         (body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else {})
     code = error.get("code") or response.get("status_code") or "no status"
-    refused = refused_field(error.get("param"), str(error.get("message"))) if response.get("status_code") == 400 \
-        else None  # as a call's 400 is read: the call is sent again without it
+    refused = refused_fields(error.get("param"), str(error.get("message"))) if response.get("status_code") == 400 \
+        else ()  # as a call's 400 is read: the call is sent again without it
     return Outcome(line["custom_id"], None, shortened(f"{code}: {error.get('message') or 'no message'}"), refused)

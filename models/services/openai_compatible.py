@@ -463,10 +463,13 @@ def _error_body(response) -> bytes:
 def refused_field(param, message: str, dropped=()) -> str | None:
     """`stop` or `temperature` when a 400's error names it as what the model does not take (its `param`, or the
     field quoted in its message), and it is not left out already; None otherwise."""
-    for field in ("stop", "temperature"):
-        if field not in dropped and (param == field or f"'{field}'" in message or f"`{field}`" in message):
-            return field
-    return None
+    return next((field for field in refused_fields(param, message) if field not in dropped), None)
+
+
+def refused_fields(param, message: str) -> tuple[str, ...]:
+    """Each of `stop` and `temperature` a 400's error names, in that order."""
+    return tuple(field for field in ("stop", "temperature")
+                 if param == field or f"'{field}'" in message or f"`{field}`" in message)
 
 
 def _error_object(response) -> dict:
