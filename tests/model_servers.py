@@ -511,12 +511,15 @@ class BatchStandIn(OpenAIStandIn):
       failed has its line in the error file, with its status_code and error body.
     - A batch that does not complete in its window is "expired": the requests done are in the output file, the
       others in the error file with error {"code": "batch_expired"} (the guide's "Batch expiration").
+    - A batch cancelled (at OpenAI's dashboard, or POST /v1/batches/{id}/cancel) is "cancelling", then "cancelled"
+      with the requests done in its output file (https://platform.openai.com/docs/api-reference/batch/cancel).
     Knobs: `fail_first` lines of the first batch fail with a 500 in the error file (partial failure), saying
-    `fail_message`; `outcome` "failed" or "expired" for every batch; `stranger`: an output line for a custom_id that
-    was not sent; `stall`: "upload", "create" or "poll" (the second poll of a batch), where the stand-in does the
-    work, sets `stalled` and never answers (a run killed there); `lost_creates`: that many batches are made but
-    answered 503, as when the answer is lost on its way; `most_lines`: the requests a file may hold (the reference's
-    50,000), a batch of more failing in validation; `uploaded` keeps every line uploaded, `polls` counts the polls."""
+    `fail_message`; `outcome` "failed", "expired" or "cancelled" for every batch; `stranger`: an output line for a
+    custom_id that was not sent; `stall`: "upload", "create" or "poll" (the second poll of a batch), where the
+    stand-in does the work, sets `stalled` and never answers (a run killed there); `lost_creates`: that many batches
+    are made but answered 503, as when the answer is lost on its way; `most_lines`: the requests a file may hold
+    (the reference's 50,000), a batch of more failing in validation; `uploaded` keeps every line uploaded, `polls`
+    counts the polls."""
 
     def __init__(self, replies: list, **options):
         self.fail_first = options.pop("fail_first", 0)
@@ -609,6 +612,10 @@ class BatchStandIn(OpenAIStandIn):
                  "line": 1}]}
         elif batch["status"] == "in_progress" and self.outcome == "expired":
             self._answer(batch, lines, expired=True)
+        elif batch["status"] == "in_progress" and self.outcome == "cancelled":
+            batch["status"] = "cancelling"
+        elif batch["status"] == "cancelling":
+            self._answer(batch, lines, cancelled=True)
         elif batch["status"] in steps:
             batch["status"] = steps[batch["status"]]
             if batch["status"] == "completed":
@@ -617,12 +624,15 @@ class BatchStandIn(OpenAIStandIn):
         held = self.stall == "poll" and self.polls == 2
         return self._held("poll", Answer.json(200, batch)) if held else Answer.json(200, batch)
 
-    def _answer(self, batch: dict, lines: list[dict], expired: bool = False) -> None:
+    def _answer(self, batch: dict, lines: list[dict], expired: bool = False, cancelled: bool = False) -> None:
         """Each line answered as chat/completions would answer it (OpenAIStandIn), in the order of the input; the
-        output and error files written, the output reversed."""
+        output and error files written, the output reversed. Cancelled, the second half of the lines is not done and
+        has no line at all (the cancel reference: "partial results (if any) available in the output file")."""
         output, errors = [], []
         first = batch["id"] == "batch_1"
         for number, line in enumerate(lines):
+            if cancelled and number >= len(lines) // 2:
+                continue
             result = {"id": f"batch_req_{number}", "custom_id": line["custom_id"], "error": None}
             if expired and number >= len(lines) // 2:
                 errors.append({**result, "response": None, "error": {
@@ -641,7 +651,7 @@ class BatchStandIn(OpenAIStandIn):
             (output if answer.status == 200 else errors).append(result)
         if self.stranger:
             output.append({**output[0], "custom_id": "not-sent-here"})
-        batch["status"] = "expired" if expired else "completed"
+        batch["status"] = "expired" if expired else "cancelled" if cancelled else "completed"
         batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
         for kind, results in (("output_file_id", list(reversed(output))), ("error_file_id", errors)):
             if results:

@@ -169,6 +169,21 @@ def test_an_expired_batch_sends_only_its_unanswered_calls_again(agent_py, batche
     assert second == first[12:]  # the 12 the expired batch answered are not asked again
 
 
+def test_a_cancelled_batch_keeps_its_answers_and_the_run_started_again_sends_only_the_rest(agent_py, openai, batches,
+                                                                                             trace, tmp_path):
+    expected, _ = synchronous(agent_py, openai, trace, tmp_path)
+    server = batches(list(REPLIES), outcome="cancelled")
+    cancelled = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert cancelled.returncode == 1
+    assert "batch batch_1 cancelled with 12 of 24 calls answered (kept in the ledger): run the same command again to " \
+           "send the rest" in cancelled.stderr
+    server.outcome = "completed"
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes", "--answers", str(tmp_path / "b.csv"))
+    assert done.returncode == 0, done.stderr
+    first, second = _lines_by_batch(server)
+    assert second == first[12:] and (tmp_path / "b.csv").read_text() == expected
+
+
 def test_with_no_terminal_nothing_is_sent_without_yes(agent_py, batches, trace):
     server = batches(list(REPLIES))
     done = agent_py("--replay", trace, *PROBE, "--via", "batch")
@@ -695,6 +710,28 @@ def test_a_batch_made_though_its_answer_was_lost_is_found_not_made_again(agent_p
     done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
     assert done.returncode == 0, done.stderr
     assert len(server.batches) == 1  # the first try made it: a second would pay for every call twice
+
+
+def test_a_batch_whose_answer_was_lost_is_found_past_the_first_page_of_the_list(agent_py, trace, monkeypatch):
+    """The list of batches comes newest first, 100 a page (`after` names the last one seen): a batch made before 150
+    others, its answer lost, is found on the second page, not made again."""
+    class Busy(BatchStandIn):  # 150 other batches are made just after the run's
+        def _create(self, body):
+            answer = super()._create(body)
+            for number in range(150):
+                self.batches[f"batch_other_{number}"] = {**self.batches["batch_1"], "id": f"batch_other_{number}",
+                                                          "input_file_id": "file-other"}
+            return answer
+
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    start = next(_stand_ins(monkeypatch, lambda replies, **knobs: Busy(replies, key="test-key-0123", **knobs),
+                            lambda server: {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "test-key-0123"}))
+    server = start(["Answer: 15.5 °C"] * 24, lost_creates=1)
+    done = agent_py("--replay", trace, *PROBE, "--via", "batch", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert [id for id in server.batches if not id.startswith("batch_other")] == ["batch_1"]
+    pages = [r["query"].get("after") for r in server.requests if r["path"] == "/v1/batches" and r["method"] == "GET"]
+    assert pages[-2:] == [None, "batch_other_50"], pages  # the second page starts after the first page's last
 
 
 def test_a_gemini_batch_made_though_its_answer_was_lost_is_found_not_made_again(agent_py, gemini_batches, trace,
