@@ -683,8 +683,9 @@ class GeminiBatchStandIn(GeminiStandIn):
       BATCH_STATE_SUCCEEDED, whose metadata.output holds {"inlinedResponses": {"inlinedResponses": [{"response",
       "metadata"} or {"error", "metadata"}]}}, in the order of the requests, each with the metadata it was sent
       with; a request generateContent refuses (a setting the model does not take) has its error there, a
-      google.rpc.Status whose code is gRPC's (3 for INVALID_ARGUMENT); BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED
-      for a job not done in 48 hours;
+      google.rpc.Status whose code is gRPC's (3 for INVALID_ARGUMENT; the job still SUCCEEDED, as
+      github.com/googleapis/python-genai/issues/2693 reports, where the message names no field: the run then tries the
+      call twice unchanged); BATCH_STATE_FAILED, or BATCH_STATE_EXPIRED for a job not done in 48 hours;
     - GET /v1beta/batches?pageSize=&pageToken= lists them as {"operations": [...], "nextPageToken"}.
     Knobs: `fail_first` requests of the first batch answer an error (code 13, INTERNAL); `outcome` "failed" or
     "expired"; `stall`: "create" or "poll" (the second), where the stand-in does the work, sets `stalled` and never
