@@ -43,7 +43,8 @@ A summarising policy (compact:T, the vendors' compaction) is replayed with the s
 --summarizer (the embedded 0.5B by default, loaded only when a summary is not cached) and cached in --summaries
 (locomo.summaries.json here) by a digest of what each summarises, so a second run calls no model. The questions are
 asked after the summaries the sessions made, and after the one the policy asks for once the sessions are over, if it
-does: made before the questions, it is the same for each of them, and priced once.
+does: made before the questions, it is the same for each of them, and priced once. --probe asks under such a policy
+after the same summaries.
 
 --probe asks a seeded sample of the questions of the model given, under each policy, and scores each answer
 judge-free with LoCoMo's token F1 (task_eval/evaluation.py: lower case, punctuation, articles and "and" removed,
@@ -732,13 +733,16 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:  # once each: `stable` and `stable:10000` are one policy
             named.setdefault(make_policy(spec).name, spec)
         specs = list(named.values())
-        summaries = None if args.probe else summaries_for(args, specs)  # a bad --summarizer: said before work
+        summaries = summaries_for(args, specs)  # a bad --summarizer: said before work
+        if summaries is not None and args.probe and args.reader == "likelihood":
+            raise UsageError("--reader likelihood cannot score under a summarising policy (compact:T, the vendors' "
+                             "compaction): it writes no summaries")
     except (DataError, ValueError, UsageError) as problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as folder:
         if args.probe:
-            return probe_main(args, conversations, specs, folder)
+            return probe_main(args, conversations, specs, folder, summaries)
         say = (lambda text: print(text, file=sys.stderr)) if sys.stderr.isatty() else (lambda text: None)
         try:
             results, unscored = measure(conversations, specs, priced, folder, say, summaries)
@@ -815,32 +819,58 @@ def stemmer():
     return PorterStemmer().stem
 
 
-def asked(pairs: list[tuple[Conversation, Question]], specs: list[str], folder: str):
+def asked(pairs: list[tuple[Conversation, Question]], specs: list[str], folder: str, summaries=None):
     """(policy name, conversation, question, the messages asking it) for each question under each policy, in the order
     asked: policy by policy and conversation by conversation, so that calls sharing a context up to the question come
-    one after another (the embedded models reuse it). Each conversation is recorded once."""
+    one after another (the embedded models reuse it). Each conversation is recorded once. A summarising policy asks
+    after the summaries it asked for in the sessions and the one it asks for once they are over, as the replay
+    measures it (summarised_session), from `summaries` (experiments.replay.Summaries)."""
     from experiments.facts import question_event
     from policies import make_policy
 
-    traces = {}
-    for spec in specs:
-        policy = make_policy(spec)
+    traces, sessions, policies = {}, {}, [make_policy(spec) for spec in specs]
+    for conv, _ in pairs:
+        if conv.name not in traces:
+            traces[conv.name] = record(conv, folder)[1]
+    for policy in policies:  # every summary first: one that cannot be had is said before any question is asked
+        for name in dict.fromkeys(conv.name for conv, _ in pairs) if policy.needs_summaries else ():
+            sessions[policy.name, name] = summarised_session(policy, traces[name], summaries)
+    for policy in policies:
         for conv, question in pairs:
-            if conv.name not in traces:
-                traces[conv.name] = record(conv, folder)[1]
-            yield policy.name, conv, question, policy.render([*traces[conv.name],
+            events = sessions.get((policy.name, conv.name), traces[conv.name])
+            yield policy.name, conv, question, policy.render([*events,
                                                               question_event(ASK.format(question=question.text))])
 
 
+def summarised_session(policy, events: list[dict], summaries) -> list[dict]:
+    """A conversation's events as a summarising policy leaves them before the questions: the summaries it asked for
+    during the sessions, and the one it asks for once they are over; DataError, in one line, for a summary neither
+    the cache nor the summarizer can give."""
+    from experiments.replay import summarised, summary_before
+    from tokens import local_counter
+
+    count = local_counter().count
+    made = summarised(policy, events, count, summaries)
+    try:
+        if made.events is None:
+            raise LookupError
+        closing = summary_before(policy, made.events, count, summaries)
+    except LookupError:
+        raise DataError(f"--probe under {policy.name} needs summaries that are not cached: give a summarizer "
+                        "(--summarizer SPEC) or the cache that holds them (--summaries FILE)") from None
+    return made.events + [closing[0]] if closing else made.events
+
+
 def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, stem, folder: str,
-          on_answer=lambda answer: None, calls: list | None = None, replies: list | None = None) -> dict:
+          on_answer=lambda answer: None, calls: list | None = None, replies: list | None = None,
+          summaries=None) -> dict:
     """Ask each (conversation, question) of the model under each policy, the question as the current turn of the
     conversation's trace; {policy: every answer's score}. `calls` and `replies`: the calls (as `asked` makes them)
     and their replies, in the same order, when they were asked otherwise (--via batch)."""
     from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
 
     scores = {}
-    for number, (name, conv, question, messages) in enumerate(calls or asked(pairs, specs, folder)):
+    for number, (name, conv, question, messages) in enumerate(calls or asked(pairs, specs, folder, summaries)):
         reply = replies[number] if replies is not None else model.generate(messages, STOP_SEQUENCES)
         text = cut_at_observation(reply.text)
         said = parse_reply(text).answer
@@ -859,24 +889,28 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
     return scores
 
 
-def via(args, model, chosen: list, specs: list[str], folder: str) -> tuple | None:
+def via(args, model, chosen: list, specs: list[str], folder: str, summaries=None) -> tuple | None:
     """With --via, the calls, their price shown before any is sent (and a yes asked for), and the run through the
     engine with its ledger, a batch's or flex's (cli/sending.py, as the replay's probe does): (calls, run); (None,
     None) without --via; None, said in one line, when sending may not go on."""
     from cli.output import UsageError
     from cli.sending import check_via, open_run, price_before_sending
+    from models import ModelError
     from tokens import local_counter
 
     if not args.via:
         return None, None
     try:
         check_via(args, model)
-        calls = list(asked(chosen, specs, folder))
+        calls = list(asked(chosen, specs, folder, summaries))
         messages = [call[3] for call in calls]
         sending = open_run(args, args.answers or "locomo.jsonl", model, messages)
         price_before_sending(args, model, messages, local_counter(), sending)
-    except UsageError as problem:
+    except (UsageError, DataError) as problem:
         print(f"error: {problem}", file=sys.stderr)
+        return None
+    except (ModelError, OSError) as problem:  # the summarizer's, or the summaries' cache
+        print(f"error: {summary_problem(problem)}", file=sys.stderr)
         return None
     return calls, sending
 
@@ -920,16 +954,9 @@ class AnswersLost(Exception):
     """--answers could not be written: the probe stops, saying so."""
 
 
-def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str) -> int:
+def probe_main(args, conversations: list[Conversation], specs: list[str], folder: str, summaries=None) -> int:
     from cli.sending import say  # a note on one line, what the service sent in it made safe to print
     from models import ModelError, load_model
-    from policies import make_policy
-
-    summarising = [spec for spec in specs if make_policy(spec).needs_summaries]
-    if summarising:  # the probe writes no summaries: it would ask them under full history instead
-        print(f"error: --probe cannot ask under {', '.join(summarising)}: it needs summaries a model writes, "
-              "which the probe does not make", file=sys.stderr)
-        return 2
 
     if args.reader == "likelihood":
         from locomo_likelihood import run
@@ -944,7 +971,7 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
     size = min(args.sample, len(pool))
     chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
-    prepared = via(args, model, chosen, specs, folder)
+    prepared = via(args, model, chosen, specs, folder, summaries)
     if prepared is None:
         return 2
     calls, sending = prepared
@@ -969,7 +996,10 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     scores: dict[str, list[float]] = {}
     try:
         replies = sending.replies(lambda text: print(text, file=sys.stderr), say) if sending and not flex else None
-        scores = probe(chosen, specs, sending if flex else model, stem, folder, kept, calls, replies)
+        scores = probe(chosen, specs, sending if flex else model, stem, folder, kept, calls, replies, summaries)
+    except DataError as problem:  # a summary neither cached nor to be written: said before any question is asked
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: the answers so far are in --answers" + resumed(args, sending), file=sys.stderr)
         return 130

@@ -338,9 +338,41 @@ def test_a_probe_asks_each_question_under_each_policy_and_scores_it(tmp_path):
                                                             ("window:1", "gone"), ("window:1", "gone")]
 
 
-def test_a_reply_without_an_answer_line_is_scored_as_written_and_a_summary_policy_is_refused(tmp_path, capsys):
+def test_the_probe_asks_a_summarising_policy_after_the_summaries_it_asked_for(tmp_path, capsys, monkeypatch):
+    """compact:T is asked each question after the summaries it asked for in the sessions and the one it asks for
+    once they are over, as the replay measures it; from the cache alone the same; a summary neither cached nor to be
+    written is one line before any question is asked."""
+    from experiments.replay import Summaries
+    from model_servers import OpenAIStandIn
+    from models.scripted import ScriptedModel
+
+    conversation, cache = locomo.read(SYNTHETIC)[0], str(tmp_path / "s.json")
+    pairs = [(conversation, conversation.questions[0])]
+    writer = ScriptedModel(["Summary: what was said."] * 100)
+    (_, _, _, full), (_, _, _, compact) = locomo.asked(pairs, ["full", "compact:300"], str(tmp_path),
+                                                      Summaries(writer, cache))
+    shown = lambda messages: "\n".join(message.text for message in messages)  # noqa: E731
+    assert "Summary: what was said." in shown(compact) and "Summary: what was said." not in shown(full)
+    assert len(shown(compact)) < len(shown(full)) and len(writer.calls) > 0
+    again = list(locomo.asked(pairs, ["compact:300"], str(tmp_path), Summaries(None, cache)))  # the cache alone
+    assert again[0][3] == compact
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    argv = [SYNTHETIC, "--probe", "--model", "openai:m", "--policies", "full,compact:300", "--sample", "2",
+            "--conversations", "1", "--summarizer", "none"]
+    with OpenAIStandIn(["Answer: Lisbon"] * 4, models=("m",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main([*argv, "--summaries", cache]) == 0
+        assert ["Summary: what was said." in json.dumps(body) for body in server.bodies] == [False] * 2 + [True] * 2
+        assert locomo.main([*argv, "--summaries", str(tmp_path / "none.json")]) == 2
+        assert len(server.bodies) == 4  # nothing asked
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == ("error: --probe under compact:300 needs summaries that are not cached: give a summarizer "
+                       "(--summarizer SPEC) or the cache that holds them (--summaries FILE)")
+
+
+def test_a_reply_without_an_answer_line_is_scored_as_written(tmp_path, capsys):
     """LoCoMo scores what the model wrote: "Not mentioned in the conversation." with no Answer line is right for an
-    adversarial question (its Thought line aside); compact would be asked under full history, so it is refused."""
+    adversarial question (its Thought line aside)."""
     class Plain:
         name, backend = "plain", "test"
 
@@ -352,8 +384,6 @@ def test_a_reply_without_an_answer_line_is_scored_as_written_and_a_summary_polic
     scores = locomo.probe([(conversation, conversation.questions[7]), (conversation, conversation.questions[0])],
                           ["full"], Plain(), locomo.stemmer(), str(tmp_path), kept.append)
     assert scores == {"full": [1.0, 0.0]} and [k["answered"] for k in kept] == [False, False]
-    assert locomo.main([SYNTHETIC, "--probe", "--model", "local", "--policies", "full,compact:300"]) == 2
-    assert "--probe cannot ask under compact:300" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         locomo.main([SYNTHETIC, "--probe", "--model", "local", "--sample", "0"])
 
@@ -505,6 +535,8 @@ def test_a_probe_through_flex_stopped_midway_asks_only_the_rest_when_run_again(t
 @pytest.mark.parametrize("argv, said", [
     (["--via", "batch"], "--via, --ledger, --max-cost and --yes only work with --probe"),
     (["--probe", "--model", "openai:m", "--ledger", "l.jsonl"], "--ledger only works with --via"),
+    (["--probe", "--reader", "likelihood", "--model", "local:qwen2.5-coder-0.5b", "--policies", "full,compact:300"],
+     "--reader likelihood cannot score under a summarising policy (compact:T, the vendors' compaction)"),
     (["--probe", "--model", "ollama:qwen3:8b", "--via", "batch", "--yes"],
      "--via batch: ollama:qwen3:8b has no batch engine; gemini: and openai: have one"),
 ])
