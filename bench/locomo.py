@@ -733,10 +733,11 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:  # once each: `stable` and `stable:10000` are one policy
             named.setdefault(make_policy(spec).name, spec)
         specs = list(named.values())
+        summarising = [spec for spec in specs if make_policy(spec).needs_summaries]
+        if summarising and args.probe and args.reader == "likelihood":
+            raise UsageError(f"--reader likelihood cannot score under {', '.join(summarising)}: a summarising "
+                             "policy needs summaries, which it does not write")
         summaries = summaries_for(args, specs)  # a bad --summarizer: said before work
-        if summaries is not None and args.probe and args.reader == "likelihood":
-            raise UsageError("--reader likelihood cannot score under a summarising policy (compact:T, the vendors' "
-                             "compaction): it writes no summaries")
     except (DataError, ValueError, UsageError) as problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -862,15 +863,15 @@ def summarised_session(policy, events: list[dict], summaries) -> list[dict]:
 
 
 def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, stem, folder: str,
-          on_answer=lambda answer: None, calls: list | None = None, replies: list | None = None,
-          summaries=None) -> dict:
+          on_answer=lambda answer: None, calls: list | None = None, replies: list | None = None) -> dict:
     """Ask each (conversation, question) of the model under each policy, the question as the current turn of the
     conversation's trace; {policy: every answer's score}. `calls` and `replies`: the calls (as `asked` makes them)
-    and their replies, in the same order, when they were asked otherwise (--via batch)."""
+    and their replies, in the same order, when they were asked otherwise (--via batch), or planned with a summarising
+    policy's summaries (planned_calls)."""
     from replies import STOP_SEQUENCES, cut_at_observation, parse_reply
 
     scores = {}
-    for number, (name, conv, question, messages) in enumerate(calls or asked(pairs, specs, folder, summaries)):
+    for number, (name, conv, question, messages) in enumerate(calls or asked(pairs, specs, folder)):
         reply = replies[number] if replies is not None else model.generate(messages, STOP_SEQUENCES)
         text = cut_at_observation(reply.text)
         said = parse_reply(text).answer
@@ -889,30 +890,55 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
     return scores
 
 
-def via(args, model, chosen: list, specs: list[str], folder: str, summaries=None) -> tuple | None:
-    """With --via, the calls, their price shown before any is sent (and a yes asked for), and the run through the
-    engine with its ledger, a batch's or flex's (cli/sending.py, as the replay's probe does): (calls, run); (None,
-    None) without --via; None, said in one line, when sending may not go on."""
+def planned_calls(args, chosen: list, specs: list[str], folder: str, summaries) -> list | int:
+    """Every call the probe will make (as `asked` makes them), each summary a summarising policy asks for written
+    first; or, said in one line, the exit code: 2 for a summary neither cached nor to be written, or a summarizer
+    that cannot be used, 1 for one that failed or a cache that cannot be written (as the replay says them). With
+    --via, a summarizer that bills is not called for a summary the cache lacks: it would be paid before the price."""
+    from models import ModelConfigError, ModelError
+
+    try:
+        if args.via and summaries is not None and summaries.model is not None and _billed(summaries.model.spec):
+            try:
+                return list(asked(chosen, specs, folder, type(summaries)(None, summaries.path)))
+            except DataError:
+                raise DataError(f"--via: some summaries are not cached, and --summarizer {summaries.model.spec} "
+                                "would be paid for them before the price is shown: write them first (the same "
+                                "command without --via), or use a summarizer that does not bill") from None
+        return list(asked(chosen, specs, folder, summaries))
+    except DataError as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except (ModelError, OSError) as problem:  # the summarizer's, or the summaries' cache
+        print(f"error: {summary_problem(problem)}", file=sys.stderr)
+        return 2 if isinstance(problem, ModelConfigError) else 1
+
+
+def _billed(spec: str) -> bool:
+    from models import backend_record, resolved_spec
+
+    return backend_record(resolved_spec(spec)[0]).free is None
+
+
+def via(args, model, calls: list):
+    """With --via, the run through the engine with its ledger, a batch's or flex's, the calls' price shown before any
+    is sent (and a yes asked for), as the replay's probe does (cli/sending.py); None without --via; False, said in
+    one line, when sending may not go on."""
     from cli.output import UsageError
     from cli.sending import check_via, open_run, price_before_sending
-    from models import ModelError
     from tokens import local_counter
 
     if not args.via:
-        return None, None
+        return None
     try:
         check_via(args, model)
-        calls = list(asked(chosen, specs, folder, summaries))
         messages = [call[3] for call in calls]
         sending = open_run(args, args.answers or "locomo.jsonl", model, messages)
         price_before_sending(args, model, messages, local_counter(), sending)
-    except (UsageError, DataError) as problem:
+    except UsageError as problem:
         print(f"error: {problem}", file=sys.stderr)
-        return None
-    except (ModelError, OSError) as problem:  # the summarizer's, or the summaries' cache
-        print(f"error: {summary_problem(problem)}", file=sys.stderr)
-        return None
-    return calls, sending
+        return False
+    return sending
 
 
 def via_problem(args) -> str | None:
@@ -962,19 +988,21 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
         from locomo_likelihood import run
 
         return run(args, conversations, specs, folder)
+    pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
+    size = min(args.sample, len(pool))
+    chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
+    calls = planned_calls(args, chosen, specs, folder, summaries)  # before anything is loaded, asked or written
+    if isinstance(calls, int):
+        return calls
     try:
         stem = stemmer()
         model = load_model(args.model)
     except Exception as problem:  # a model that cannot be loaded, nltk missing: one line
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    pool = [(conv, question) for conv in conversations for question in conv.questions if question.evidence]
-    size = min(args.sample, len(pool))
-    chosen = [pool[n] for n in sorted(random.Random(args.seed).sample(range(len(pool)), size))]
-    prepared = via(args, model, chosen, specs, folder, summaries)
-    if prepared is None:
+    sending = via(args, model, calls)
+    if sending is False:
         return 2
-    calls, sending = prepared
     flex = args.via == "flex"  # asked one at a time through the run, which keeps each reply in its ledger
     try:
         answers = open(args.answers, "w", encoding="utf-8") if args.answers else None
@@ -996,10 +1024,7 @@ def probe_main(args, conversations: list[Conversation], specs: list[str], folder
     scores: dict[str, list[float]] = {}
     try:
         replies = sending.replies(lambda text: print(text, file=sys.stderr), say) if sending and not flex else None
-        scores = probe(chosen, specs, sending if flex else model, stem, folder, kept, calls, replies, summaries)
-    except DataError as problem:  # a summary neither cached nor to be written: said before any question is asked
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        scores = probe(chosen, specs, sending if flex else model, stem, folder, kept, calls, replies)
     except KeyboardInterrupt:
         print("interrupted: the answers so far are in --answers" + resumed(args, sending), file=sys.stderr)
         return 130

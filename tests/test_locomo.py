@@ -370,6 +370,36 @@ def test_the_probe_asks_a_summarising_policy_after_the_summaries_it_asked_for(tm
                        "(--summarizer SPEC) or the cache that holds them (--summaries FILE)")
 
 
+def test_what_stops_a_probe_s_summaries_is_one_line_before_anything_is_asked_paid_or_written(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """A summarizer without its key is the summarizer's (exit 2); a cache that cannot be written is one line (exit
+    1); --answers is not opened, so an earlier file keeps its answers; and with --via a billed summarizer is not
+    called for a summary the cache lacks: it would be paid before the price is shown."""
+    from experiments import replay
+    from model_servers import OpenAIStandIn
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"kept": "an earlier answer"}\n')
+    argv = [SYNTHETIC, "--probe", "--model", "ollama:qwen3:8b", "--policies", "full,compact:300", "--sample", "2",
+            "--summaries", str(tmp_path / "s.json"), "--answers", str(answers)]
+    assert locomo.main([*argv, "--summarizer", "gemini:gemini-2.5-flash"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: --summarizer: no Gemini API key")
+    assert locomo.main([*argv, "--summarizer", "openai:m", "--via", "flex", "--yes"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: --via: some summaries are not cached, and --summarizer openai:m would be paid for them before the "
+        "price is shown: write them first (the same command without --via), or use a summarizer that does not bill")
+    monkeypatch.setattr(replay, "write_whole", lambda path, data: (_ for _ in ()).throw(OSError(28, "No space left",
+                                                                                                 path)))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
+    with OpenAIStandIn(["Summary: what was said."] * 50, models=("m",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        assert locomo.main([*argv, "--summarizer", "openai:m"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: No space left: {tmp_path / 's.json'}"
+    assert answers.read_text() == '{"kept": "an earlier answer"}\n'
+
+
 def test_a_reply_without_an_answer_line_is_scored_as_written(tmp_path, capsys):
     """LoCoMo scores what the model wrote: "Not mentioned in the conversation." with no Answer line is right for an
     adversarial question (its Thought line aside)."""
@@ -536,7 +566,7 @@ def test_a_probe_through_flex_stopped_midway_asks_only_the_rest_when_run_again(t
     (["--via", "batch"], "--via, --ledger, --max-cost and --yes only work with --probe"),
     (["--probe", "--model", "openai:m", "--ledger", "l.jsonl"], "--ledger only works with --via"),
     (["--probe", "--reader", "likelihood", "--model", "local:qwen2.5-coder-0.5b", "--policies", "full,compact:300"],
-     "--reader likelihood cannot score under a summarising policy (compact:T, the vendors' compaction)"),
+     "--reader likelihood cannot score under compact:300: a summarising policy needs summaries"),
     (["--probe", "--model", "ollama:qwen3:8b", "--via", "batch", "--yes"],
      "--via batch: ollama:qwen3:8b has no batch engine; gemini: and openai: have one"),
 ])
