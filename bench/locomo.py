@@ -55,7 +55,9 @@ its ledger resuming a run killed midway) and with --via flex through OpenAI's fl
 anything is sent, as agent.py's --probe --via does (cli/sending.py).
 """
 import argparse
+import copy
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -890,28 +892,47 @@ def probe(pairs: list[tuple[Conversation, Question]], specs: list[str], model, s
     return scores
 
 
-def planned_calls(args, chosen: list, specs: list[str], folder: str, summaries) -> list | int:
-    """Every call the probe will make (as `asked` makes them), each summary a summarising policy asks for written
-    first; or, said in one line, the exit code: 2 for a summary neither cached nor to be written, or a summarizer
-    that cannot be used, 1 for one that failed or a cache that cannot be written (as the replay says them). With
-    --via, a summarizer that bills is not called for a summary the cache lacks: it would be paid before the price."""
+def planned_calls(args, chosen: list, specs: list[str], folder: str, summaries):
+    """The calls the probe will make (as `asked` makes them: all of them with --via, to price them; else made one by
+    one as they are asked), each summary a summarising policy asks for written first; or, said in one line, the exit
+    code: 2 for a summary neither cached nor to be written, or a summarizer that cannot be used, 1 for one that failed
+    or a cache that cannot be written (as the replay says them), 130 interrupted. With --via, a summarizer that bills
+    is not called for a summary the cache lacks: it would be paid before the price is shown."""
     from models import ModelConfigError, ModelError
 
+    if args.via and summaries is not None and summaries.model is not None and _billed(summaries.model.spec):
+        summaries = copy.copy(summaries)  # its cache, this summarizer's entries alone, and nothing written
+        summaries.model = Unwritten(summaries.model.name)
     try:
-        if args.via and summaries is not None and summaries.model is not None and _billed(summaries.model.spec):
-            try:
-                return list(asked(chosen, specs, folder, type(summaries)(None, summaries.path)))
-            except DataError:
-                raise DataError(f"--via: some summaries are not cached, and --summarizer {summaries.model.spec} "
-                                "would be paid for them before the price is shown: write them first (the same "
-                                "command without --via), or use a summarizer that does not bill") from None
-        return list(asked(chosen, specs, folder, summaries))
+        calls = asked(chosen, specs, folder, summaries)
+        if args.via:
+            return list(calls)
+        first = next(calls, None)  # every summary is written before the first call is made
+        return [] if first is None else itertools.chain([first], calls)
     except DataError as problem:
-        print(f"error: {problem}", file=sys.stderr)
+        said = str(problem) if not isinstance(getattr(summaries, "model", None), Unwritten) else (
+            f"--via: some summaries are not cached, and --summarizer {args.summarizer} would be paid for them before "
+            "the price is shown: write them first by replaying without --probe (the same data, --policies, "
+            "--summarizer and --summaries), or use a summarizer that does not bill")
+        print(f"error: {said}", file=sys.stderr)
         return 2
     except (ModelError, OSError) as problem:  # the summarizer's, or the summaries' cache
         print(f"error: {summary_problem(problem)}", file=sys.stderr)
         return 2 if isinstance(problem, ModelConfigError) else 1
+    except KeyboardInterrupt:
+        where = f" in {summaries.path}" if getattr(summaries, "path", None) else ""
+        print(f"interrupted: the summaries written so far are cached{where}", file=sys.stderr)
+        return 130
+
+
+class Unwritten:
+    """A summarizer by name alone, for the summaries it wrote before: asked to write one, it refuses."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def generate(self, messages, stop, **options):
+        raise LookupError(f"{self.name} is not asked to write a summary here")
 
 
 def _billed(spec: str) -> bool:

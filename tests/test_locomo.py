@@ -389,7 +389,22 @@ def test_what_stops_a_probe_s_summaries_is_one_line_before_anything_is_asked_pai
     assert locomo.main([*argv, "--summarizer", "openai:m", "--via", "flex", "--yes"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "error: --via: some summaries are not cached, and --summarizer openai:m would be paid for them before the "
-        "price is shown: write them first (the same command without --via), or use a summarizer that does not bill")
+        "price is shown: write them first by replaying without --probe (the same data, --policies, --summarizer and "
+        "--summaries), or use a summarizer that does not bill")
+    from experiments.replay import Summaries  # another summarizer's summaries are not this one's
+    from models.scripted import ScriptedModel
+    conversations = locomo.read(SYNTHETIC)
+    list(locomo.asked([(conv, conv.questions[0]) for conv in conversations], ["compact:300"], str(tmp_path),
+                      Summaries(ScriptedModel(["Summary."] * 100), str(tmp_path / "s.json"))))
+    assert locomo.main([*argv, "--summarizer", "openai:m", "--via", "flex", "--yes"]) == 2
+    assert "some summaries are not cached" in capsys.readouterr().err
+    monkeypatch.setattr(Summaries, "text", lambda *arguments: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert locomo.main([*argv, "--summarizer", "ollama:x"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == f"interrupted: the summaries written so far are cached in " \
+                                                       f"{tmp_path / 's.json'}"
+    monkeypatch.undo()
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setattr(replay, "write_whole", lambda path, data: (_ for _ in ()).throw(OSError(28, "No space left",
                                                                                                  path)))
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
