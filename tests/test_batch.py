@@ -264,38 +264,43 @@ class FlexStandIn(OpenAIStandIn):
         return super().handle(request)
 
 
-def test_flex_gives_the_answers_of_the_calls_with_the_flex_tier_retried_when_busy(agent_py, openai, trace,
+@pytest.fixture
+def flex(monkeypatch):
+    """start(replies, busy=0, **knobs): a FlexStandIn named by OPENAI_BASE_URL, its key in OPENAI_API_KEY."""
+    yield from stand_ins(monkeypatch, lambda replies, busy=0, **knobs: FlexStandIn(replies, busy, **knobs),
+                         lambda server: {"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "test-key-0123"})
+
+
+def test_flex_gives_the_answers_of_the_calls_with_the_flex_tier_retried_when_busy(agent_py, flex, openai, trace,
                                                                                   tmp_path, monkeypatch):
     expected, sent = synchronous(agent_py, openai, trace, tmp_path)
     waits = []
     monkeypatch.setattr(retry, "sleep", waits.append)
-    with FlexStandIn(list(REPLIES), busy=2) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "f.csv"))
+    server = flex(list(REPLIES), busy=2)
+    done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "f.csv"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "f.csv").read_text() == expected and len(waits) == 2
     assert [{**body, "service_tier": "flex"} for body in sent] == server.bodies[2:]
     assert done.stderr.startswith("--via flex: 24 calls to send to openai:m")
 
 
-def test_flex_stopped_midway_and_started_again_asks_only_the_calls_not_answered(agent_py, openai, trace, tmp_path,
+def test_flex_stopped_midway_and_started_again_asks_only_the_calls_not_answered(agent_py, flex, openai, trace, tmp_path,
                                                                                monkeypatch):
     """A flex call is paid for when it is answered: each reply goes to the run's ledger as it comes, and the run
     started again asks only the rest, its answers those of the calls asked in one go."""
     expected, sent = synchronous(agent_py, openai, trace, tmp_path)
     monkeypatch.setattr(retry, "sleep", lambda seconds: None)
-    with FlexStandIn(REPLIES[:10], busy=0) as server:  # the 11th call finds the server failing
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        stopped = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
-        assert stopped.returncode == 1
-        assert "the replies that came are kept in the ledger; run the same command to ask only the rest: " \
-               "python agent.py --replay" in stopped.stderr
-        server.replies = list(REPLIES[10:])
-        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
+    server = flex(REPLIES[:10])  # the 11th call finds the server failing
+    stopped = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
+    assert stopped.returncode == 1
+    assert "the replies that came are kept in the ledger; run the same command to ask only the rest: " \
+           "python agent.py --replay" in stopped.stderr
+    server.replies = list(REPLIES[10:])
+    again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "2.csv").read_text() == expected
-    flex = [{**body, "service_tier": "flex"} for body in sent]
-    assert server.bodies == flex[:10] + [flex[10]] * 4 + flex[10:]  # the 11th tried 4 times, then asked again
+    flexed = [{**body, "service_tier": "flex"} for body in sent]
+    assert server.bodies == flexed[:10] + [flexed[10]] * 4 + flexed[10:]  # the 11th tried 4 times, then asked again
     ledger = next(tmp_path.glob("superbowl.flex-*.jsonl"))
     assert again.stderr.startswith("--via flex: 14 calls to send to openai:m, ")
     assert f"  ledger {ledger}: 10 of 24 calls answered before\n" in again.stderr
@@ -303,61 +308,53 @@ def test_flex_stopped_midway_and_started_again_asks_only_the_calls_not_answered(
     assert third.returncode == 0 and len(server.bodies) == 28 and "0 calls to send" in third.stderr
 
 
-def test_a_flex_call_is_found_in_the_ledger_after_the_server_refused_a_setting(agent_py, trace, tmp_path,
+def test_a_flex_call_is_found_in_the_ledger_after_the_server_refused_a_setting(agent_py, flex, trace, tmp_path,
                                                                              monkeypatch):
     """A reasoning model refuses `stop`, and each later call is sent without it: the ledger still names each call by
     the body it was planned with, so the run started again (which has not learned the refusal yet) finds them."""
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
     monkeypatch.setattr(retry, "sleep", lambda seconds: None)
-    with FlexStandIn(REPLIES[:10], busy=0, refuse_stop=True) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        assert agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes").returncode == 1
-        server.replies = list(REPLIES[10:])
-        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes")
+    server = flex(REPLIES[:10], refuse_stop=True)
+    assert agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes").returncode == 1
+    server.replies = list(REPLIES[10:])
+    again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes")
     assert again.returncode == 0, again.stderr
     assert "10 of 24 calls answered before" in again.stderr
     assert len([body for body in server.bodies if "stop" not in body]) == 10 + 4 + 14
 
 
-def test_a_flex_call_is_found_after_the_server_refused_temperature_while_summaries_were_written(agent_py, trace,
+def test_a_flex_call_is_found_after_the_server_refused_temperature_while_summaries_were_written(agent_py, flex, trace,
                                                                                               monkeypatch):
     """compact:T has the model write summaries before the probe's calls are named; a refusal met there changes the
     bodies sent, and the run started again (its summaries cached, the refusal not met) must find the same calls."""
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
     monkeypatch.setattr(retry, "sleep", lambda seconds: None)
     argv = ["--replay", trace, "--probe", "--policies", "full,compact:400", "--model", "openai:m", "--via", "flex",
             "--yes"]
-    with FlexStandIn(["A summary of it."] * 3 + ["Answer: 15.5 °C"] * 10, busy=0, refuse_temperature=True) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        assert agent_py(*argv).returncode == 1
-        server.replies = ["Answer: 15.5 °C"] * 100
-        again = agent_py(*argv)
+    server = flex(["A summary of it."] * 3 + ["Answer: 15.5 °C"] * 10, refuse_temperature=True)
+    assert agent_py(*argv).returncode == 1
+    server.replies = ["Answer: 15.5 °C"] * 100
+    again = agent_py(*argv)
     assert again.returncode == 0, again.stderr
     answered = re.search(r"\n  ledger .*: (\d+) of 24 calls answered before\n", again.stderr)
     assert answered and int(answered[1]) == 9, again.stderr  # 13 replies: the summaries, then 9 answers
 
 
-def test_a_flex_reply_with_a_lone_surrogate_is_kept_as_it_came(agent_py, trace, tmp_path, monkeypatch):
+def test_a_flex_reply_with_a_lone_surrogate_is_kept_as_it_came(agent_py, flex, trace, tmp_path):
     """A service may send half of a surrogate pair (an escape JSON allows); the reply is kept in the ledger as it
     came, and read back from it, as a call without --via would take it."""
     from model_servers import completion
 
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
     replies = [completion("Answer: 15.5 \ud83d")] + ["Answer: 15.5 °C"] * 23
-    with FlexStandIn(list(replies), busy=0) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        first = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
-        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
+    server = flex(list(replies))
+    first = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "1.csv"))
+    again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--answers", str(tmp_path / "2.csv"))
     assert first.returncode == again.returncode == 0, first.stderr
     assert len(server.bodies) == 24 and (tmp_path / "1.csv").read_text() == (tmp_path / "2.csv").read_text()
 
 
-def test_flex_calls_asked_several_at_once_each_keep_their_reply(agent_py, trace, tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-0123")
-    with FlexStandIn(["Answer: 15.5 °C"] * 24, busy=0) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
-        again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
+def test_flex_calls_asked_several_at_once_each_keep_their_reply(agent_py, flex, trace, tmp_path):
+    server = flex(["Answer: 15.5 °C"] * 24)
+    done = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
+    again = agent_py("--replay", trace, *PROBE, "--via", "flex", "--yes", "--jobs", "4")
     assert done.returncode == again.returncode == 0 and len(server.bodies) == 24
     records = [json.loads(line) for line in next(tmp_path.glob("superbowl.flex-*.jsonl")).read_text().splitlines()]
     assert len({record["id"] for record in records[1:]}) == 24 and "24 of 24 calls answered before" in again.stderr
@@ -463,14 +460,21 @@ def test_a_gemini_batch_started_again_finds_its_calls_after_a_refusal_met_while_
     assert again.returncode == 0 and "0 calls to send" in again.stderr and len(server.jobs) == 1, again.stderr
 
 
-def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, gemini, gemini_batches, trace,
-                                                                      tmp_path):
+def gemini_batch_as_the_calls(agent_py, gemini, gemini_batches, trace, tmp_path) -> tuple:
+    """The probe asked of Gemini call by call, then through its batch mode, each with REPLIES; the batch's answers
+    CSV is the calls' byte for byte. Returns the two stand-ins and the batch run."""
     calls = gemini(list(REPLIES))
     assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
     server = gemini_batches(list(REPLIES))
     done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    return calls, server, done
+
+
+def test_a_gemini_batch_gives_the_answers_of_the_calls_in_their_places(agent_py, gemini, gemini_batches, trace,
+                                                                      tmp_path):
+    calls, server, _ = gemini_batch_as_the_calls(agent_py, gemini, gemini_batches, trace, tmp_path)
     # each inline request is the request a call sends (its contents, instruction and generation config)
     keys = ("contents", "systemInstruction", "generationConfig")
     assert [{key: inline["request"][key] for key in keys} for inline in server.sent] == \
@@ -483,12 +487,7 @@ def test_a_gemini_batch_sends_a_call_refused_a_setting_again_without_it(agent_py
     """gemini-flash-latest refuses a temperature (GEMINI_TEMPERATURE=0): each request of the first batch fails with
     INVALID_ARGUMENT naming it, and is sent again without it, as a call leaves it out."""
     monkeypatch.setenv("GEMINI_TEMPERATURE", "0")
-    gemini(list(REPLIES))
-    assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
-    server = gemini_batches(list(REPLIES))
-    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    _, server, done = gemini_batch_as_the_calls(agent_py, gemini, gemini_batches, trace, tmp_path)
     assert [("temperature" in inline["request"]["generationConfig"]) for inline in server.sent] == \
         [True] * 24 + [False] * 24
     assert "note: 24 call(s) failed in their batch (3: temperature is not supported" in done.stderr
@@ -505,12 +504,7 @@ def test_a_gemini_refusal_naming_two_settings_leaves_out_the_one_the_body_still_
         "temperature is not supported for thinking models; leave it unset." if "temperature" in generation
         else rule(model, generation)))
     monkeypatch.setenv("GEMINI_TEMPERATURE", "0")
-    gemini(list(REPLIES))
-    assert agent_py("--replay", trace, *GEMINI, "--answers", str(tmp_path / "calls.csv")).returncode == 0
-    server = gemini_batches(list(REPLIES))
-    done = agent_py("--replay", trace, *GEMINI, "--via", "batch", "--yes", "--answers", str(tmp_path / "batch.csv"))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "batch.csv").read_text() == (tmp_path / "calls.csv").read_text()
+    _, server, _ = gemini_batch_as_the_calls(agent_py, gemini, gemini_batches, trace, tmp_path)
     assert len(server.jobs) == 3  # without thinking, then without temperature too
 
 
