@@ -229,15 +229,14 @@ class BatchRun:
 class FlexRun:
     """The calls of one run asked one at a time through a model (OpenAI's flex tier, `--via flex`), as a model itself:
     each reply is written to the run's ledger as it comes, and a call the ledger answered already is answered from
-    there, not asked (and paid for) again. A call is named by what is asked (the model, its service tier and
-    configured temperature, the messages and the stop sequences), not by the body sent: a setting the server refuses
-    during a run (`stop` or `temperature`, for a reasoning model) changes the body, and a run started again, which
-    has not met the refusal yet, must still find the call. A request asked twice (`--repeat`) takes its ids in the
-    order asked."""
+    there, not asked (and paid for) again. A call is named as a batch names it, by its body as planned: a setting the
+    server refuses during a run (`stop` or `temperature`, for a reasoning model) changes the body sent, and a run
+    started again, which has not met the refusal yet, must still find the call. A request asked twice (`--repeat`)
+    takes its ids in the order asked."""
 
     def __init__(self, model, requests: list[tuple[list[Message], list[str]]], ledger_path: Callable[[str], str]):
         self.model = model
-        asked = [_asked(model, messages, stop) for messages, stop in requests]
+        asked = [model.batch_body(messages, stop, planned=True) for messages, stop in requests]
         self.ids = call_ids(asked)
         self.digest = run_digest(self.ids)
         self.ledger = Ledger(ledger_path(self.digest), self.digest, f"{model.backend}:{model.name} flex")
@@ -253,7 +252,7 @@ class FlexRun:
 
     def generate(self, messages: list[Message], stop: list[str], **options) -> ModelReply:
         with self.lock:
-            waiting = self.planned.get(canonical(_asked(self.model, messages, stop)))
+            waiting = self.planned.get(canonical(self.model.batch_body(messages, stop, planned=True)))
             id = waiting.pop(0) if waiting else None  # None: a call the run did not plan, asked and not kept
             if id in self.ledger.replies:
                 return self.ledger.replies[id]
@@ -284,14 +283,6 @@ class FlexRun:
 
     def __getattr__(self, name: str):
         return getattr(self.model, name)
-
-
-def _asked(model, messages: list[Message], stop: list[str]) -> dict:
-    """What a flex call asks, whatever the server refused: the model, its service tier and configured temperature,
-    the messages' roles and texts, and the stop sequences."""
-    return {"model": model.name, "service_tier": getattr(model, "service_tier", None),
-            "temperature": getattr(model, "temperature", None),
-            "messages": [[message.role, message.text] for message in messages], "stop": stop}
 
 
 def service_for(model) -> BatchService:

@@ -18,8 +18,7 @@ by one run at a time (it is locked while a run holds it):
 - {"type": "ended", "batch", "status", "files"}: the batch's last state and the files of its output and errors;
 - {"type": "answer", "id", "batch", "response"}: a call's response body, as the service sent it;
 - {"type": "failed", "id", "batch", "error"}: a call the batch could not answer, in the service's words;
-- {"type": "reply", "id", "reply"}: a call asked on its own (`--via flex`), its reply as read (REPLY_FIELDS); such a
-  call is named by what it asks, not by the body sent (experiments/batch.py's FlexRun).
+- {"type": "reply", "id", "reply"}: a call asked on its own (`--via flex`), its reply as read (REPLY_FIELDS).
 A last line cut off mid-write (the run killed while writing it) is skipped, as traces.py skips one, and taken off
 the file before anything is appended; anything else that is not a ledger record is an error of one line.
 """

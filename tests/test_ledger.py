@@ -111,7 +111,7 @@ class Counting:
     def __init__(self):
         self.asked = 0
 
-    def batch_body(self, messages, stop):
+    def batch_body(self, messages, stop, planned=False):
         return {"model": self.name, "messages": [m.text for m in messages], "stop": stop}
 
     def generate(self, messages, stop, **options):
