@@ -900,7 +900,8 @@ def planned_calls(args, chosen: list, specs: list[str], folder: str, summaries):
     is not called for a summary the cache lacks: it would be paid before the price is shown."""
     from models import ModelConfigError, ModelError
 
-    if args.via and summaries is not None and summaries.model is not None and _billed(summaries.model.spec):
+    cache_only = bool(args.via and summaries and summaries.model and _billed(summaries.model.spec))
+    if cache_only:
         summaries = copy.copy(summaries)  # its cache, this summarizer's entries alone, and nothing written
         summaries.model = Unwritten(summaries.model.name)
     try:
@@ -910,7 +911,7 @@ def planned_calls(args, chosen: list, specs: list[str], folder: str, summaries):
         first = next(calls, None)  # every summary is written before the first call is made
         return [] if first is None else itertools.chain([first], calls)
     except DataError as problem:
-        said = str(problem) if not isinstance(getattr(summaries, "model", None), Unwritten) else (
+        said = str(problem) if not cache_only else (
             f"--via: some summaries are not cached, and --summarizer {args.summarizer} would be paid for them before "
             "the price is shown: write them first by replaying without --probe (the same data, --policies, "
             "--summarizer and --summaries), or use a summarizer that does not bill")
